@@ -1,0 +1,28 @@
+// Small whole-file helpers for procfs and cgroupfs, which hold short text files
+// that must be read and written in one system call each.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace infervisor {
+
+// Reads the whole file (up to 1 MiB; kernel interface files are small).
+Result<std::string> read_file(const std::filesystem::path& path);
+
+// Writes `content` with a single write(2), as cgroupfs requires; the file must
+// exist (O_CREAT is not used, so a typo never creates a stray file).
+Result<void> write_file(const std::filesystem::path& path, std::string_view content);
+
+// Parses "key value" lines (memory.events, cgroup.events, memory.stat, vmstat)
+// and returns the value for `key`, or an error when absent or malformed.
+Result<long long> read_keyed_value(const std::filesystem::path& path, std::string_view key);
+Result<long long> find_keyed_value(std::string_view text, std::string_view key);
+
+// Strips trailing whitespace/newline.
+std::string_view trim(std::string_view s);
+
+}  // namespace infervisor

@@ -1,0 +1,19 @@
+// Paths: every kernel and system root the daemon touches, injectable so that
+// tests run against temp-dir fixtures (as oomd does with --cgroup-fs).
+#pragma once
+
+#include <filesystem>
+
+namespace infervisor {
+
+struct Paths {
+    std::filesystem::path procfs = "/proc";
+    // Root of this daemon's delegated cgroup subtree. Empty: discover it from
+    // /proc/self/cgroup and /proc/self/mountinfo at start-up.
+    std::filesystem::path cgroup_root;
+    std::filesystem::path runtime_dir = "/run/infervisor";
+    std::filesystem::path state_dir = "/var/lib/infervisor";
+    std::filesystem::path tmpfiles_dir = "/run/tmpfiles.d";
+};
+
+}  // namespace infervisor
