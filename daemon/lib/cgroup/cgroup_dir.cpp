@@ -1,0 +1,107 @@
+#include "cgroup/cgroup_dir.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <charconv>
+#include <sstream>
+
+#include "base/file_io.h"
+
+namespace infervisor {
+
+namespace fs = std::filesystem;
+
+bool CgroupDir::exists() const {
+    std::error_code ec;
+    return fs::is_directory(path_, ec);
+}
+
+Result<std::string> CgroupDir::read(const std::string& file) const { return read_file(path_ / file); }
+
+Result<void> CgroupDir::write(const std::string& file, const std::string& value) const {
+    return write_file(path_ / file, value);
+}
+
+Result<std::set<std::string>> CgroupDir::controllers() const {
+    auto text = read("cgroup.controllers");
+    if (!text) return text.error();
+    std::set<std::string> out;
+    std::istringstream in(*text);
+    for (std::string name; in >> name;) out.insert(name);
+    return out;
+}
+
+Result<void> CgroupDir::enable_controllers(const std::vector<std::string>& names) const {
+    std::string line;
+    for (const auto& n : names) line += (line.empty() ? "+" : " +") + n;
+    return write("cgroup.subtree_control", line);
+}
+
+Result<std::vector<pid_t>> CgroupDir::procs() const {
+    auto text = read("cgroup.procs");
+    if (!text) return text.error();
+    std::vector<pid_t> out;
+    std::istringstream in(*text);
+    for (pid_t pid; in >> pid;) out.push_back(pid);
+    return out;
+}
+
+Result<void> CgroupDir::move_process(pid_t pid) const {
+    return write("cgroup.procs", std::to_string(pid));
+}
+
+Result<bool> CgroupDir::populated() const {
+    auto value = read_keyed_value(path_ / "cgroup.events", "populated");
+    if (!value) return value.error();
+    return *value != 0;
+}
+
+Result<void> CgroupDir::kill() const {
+    if (fs::exists(path_ / "cgroup.kill")) return write("cgroup.kill", "1");
+    // Before 5.14: freeze so nothing forks between listing and killing.
+    auto frozen = set_frozen(true);
+    for (const auto& child : children()) (void)this->child(child).kill();
+    auto pids = procs();
+    if (pids)
+        for (pid_t pid : *pids) ::kill(pid, SIGKILL);
+    if (frozen) (void)set_frozen(false);
+    if (!pids) return pids.error();
+    return {};
+}
+
+Result<void> CgroupDir::set_frozen(bool frozen) const {
+    return write("cgroup.freeze", frozen ? "1" : "0");
+}
+
+long long CgroupDir::memory_event(const std::string& key) const {
+    auto value = read_keyed_value(path_ / "memory.events", key);
+    return value ? *value : 0;
+}
+
+Result<void> CgroupDir::create() const {
+    if (::mkdir(path_.c_str(), 0755) != 0) return errno_error("mkdir " + path_.string());
+    return {};
+}
+
+Result<void> CgroupDir::remove() const {
+    if (::rmdir(path_.c_str()) != 0) return errno_error("rmdir " + path_.string());
+    return {};
+}
+
+std::vector<std::string> CgroupDir::children() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(path_, ec))
+        if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back(entry.path().filename());
+    return out;
+}
+
+Result<UniqueFd> CgroupDir::open_dir() const {
+    UniqueFd fd(::open(path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return errno_error("open " + path_.string());
+    return fd;
+}
+
+}  // namespace infervisor

@@ -1,0 +1,63 @@
+// CgroupDir: one cgroup v2 directory and the interface files the daemon uses.
+//
+// Contract: every operation is a single read or write of a kernel interface
+// file under path(); nothing is cached, so a CgroupDir is cheap to copy and
+// always reflects the kernel's current state. Works unchanged on a temp-dir
+// fixture that holds the same files.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace infervisor {
+
+class CgroupDir {
+public:
+    explicit CgroupDir(std::filesystem::path path) : path_(std::move(path)) {}
+
+    const std::filesystem::path& path() const { return path_; }
+    std::string name() const { return path_.filename().string(); }
+    CgroupDir child(const std::string& name) const { return CgroupDir(path_ / name); }
+    bool exists() const;
+
+    Result<std::string> read(const std::string& file) const;
+    Result<void> write(const std::string& file, const std::string& value) const;
+
+    // Controllers available here (cgroup.controllers).
+    Result<std::set<std::string>> controllers() const;
+    // Writes "+a +b" to cgroup.subtree_control.
+    Result<void> enable_controllers(const std::vector<std::string>& names) const;
+
+    Result<std::vector<pid_t>> procs() const;
+    Result<void> move_process(pid_t pid) const;
+
+    // `populated` from cgroup.events: true while any process lives in the subtree.
+    Result<bool> populated() const;
+    // SIGKILLs every process in the subtree: cgroup.kill (5.14+), or, where it
+    // is missing, freeze + kill each listed process + thaw.
+    Result<void> kill() const;
+    Result<void> set_frozen(bool frozen) const;
+
+    // A memory.events counter (high, max, oom, oom_kill, oom_group_kill); 0 if absent.
+    long long memory_event(const std::string& key) const;
+
+    Result<void> create() const;  // mkdir; an existing directory is an error
+    Result<void> remove() const;  // rmdir; fails while populated or with children
+    // Names of child cgroups (subdirectories).
+    std::vector<std::string> children() const;
+
+    // O_PATH|O_DIRECTORY fd, for clone3(CLONE_INTO_CGROUP).
+    Result<UniqueFd> open_dir() const;
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace infervisor

@@ -1,0 +1,34 @@
+// Loading the configuration from disk: the main file, then every *.yaml in
+// the workers directory in name order, parsed and validated as one.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "config/config_errors.h"
+#include "config/daemon_config.h"
+
+namespace infervisor {
+
+struct ConfigSource {
+    std::filesystem::path main_file = "/etc/infervisor/infervisor.yaml";
+    // Empty: "workers.d" next to main_file.
+    std::filesystem::path workers_dir;
+
+    std::filesystem::path effective_workers_dir() const;
+};
+
+struct LoadedConfig {
+    Config config;
+    ConfigErrors errors;
+    bool ok() const { return errors.empty(); }
+};
+
+// A missing main file is an error; a missing workers directory is not.
+LoadedConfig load_config(const ConfigSource& source);
+
+// Parses and validates a single document given as text (a main file), for
+// `infervisorctl config check` over the socket.
+LoadedConfig load_config_text(std::string_view text, const std::string& name);
+
+}  // namespace infervisor

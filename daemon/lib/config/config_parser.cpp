@@ -1,0 +1,136 @@
+#include "config/config_parser.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/signal_names.h"
+#include "config/yaml_map.h"
+
+namespace infervisor {
+
+namespace {
+
+void parse_memory(YamlMap& worker, MemorySpec& memory, ConfigErrors& errors) {
+    auto node = worker.take("memory");
+    if (!node) return;
+    YamlMap map(*node, errors, "'memory'");
+    map.get_size("max", memory.max);
+    map.get_size("high", memory.high);
+    map.get_size("swap_max", memory.swap_max);
+    map.finish();
+}
+
+void parse_restart_mode(YamlMap& map, RestartMode& mode, ConfigErrors& errors) {
+    std::string text;
+    if (!map.get_string("policy", text)) return;
+    if (text == "never") mode = RestartMode::never;
+    else if (text == "on-failure") mode = RestartMode::on_failure;
+    else if (text == "always") mode = RestartMode::always;
+    else
+        errors.add(map.take("policy")->Mark(),
+                   "restart policy must be never, on-failure or always, not '" + text + "'");
+}
+
+void parse_restart(YamlMap& worker, RestartSpec& restart, ConfigErrors& errors) {
+    auto node = worker.take("restart");
+    if (!node) return;
+    YamlMap map(*node, errors, "'restart'");
+    parse_restart_mode(map, restart.mode, errors);
+    map.get_duration("backoff_initial", restart.backoff_initial);
+    map.get_duration("backoff_max", restart.backoff_max);
+    map.get_int("start_limit_burst", restart.start_limit_burst, 1, 10000);
+    map.get_duration("start_limit_interval", restart.start_limit_interval);
+    map.finish();
+}
+
+void parse_stop(YamlMap& worker, WorkerSpec& spec, ConfigErrors& errors) {
+    auto node = worker.take("stop");
+    if (!node) return;
+    YamlMap map(*node, errors, "'stop'");
+    std::string signal;
+    if (map.get_string("signal", signal)) {
+        if (auto sig = parse_signal(signal)) spec.stop_signal = *sig;
+        else errors.add(map.take("signal")->Mark(), "unknown signal '" + signal + "'");
+    }
+    map.get_duration("timeout", spec.stop_timeout);
+    map.finish();
+}
+
+void parse_limits(YamlMap& map, WorkerSpec& spec) {
+    int64_t value = 0;
+    if (map.get_int("pids_max", value, 1, 4'194'304)) spec.pids_max = value;
+    if (map.get_int("cpu_weight", value, 1, 10'000)) spec.cpu_weight = value;
+}
+
+}  // namespace
+
+void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors& errors,
+                         bool require_identity) {
+    const Required identity = require_identity ? Required::yes : Required::no;
+    std::string what = "worker";
+    if (node.IsMap() && node["name"] && node["name"].IsScalar())
+        what = "worker '" + node["name"].Scalar() + "'";
+    if (!require_identity) what = "'defaults'";
+    YamlMap map(node, errors, what);
+    if (!map.valid()) return;
+    if (require_identity) map.get_string("name", spec.name, identity);
+    if (require_identity) map.get_string_list("command", spec.command, identity);
+    map.get_string_map("environment", spec.environment);
+    map.get_string("user", spec.user);
+    map.get_string("group", spec.group);
+    map.get_string_list("supplementary_groups", spec.supplementary_groups);
+    parse_memory(map, spec.memory, errors);
+    parse_limits(map, spec);
+    parse_restart(map, spec.restart, errors);
+    parse_stop(map, spec, errors);
+    map.get_bool("notify", spec.notify);
+    map.get_duration("watchdog", spec.watchdog);
+    map.finish();
+}
+
+void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErrors& errors) {
+    if (!list.IsSequence()) {
+        if (!list.IsNull()) errors.add(list.Mark(), "'workers' must be a list of workers");
+        return;
+    }
+    for (const auto& item : list) {
+        WorkerSpec spec = defaults_;
+        parse_worker_fields(item, spec, errors, true);
+        out.workers.push_back(std::move(spec));
+        out.worker_locations.push_back(
+            {errors.file(), item.Mark().line + 1, item.Mark().column + 1});
+    }
+}
+
+void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out,
+                                         ConfigErrors& errors, YamlMap& map) {
+    (void)root;
+    DaemonSettings& d = out.daemon;
+    std::string path;
+    map.get_string("log_level", d.log_level);
+    if (map.get_string("cgroup_root", path)) d.cgroup_root = path;
+    if (map.get_string("runtime_dir", path)) d.runtime_dir = path;
+    if (map.get_string("state_dir", path)) d.state_dir = path;
+    map.get_string("control_group", d.control_group);
+    map.get_bool("dry_run", d.dry_run);
+    if (auto defaults = map.take("defaults")) parse_worker_fields(*defaults, defaults_, errors, false);
+}
+
+void ConfigParser::parse(std::string_view text, const std::string& file, ConfigFileKind kind,
+                         Config& out, ConfigErrors& errors) {
+    errors.set_file(file);
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(text));
+    } catch (const YAML::ParserException& e) {
+        errors.add(e.mark, "YAML syntax error: " + e.msg);
+        return;
+    }
+    if (root.IsNull()) return;  // an empty file defines nothing
+    YamlMap map(root, errors, kind == ConfigFileKind::main ? "the configuration" : "a workers file");
+    if (!map.valid()) return;
+    if (kind == ConfigFileKind::main) parse_daemon_settings(root, out, errors, map);
+    if (auto workers = map.take("workers")) parse_workers(*workers, out, errors);
+    map.finish();
+}
+
+}  // namespace infervisor

@@ -1,0 +1,18 @@
+// Cross-field and cross-file checks on a parsed Config: what each field alone
+// cannot say (memory.high above memory.max, duplicate worker names, a user
+// that does not exist on this host, ...). Problems are reported at the
+// worker's definition.
+#pragma once
+
+#include "config/config_errors.h"
+#include "config/daemon_config.h"
+
+namespace infervisor {
+
+void validate_config(const Config& config, ConfigErrors& errors);
+
+// Worker names become cgroup and file names: 1-64 of [A-Za-z0-9_.-], not
+// starting with '.' or '-'.
+bool is_valid_worker_name(const std::string& name);
+
+}  // namespace infervisor

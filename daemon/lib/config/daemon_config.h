@@ -1,0 +1,33 @@
+// Config: the whole validated configuration — daemon settings plus workers.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/worker_spec.h"
+
+namespace infervisor {
+
+struct DaemonSettings {
+    std::string log_level = "info";  // trace, debug, info, warn, error
+    // Empty: discover the daemon's own cgroup (the unit's, with Delegate=yes).
+    std::filesystem::path cgroup_root;
+    std::filesystem::path runtime_dir = "/run/infervisor";
+    std::filesystem::path state_dir = "/var/lib/infervisor";
+    std::string control_group = "infervisor";  // may change things over the socket
+    bool dry_run = false;                       // policy actions are logged, not taken
+
+    bool operator==(const DaemonSettings&) const = default;
+};
+
+struct Config {
+    DaemonSettings daemon;
+    std::vector<WorkerSpec> workers;
+    std::vector<SourceLocation> worker_locations;  // parallel to workers
+    std::vector<std::filesystem::path> files;      // what was read, in order
+
+    const WorkerSpec* find(const std::string& name) const;
+};
+
+}  // namespace infervisor

@@ -1,0 +1,77 @@
+// WorkerSpec: what the configuration says about one worker, after parsing and
+// before validation. Plain data; equality decides on reload whether a running
+// worker must restart (any difference does).
+#pragma once
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/units.h"
+
+namespace infervisor {
+
+using namespace std::chrono_literals;
+
+enum class RestartMode { never, on_failure, always };
+
+struct RestartSpec {
+    RestartMode mode = RestartMode::on_failure;
+    // Delay before restart n (n >= 1) is backoff_initial * 2^(n-1), capped at
+    // backoff_max. The count resets after a run that lasted longer than
+    // backoff_max (the worker was healthy for a while).
+    Duration backoff_initial = 1s;
+    Duration backoff_max = 1min;
+    // More than start_limit_burst starts within start_limit_interval trips the
+    // circuit breaker: the worker goes to state `failed` until asked to start.
+    int64_t start_limit_burst = 5;
+    Duration start_limit_interval = 10min;
+
+    bool operator==(const RestartSpec&) const = default;
+};
+
+struct MemorySpec {
+    ByteLimit max;           // memory.max; required by validation
+    ByteLimit high;          // memory.high; nullopt = "max" (no throttling)
+    ByteLimit swap_max{0};   // memory.swap.max; default 0: inference workers do not swap
+
+    bool operator==(const MemorySpec&) const = default;
+};
+
+struct WorkerSpec {
+    std::string name;
+    std::vector<std::string> command;  // argv; command[0] is an absolute path
+    std::map<std::string, std::string> environment;
+    std::string user = "root";
+    std::string group;  // empty: the user's primary group
+    std::vector<std::string> supplementary_groups;
+    MemorySpec memory;
+    std::optional<int64_t> pids_max;    // nullopt = "max"
+    std::optional<int64_t> cpu_weight;  // 1..10000; nullopt = kernel default (100)
+    RestartSpec restart;
+    int stop_signal = SIGTERM;
+    Duration stop_timeout = 30s;
+    // true: the worker is "running" only after it sends READY=1 on NOTIFY_SOCKET
+    // (systemd Type=notify semantics); false: as soon as it has been executed.
+    bool notify = false;
+    // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
+    Duration watchdog = 0ms;
+
+    bool operator==(const WorkerSpec&) const = default;
+};
+
+// Where a worker was defined, for messages (not part of the spec's identity).
+struct SourceLocation {
+    std::string file;
+    int line = 0;
+    int column = 0;
+    std::string format() const;
+};
+
+}  // namespace infervisor

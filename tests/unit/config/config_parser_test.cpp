@@ -1,0 +1,164 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config_loader.h"
+
+namespace infervisor {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<std::string> errors_of(const char* text) {
+    auto loaded = load_config_text(text, "test.yaml");
+    std::vector<std::string> out;
+    for (const auto& e : loaded.errors.all()) out.push_back(e.format());
+    return out;
+}
+
+constexpr const char* kFull = R"(log_level: debug
+dry_run: true
+control_group: ops
+defaults:
+  restart:
+    backoff_max: 30s
+workers:
+  - name: llama
+    command: [/usr/bin/llama-server, --model, /models/x.gguf]
+    environment: {OMP_NUM_THREADS: "4"}
+    user: nobody
+    memory: {max: 2G, high: 1800M, swap_max: 0}
+    pids_max: 256
+    cpu_weight: 200
+    restart: {policy: always, backoff_initial: 2s, start_limit_burst: 3, start_limit_interval: 1m}
+    stop: {signal: SIGINT, timeout: 10s}
+    notify: true
+    watchdog: 30s
+  - name: whisper
+    command: [/usr/bin/whisper]
+    memory: {max: 512M}
+)";
+
+TEST(ConfigParser, ParsesEveryWorkerField) {
+    auto loaded = load_config_text(kFull, "full.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    const Config& c = loaded.config;
+    EXPECT_EQ(c.daemon.log_level, "debug");
+    EXPECT_TRUE(c.daemon.dry_run);
+    EXPECT_EQ(c.daemon.control_group, "ops");
+    ASSERT_EQ(c.workers.size(), 2u);
+    const WorkerSpec& w = c.workers[0];
+    EXPECT_EQ(w.name, "llama");
+    EXPECT_THAT(w.command, ElementsAre("/usr/bin/llama-server", "--model", "/models/x.gguf"));
+    EXPECT_EQ(w.environment.at("OMP_NUM_THREADS"), "4");
+    EXPECT_EQ(w.user, "nobody");
+    EXPECT_EQ(*w.memory.max, 2ull << 30);
+    EXPECT_EQ(*w.memory.high, 1800ull << 20);
+    EXPECT_EQ(*w.memory.swap_max, 0u);
+    EXPECT_EQ(*w.pids_max, 256);
+    EXPECT_EQ(*w.cpu_weight, 200);
+    EXPECT_EQ(w.restart.mode, RestartMode::always);
+    EXPECT_EQ(w.restart.backoff_initial, std::chrono::seconds(2));
+    EXPECT_EQ(w.restart.backoff_max, std::chrono::seconds(30));  // from defaults
+    EXPECT_EQ(w.restart.start_limit_burst, 3);
+    EXPECT_EQ(w.stop_signal, SIGINT);
+    EXPECT_EQ(w.stop_timeout, std::chrono::seconds(10));
+    EXPECT_TRUE(w.notify);
+    EXPECT_EQ(w.watchdog, std::chrono::seconds(30));
+    EXPECT_EQ(c.worker_locations[0].line, 8);
+    EXPECT_EQ(c.worker_locations[0].column, 5);
+    // Defaults apply; everything else keeps the built-in default.
+    EXPECT_EQ(c.workers[1].restart.backoff_max, std::chrono::seconds(30));
+    EXPECT_EQ(c.workers[1].restart.mode, RestartMode::on_failure);
+    EXPECT_EQ(*c.workers[1].memory.swap_max, 0u);
+    EXPECT_FALSE(c.workers[1].memory.high.has_value());
+}
+
+TEST(ConfigParser, ReportsEveryErrorWithItsPlace) {
+    auto errors = errors_of(R"(workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G, hihg: 2G}
+    pids_max: many
+    restart: {policy: sometimes}
+    stop: {signal: SIGFOO, timeout: 30}
+    colour: blue
+)");
+    EXPECT_THAT(errors, ElementsAre(
+        "test.yaml:4:23: unknown key 'hihg' in 'memory' (did you mean 'high'?)",
+        "test.yaml:5:15: 'pids_max' must be a whole number, not 'many'",
+        "test.yaml:6:23: restart policy must be never, on-failure or always, not 'sometimes'",
+        "test.yaml:7:20: unknown signal 'SIGFOO'",
+        HasSubstr("test.yaml:7:37: 'timeout': invalid duration '30': missing unit"),
+        "test.yaml:8:5: unknown key 'colour' in worker 'a'"));
+}
+
+TEST(ConfigParser, ReportsBadSizesAndWrongTypes) {
+    auto errors = errors_of(R"(workers:
+  - name: a
+    command: /bin/a
+    memory: {max: 1Q}
+    environment: [A=1]
+)");
+    EXPECT_THAT(errors, ElementsAre(
+        "test.yaml:3:14: 'command' in worker 'a' must be a list, not a scalar",
+        "test.yaml:5:18: 'environment' must be a mapping, not a list",
+        "test.yaml:4:19: 'max': invalid size '1Q': unknown unit 'Q' (use K, M, G or T)",
+        HasSubstr("memory.max is required")));
+}
+
+TEST(ConfigParser, ReportsMissingRequiredKeys) {
+    auto errors = errors_of("workers:\n  - memory: {max: 1G}\n");
+    EXPECT_THAT(errors, ElementsAre("test.yaml:2:5: worker is missing required key 'name'",
+                                    "test.yaml:2:5: worker is missing required key 'command'"));
+}
+
+TEST(ConfigParser, ReportsDuplicateKeys) {
+    auto errors = errors_of("log_level: info\nlog_level: debug\n");
+    EXPECT_THAT(errors, ElementsAre("test.yaml:2:1: duplicate key 'log_level' in the configuration"));
+}
+
+TEST(ConfigParser, ReportsYamlSyntaxErrors) {
+    auto errors = errors_of("workers:\n  - name: [unclosed\n");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_THAT(errors[0], HasSubstr("test.yaml:"));
+    EXPECT_THAT(errors[0], HasSubstr("YAML syntax error"));
+}
+
+TEST(ConfigValidator, RejectsImpossibleCombinations) {
+    auto errors = errors_of(R"(workers:
+  - name: a
+    command: [bin/a]
+    user: no-such-user-here
+    memory: {max: 1G, high: 2G}
+    restart: {backoff_initial: 2m, backoff_max: 1m}
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G}
+  - name: ../evil
+    command: [/bin/a]
+    memory: {max: 1G}
+)");
+    EXPECT_THAT(errors, ElementsAre(
+        "test.yaml:2:5: worker 'a': command[0] must be an absolute path (no PATH search, no shell), not 'bin/a'",
+        "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
+        "test.yaml:2:5: worker 'a': user 'no-such-user-here' does not exist on this host",
+        "test.yaml:2:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max (1m)",
+        "test.yaml:7:5: duplicate worker name 'a' (first defined at test.yaml:2:5)",
+        HasSubstr("test.yaml:10:5: invalid worker name '../evil'")));
+}
+
+TEST(ConfigValidator, RejectsBadDaemonSettings) {
+    auto errors = errors_of("log_level: loud\nruntime_dir: run\n");
+    EXPECT_THAT(errors, ElementsAre(HasSubstr("log_level must be one of"),
+                                    "test.yaml: 'run' must be an absolute path"));
+}
+
+TEST(ConfigParser, EmptyDocumentIsEmptyConfig) {
+    auto loaded = load_config_text("", "empty.yaml");
+    EXPECT_TRUE(loaded.ok());
+    EXPECT_TRUE(loaded.config.workers.empty());
+}
+
+}  // namespace
+}  // namespace infervisor
