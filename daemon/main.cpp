@@ -1,1 +1,10 @@
-int main() {}
+// infervisord: see infervisord(8).
+#include "app/daemon.h"
+
+int main(int argc, char** argv) {
+    auto parsed = infervisor::parse_daemon_options(argc, argv);
+    if (auto* code = std::get_if<int>(&parsed)) return *code;
+    const auto& options = std::get<infervisor::DaemonOptions>(parsed);
+    if (options.check_config) return infervisor::check_config(options);
+    return infervisor::run_daemon(options);
+}

@@ -1,0 +1,219 @@
+#include "app/daemon.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "base/file_io.h"
+#include "cgroup/cgroup_discovery.h"
+#include "config/config_loader.h"
+#include "journal/journal_writer.h"
+#include "journal/logging.h"
+#include "supervise/supervisor.h"
+
+namespace infervisor {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+ConfigSource source_of(const DaemonOptions& o) { return {o.config_file, o.workers_dir}; }
+
+void apply_overrides(const DaemonOptions& o, DaemonSettings& d) {
+    if (o.log_level) d.log_level = *o.log_level;
+    if (o.cgroup_root) d.cgroup_root = *o.cgroup_root;
+    if (o.runtime_dir) d.runtime_dir = *o.runtime_dir;
+    if (o.state_dir) d.state_dir = *o.state_dir;
+}
+
+void notify_systemd(const std::string& state) { sd_notify(0, state.c_str()); }
+
+Result<fs::path> cgroup_root_for(const DaemonSettings& d, const fs::path& procfs) {
+    if (!d.cgroup_root.empty()) return d.cgroup_root;
+    auto own = discover_own_cgroup(procfs);
+    if (!own) return own.error();
+    return CgroupTree::root_from_own_cgroup(*own);
+}
+
+Result<void> make_runtime_dirs(const Paths& paths) {
+    for (const fs::path& dir : {paths.runtime_dir, paths.runtime_dir / "notify", paths.state_dir}) {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (ec) return plain_error("cannot create " + dir.string() + ": " + ec.message());
+    }
+    ::chmod((paths.runtime_dir / "notify").c_str(), 0755);
+    return {};
+}
+
+class Daemon {
+public:
+    Daemon(const DaemonOptions& options, Config config)
+        : options_(options), config_(std::move(config)), signals_(io_, SIGTERM, SIGINT, SIGHUP),
+          watchdog_(io_) {}
+
+    int run();
+
+private:
+    Result<void> set_up_cgroups();
+    void wait_for_signal();
+    void reload();
+    void shut_down();
+    void keep_watchdog_fed();
+
+    const DaemonOptions& options_;
+    Config config_;
+    asio::io_context io_;
+    asio::signal_set signals_;
+    asio::steady_timer watchdog_;
+    SteadyClock clock_;
+    EventBus events_;
+    Paths paths_;
+    std::unique_ptr<CgroupTree> tree_;
+    fs::path cgroup_mount_;
+    std::unique_ptr<WorkerContext> ctx_;
+    std::unique_ptr<Supervisor> supervisor_;
+    std::string last_status_;
+    bool shutting_down_ = false;
+};
+
+Result<void> Daemon::set_up_cgroups() {
+    auto root = cgroup_root_for(config_.daemon, paths_.procfs);
+    if (!root) return root.error();
+    auto mountinfo = read_file(paths_.procfs / "self/mountinfo");
+    if (!mountinfo) return mountinfo.error();
+    auto mount = find_cgroup2_mount(*mountinfo);
+    if (!mount) return mount.error();
+    cgroup_mount_ = *mount;
+    tree_ = std::make_unique<CgroupTree>(*root);
+    spdlog::info("cgroup root {}", root->string());
+    return tree_->setup(::getpid());
+}
+
+int Daemon::run() {
+    paths_.runtime_dir = config_.daemon.runtime_dir;
+    paths_.state_dir = config_.daemon.state_dir;
+    if (auto r = make_runtime_dirs(paths_); !r) {
+        spdlog::critical("{}", r.error().message());
+        return 1;
+    }
+    if (auto r = set_up_cgroups(); !r) {
+        spdlog::critical("cannot set up cgroups: {}", r.error().message());
+        notify_systemd("STATUS=failed: " + r.error().message().substr(0, 200));
+        return 1;
+    }
+    JournalWriter journal(stderr_is_journal());
+    events_.subscribe([journal](const Event& e) { journal.write(e); });
+    ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_, events_,
+                                                         clock_, stderr_is_journal(), apply_limits});
+    supervisor_ = std::make_unique<Supervisor>(*ctx_);
+    events_.subscribe([this](const Event&) {
+        std::string status = "STATUS=" + supervisor_->summary();
+        if (status != last_status_) notify_systemd(last_status_ = status);
+    });
+    supervisor_->reap_leftovers();
+    supervisor_->apply(config_);
+    events_.emit(Event{EventKind::daemon_started, "",
+                       "infervisord " INFERVISOR_VERSION " supervising " +
+                           std::to_string(config_.workers.size()) + " worker(s)"});
+    wait_for_signal();
+    keep_watchdog_fed();
+    notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
+    io_.run();
+    return 0;
+}
+
+void Daemon::wait_for_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) reload();
+        else shut_down();
+        if (!shutting_down_) wait_for_signal();
+    });
+}
+
+void Daemon::reload() {
+    uint64_t now_usec = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now().time_since_epoch()).count());
+    notify_systemd("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now_usec));
+    auto loaded = load_config(source_of(options_));
+    apply_overrides(options_, loaded.config.daemon);
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors.all()) spdlog::error("{}", e.format());
+        events_.emit(Event{EventKind::config_rejected, "",
+                           "new configuration rejected (" + std::to_string(loaded.errors.all().size()) +
+                               " error(s)); the running configuration stays",
+                           {{"ERRORS", loaded.errors.format()}}});
+    } else {
+        if (!(loaded.config.daemon == config_.daemon))
+            spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
+        config_ = std::move(loaded.config);
+        supervisor_->apply(config_);
+        events_.emit(Event{EventKind::config_reloaded, "",
+                           "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
+    }
+    notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
+}
+
+void Daemon::shut_down() {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    notify_systemd("STOPPING=1\nSTATUS=stopping workers");
+    events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
+    supervisor_->stop_all([this] {
+        signals_.cancel();
+        watchdog_.cancel();
+        // Idle workers still watch their notify sockets; nothing else is pending.
+        io_.stop();
+    });
+}
+
+void Daemon::keep_watchdog_fed() {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    notify_systemd("WATCHDOG=1");
+    watchdog_.expires_after(std::chrono::microseconds(usec / 2));
+    watchdog_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) keep_watchdog_fed();
+    });
+}
+
+}  // namespace
+
+int check_config(const DaemonOptions& options) {
+    auto loaded = load_config(source_of(options));
+    if (!loaded.ok()) {
+        std::cerr << loaded.errors.format();
+        std::cerr << loaded.errors.all().size() << " error(s); configuration is invalid\n";
+        return 1;
+    }
+    std::cout << "configuration OK: " << loaded.config.workers.size() << " worker(s) from "
+              << loaded.config.files.size() << " file(s)\n";
+    return 0;
+}
+
+int run_daemon(const DaemonOptions& options) {
+    auto loaded = load_config(source_of(options));
+    apply_overrides(options, loaded.config.daemon);
+    setup_logging(loaded.config.daemon.log_level, stderr_is_journal(), "infervisord");
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors.all()) spdlog::critical("{}", e.format());
+        spdlog::critical("invalid configuration ({} error(s)); not starting", loaded.errors.all().size());
+        notify_systemd("STATUS=invalid configuration; see the journal");
+        return 1;
+    }
+    ::signal(SIGPIPE, SIG_IGN);
+    Daemon daemon(options, std::move(loaded.config));
+    return daemon.run();
+}
+
+}  // namespace infervisor

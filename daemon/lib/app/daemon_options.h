@@ -1,0 +1,24 @@
+// DaemonOptions: infervisord's command line.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace infervisor {
+
+struct DaemonOptions {
+    std::filesystem::path config_file = "/etc/infervisor/infervisor.yaml";
+    std::filesystem::path workers_dir;  // empty: <config dir>/workers.d
+    bool check_config = false;
+    // Overrides of the config file's settings.
+    std::optional<std::string> log_level;
+    std::optional<std::filesystem::path> cgroup_root, runtime_dir, state_dir;
+};
+
+// Parses argv. Returns the exit code to end with instead (0 after --help or
+// --version, 2 on a usage error, with the message printed).
+std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv);
+
+}  // namespace infervisor

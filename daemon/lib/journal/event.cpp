@@ -1,0 +1,48 @@
+#include "journal/event.h"
+
+#include <syslog.h>
+
+namespace infervisor {
+
+namespace {
+
+struct KindInfo {
+    EventKind kind;
+    const char* name;
+    const char* message_id;
+    int priority;
+};
+
+// MESSAGE_IDs are stable API: journal catalogs and users' filters use them.
+constexpr KindInfo kKinds[] = {
+    {EventKind::started, "started", "49af6f06d2a446dd9d95dbde24ddfed4", LOG_INFO},
+    {EventKind::ready, "ready", "a7e637663751456f95f17a1b9cfa3d6e", LOG_INFO},
+    {EventKind::exited, "exited", "3c522bde54484e4884fa081dc0e62db4", LOG_NOTICE},
+    {EventKind::oom_killed, "oom-killed", "56f8c4b0987c47828ffc30ed761a3b5e", LOG_WARNING},
+    {EventKind::restarting, "restarting", "f5ec5743703e4b2680236447a234cf4c", LOG_NOTICE},
+    {EventKind::failed, "failed", "bc6226da57e64b7a9175c6a4d81d056e", LOG_ERR},
+    {EventKind::stopped, "stopped", "0e88a22c78c844eea7860b9475bf95c3", LOG_INFO},
+    {EventKind::stop_escalated, "stop-escalated", "29c02689fcb44a049f0d3014ee91b149", LOG_WARNING},
+    {EventKind::leftover_reaped, "leftover-reaped", "032bcfda244e4c99885921f5693a33f9", LOG_WARNING},
+    {EventKind::start_failed, "start-failed", "1bcce1697bbb4784a8d4736d755776b6", LOG_ERR},
+    {EventKind::config_reloaded, "config-reloaded", "2bec45290efb44bfac75bec596b762a0", LOG_INFO},
+    {EventKind::config_rejected, "config-rejected", "c8a6afee76594c2aba1604cd6242ba97", LOG_ERR},
+    {EventKind::policy_action, "policy-action", "8759a115346444129935fb970b611721", LOG_WARNING},
+    {EventKind::notify_rejected, "notify-rejected", "7d65700f528a41c899142a2338fcb6cb", LOG_WARNING},
+    {EventKind::daemon_started, "daemon-started", "01eabb2763044f49bcc0623199875ec2", LOG_INFO},
+    {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
+};
+
+const KindInfo& info(EventKind kind) {
+    for (const auto& k : kKinds)
+        if (k.kind == kind) return k;
+    return kKinds[0];
+}
+
+}  // namespace
+
+std::string_view event_name(EventKind kind) { return info(kind).name; }
+std::string_view event_message_id(EventKind kind) { return info(kind).message_id; }
+int event_priority(EventKind kind) { return info(kind).priority; }
+
+}  // namespace infervisor

@@ -1,0 +1,51 @@
+// Event: one thing that happened to a worker or to the daemon, with the
+// numbers that matter. Events go to the journal (one entry each, with a
+// MESSAGE_ID per kind, explained in the catalog) and to control-socket
+// subscribers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace infervisor {
+
+enum class EventKind {
+    started,          // the worker process was executed in its cgroup
+    ready,            // READY=1 received (notify workers) or started (others)
+    exited,           // the main process ended (fields say how)
+    oom_killed,       // the kernel OOM killer ended the worker inside its cgroup
+    restarting,       // a restart is scheduled after a backoff
+    failed,           // the start limit tripped; no more restarts until asked
+    stopped,          // stopped on request; cgroup removed
+    stop_escalated,   // the stop timeout passed; the cgroup was killed
+    leftover_reaped,  // a worker cgroup from an earlier daemon run was cleaned up
+    start_failed,     // the worker could not be started (spawn or cgroup error)
+    config_reloaded,  // a new configuration was applied
+    config_rejected,  // a new configuration was invalid; the old one stays
+    policy_action,    // a policy rule acted on a worker
+    notify_rejected,  // a notify message was dropped (foreign sender, malformed)
+    daemon_started,
+    daemon_stopping,
+};
+
+// "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
+std::string_view event_name(EventKind kind);
+// 32 lowercase hex digits, the journal MESSAGE_ID of that kind.
+std::string_view event_message_id(EventKind kind);
+// syslog priority (LOG_INFO, LOG_WARNING, ...).
+int event_priority(EventKind kind);
+
+struct Event {
+    EventKind kind;
+    std::string worker;   // empty for daemon-wide events
+    std::string message;  // one human sentence, with the numbers in it
+    // Extra journal fields; keys are upper case without the INFERVISOR_ prefix
+    // ("EXIT_CODE" becomes INFERVISOR_EXIT_CODE=).
+    std::vector<std::pair<std::string, std::string>> fields;
+    uint64_t realtime_usec = 0;  // filled in by EventBus::emit when 0
+};
+
+}  // namespace infervisor

@@ -1,0 +1,29 @@
+// ExitReason: why a worker's run ended, combining the process's exit status
+// with what its cgroup saw (an OOM kill shows up as SIGKILL plus an
+// oom_kill count in memory.events).
+#pragma once
+
+#include <string>
+
+#include "process/exit_status.h"
+#include "supervise/restart_tracker.h"
+
+namespace infervisor {
+
+struct ExitReason {
+    ExitStatus status;
+    long long oom_kills = 0;       // memory.events oom_kill (+ oom_group_kill) of this run
+    bool stop_requested = false;   // the daemon asked it to stop
+    bool killed_by_policy = false; // a rule or the watchdog killed it
+
+    bool oom_killed() const {
+        return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled && status.signal == SIGKILL;
+    }
+    ExitClass exit_class() const {
+        return status.success() && !oom_killed() ? ExitClass::clean : ExitClass::failure;
+    }
+    // "oom-killed", "exited with code 3", "killed by SIGSEGV (core dumped)".
+    std::string describe() const;
+};
+
+}  // namespace infervisor

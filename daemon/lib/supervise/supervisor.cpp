@@ -1,0 +1,121 @@
+#include "supervise/supervisor.h"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace infervisor {
+
+namespace {
+
+// Kills everything in `dir` and below, waits for it to empty, removes it
+// (children first). Bounded: gives up after about a minute of waiting.
+Result<size_t> destroy_cgroup_tree(const CgroupDir& dir) {
+    size_t killed = dir.procs().value_or({}).size();
+    for (const auto& child : dir.children()) {
+        auto r = destroy_cgroup_tree(dir.child(child));
+        if (!r) return r;
+        killed += *r;
+    }
+    (void)dir.kill();
+    for (int i = 0; i < 6000; ++i) {
+        auto populated = dir.populated();
+        if (!populated || !*populated) break;
+        if (i % 100 == 99) (void)dir.kill();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (auto r = dir.remove(); !r) return r.error();
+    return killed;
+}
+
+}  // namespace
+
+void Supervisor::reap_leftovers() {
+    for (const auto& name : ctx_.cgroups.existing_workers()) {
+        CgroupDir dir = ctx_.cgroups.worker(name);
+        auto killed = destroy_cgroup_tree(dir);
+        if (!killed) {
+            spdlog::error("leftover worker cgroup {}: {}", dir.path().string(), killed.error().message());
+            continue;
+        }
+        ctx_.events.emit(Event{EventKind::leftover_reaped, name,
+                               "removed the cgroup left by an earlier run, killing " +
+                                   std::to_string(*killed) + " process(es)",
+                               {{"KILLED_PROCESSES", std::to_string(*killed)},
+                                {"CGROUP", dir.path().string()}}});
+    }
+}
+
+void Supervisor::apply(const Config& config) {
+    desired_.clear();
+    for (const auto& spec : config.workers) desired_.emplace(spec.name, spec);
+    std::vector<std::string> to_retire;
+    for (const auto& [name, worker] : workers_) {
+        auto it = desired_.find(name);
+        if (it == desired_.end() || !(it->second == worker->spec())) to_retire.push_back(name);
+    }
+    for (const auto& name : to_retire) retire(name);
+    for (const auto& [name, spec] : desired_)
+        if (!workers_.count(name) && !retiring_.count(name)) create_and_start(spec);
+}
+
+void Supervisor::create_and_start(const WorkerSpec& spec) {
+    auto worker = std::make_unique<Worker>(ctx_, spec);
+    Worker* raw = worker.get();
+    workers_.emplace(spec.name, std::move(worker));
+    if (!stopping_all_) raw->start();
+}
+
+void Supervisor::retire(const std::string& name) {
+    auto node = workers_.extract(name);
+    Worker* worker = node.mapped().get();
+    retiring_.insert(std::move(node));
+    worker->stop([this, name] {
+        // Destroy later: we are inside the worker's own callback.
+        boost::asio::post(ctx_.io, [this, name] {
+            retiring_.erase(name);
+            auto it = desired_.find(name);
+            if (it != desired_.end() && !workers_.count(name)) create_and_start(it->second);
+        });
+    });
+}
+
+void Supervisor::stop_all(std::function<void()> done) {
+    stopping_all_ = true;
+    auto remaining = std::make_shared<size_t>(workers_.size() + retiring_.size());
+    auto finish = [remaining, done] {
+        if (--*remaining == 0 && done) done();
+    };
+    if (*remaining == 0) {
+        if (done) done();
+        return;
+    }
+    for (auto& [name, worker] : workers_) worker->stop(finish);
+    for (auto& [name, worker] : retiring_) worker->stop(finish);
+}
+
+Worker* Supervisor::find(const std::string& name) {
+    auto it = workers_.find(name);
+    return it == workers_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const Worker*> Supervisor::workers() const {
+    std::vector<const Worker*> out;
+    for (const auto& [name, worker] : workers_) out.push_back(worker.get());
+    return out;
+}
+
+std::string Supervisor::summary() const {
+    std::map<WorkerState, size_t> counts;
+    for (const auto& [name, worker] : workers_) ++counts[worker->state()];
+    std::string out = std::to_string(workers_.size()) + " worker" + (workers_.size() == 1 ? "" : "s");
+    std::string parts;
+    for (const auto& [state, n] : counts)
+        parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(state_name(state));
+    return parts.empty() ? out : out + ": " + parts;
+}
+
+}  // namespace infervisor

@@ -1,0 +1,418 @@
+#include "supervise/worker.h"
+
+#include <signal.h>
+#include <syslog.h>
+#include <systemd/sd-journal.h>
+
+#include <spdlog/spdlog.h>
+
+#include "base/signal_names.h"
+#include "cgroup/cgroup_limits.h"
+#include "notify/notify_message.h"
+#include "process/pidfd.h"
+#include "process/spawn.h"
+#include "supervise/worker_launch.h"
+#include "supervise/workdir_setup.h"
+
+namespace infervisor {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ms(Duration d) { return std::to_string(d.count()); }
+
+CgroupLimits limits_of(const WorkerSpec& spec) {
+    return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max, spec.cpu_weight};
+}
+
+std::optional<uint64_t> read_u64(const CgroupDir& dir, const std::string& file) {
+    auto text = dir.read(file);
+    if (!text) return std::nullopt;
+    try {
+        return std::stoull(*text);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
+    : ctx_(ctx),
+      spec_(std::move(spec)),
+      tracker_(spec_.restart, ctx.clock),
+      stop_timer_(ctx.io),
+      restart_timer_(ctx.io),
+      watchdog_timer_(ctx.io),
+      empty_timer_(ctx.io) {}
+
+Worker::~Worker() {
+    stop_timer_.cancel();
+    restart_timer_.cancel();
+    watchdog_timer_.cancel();
+    empty_timer_.cancel();
+}
+
+void Worker::emit(EventKind kind, std::string message,
+                  std::vector<std::pair<std::string, std::string>> fields) {
+    ctx_.events.emit(Event{kind, spec_.name, std::move(message), std::move(fields)});
+}
+
+void Worker::set_state(WorkerState state) {
+    if (state_ == state) return;
+    spdlog::debug("{}: {} -> {}", spec_.name, state_name(state_), state_name(state));
+    state_ = state;
+}
+
+std::string Worker::cgroup_path_in_proc() const {
+    return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
+}
+
+WorkerSnapshot Worker::snapshot() const {
+    WorkerSnapshot s;
+    s.name = spec_.name;
+    s.state = state_;
+    s.pid = pid_;
+    s.started_at = started_at_;
+    s.restarts = tracker_.total_restarts();
+    s.status_text = status_text_;
+    s.last_exit = last_exit_;
+    if (pid_ != 0) {
+        CgroupDir dir = cgroup();
+        s.memory_current = read_u64(dir, "memory.current");
+        s.memory_peak = read_u64(dir, "memory.peak");
+        s.swap_current = read_u64(dir, "memory.swap.current");
+    }
+    return s;
+}
+
+void Worker::start() {
+    if (state_ == WorkerState::starting || state_ == WorkerState::running ||
+        state_ == WorkerState::stopping)
+        return;
+    restart_timer_.cancel();
+    if (state_ == WorkerState::failed) tracker_.reset();
+    launch();
+}
+
+void Worker::restart() {
+    if (state_ == WorkerState::stopped || state_ == WorkerState::failed ||
+        state_ == WorkerState::backoff) {
+        tracker_.reset();
+        restart_timer_.cancel();
+        launch();
+        return;
+    }
+    restart_requested_ = true;
+    stop();
+}
+
+Result<void> Worker::kill(int sig) {
+    if (pid_ == 0) return plain_error("worker '" + spec_.name + "' is not running");
+    CgroupDir dir = cgroup();
+    if (sig == SIGKILL) return dir.kill();
+    auto pids = dir.procs();
+    if (!pids) return pids.error();
+    for (pid_t pid : *pids) ::kill(pid, sig);
+    return {};
+}
+
+void Worker::launch() {
+    if (!tracker_.try_start()) {
+        set_state(WorkerState::failed);
+        emit(EventKind::failed,
+             "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) + " starts within " +
+                 format_duration(spec_.restart.start_limit_interval) +
+                 "; not restarting until started explicitly",
+             {{"START_LIMIT_BURST", std::to_string(spec_.restart.start_limit_burst)}});
+        return;
+    }
+    killed_by_policy_ = false;
+    auto fail = [this](const Error& error) {
+        emit(EventKind::start_failed, "could not start: " + error.message());
+        (void)cgroup().remove();
+        finish_run(ExitReason{ExitStatus::exited_with(127)});
+    };
+    if (auto r = prepare_cgroup(); !r) return fail(r.error());
+    auto spawned = spawn();
+    if (!spawned) return fail(spawned.error());
+
+    pid_ = spawned->pid;
+    started_at_ = ctx_.clock.now();
+    pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
+    set_state(spec_.notify ? WorkerState::starting : WorkerState::running);
+    emit(EventKind::started,
+         "started as pid " + std::to_string(pid_) + " in " + cgroup_path_in_proc() +
+             " (memory.max=" + format_size(spec_.memory.max) + ")",
+         {{"PID", std::to_string(pid_)},
+          {"CGROUP", cgroup_path_in_proc()},
+          {"BORN_IN_CGROUP", spawned->born_in_cgroup ? "1" : "0"},
+          {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
+    if (!spec_.notify) emit(EventKind::ready, "running", {{"PID", std::to_string(pid_)}});
+    watch_exit();
+    arm_watchdog();
+}
+
+Result<void> Worker::prepare_cgroup() {
+    CgroupDir dir = cgroup();
+    if (dir.exists()) {
+        auto populated = dir.populated();
+        if (populated && *populated)
+            return plain_error(dir.path().string() + " still holds processes of an earlier run");
+        if (auto r = dir.remove(); !r) return r;
+    }
+    if (auto r = dir.create(); !r) return r;
+    auto warnings = ctx_.write_limits(dir, limits_of(spec_));
+    if (!warnings) return warnings.error();
+    for (const auto& w : *warnings) spdlog::warn("{}: {}", spec_.name, w);
+    return {};
+}
+
+Result<SpawnedProcess> Worker::spawn() {
+    auto who = resolve_identity(spec_);
+    if (!who) return who.error();
+    auto dirs = prepare_worker_dirs(ctx_.paths, spec_.name, who->uid, who->gid);
+    if (!dirs) return dirs.error();
+    if (!notify_) {
+        auto sock = NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
+        if (!sock) return sock.error();
+        notify_.emplace(std::move(*sock));
+        watch_notify();
+    }
+    auto cgroup_fd = cgroup().open_dir();
+    if (!cgroup_fd) return cgroup_fd.error();
+
+    SpawnRequest req;
+    req.argv = spec_.command;
+    req.environment = worker_environment(
+        spec_, *who, {notify_->path(), dirs->workdir, dirs->tmpdir, dirs->checkpoint_dir});
+    req.uid = who->uid;
+    req.gid = who->gid;
+    req.supplementary_groups = who->supplementary_groups;
+    req.working_directory = dirs->workdir;
+    req.cgroup_fd = cgroup_fd->get();
+
+    UniqueFd output;
+    if (ctx_.output_to_journal) {
+        output.reset(sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
+        if (!output) spdlog::warn("{}: no journal stream for its output; using the daemon's stderr", spec_.name);
+    }
+    req.stdout_fd = req.stderr_fd = output ? output.get() : STDERR_FILENO;
+    return spawn_process(req);
+}
+
+void Worker::watch_exit() {
+    pidfd_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                             [this](const boost::system::error_code& ec) {
+                                 if (ec == asio::error::operation_aborted) return;
+                                 on_exit();
+                             });
+}
+
+void Worker::watch_notify() {
+    notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(notify_->fd()));
+    notify_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                              [this](const boost::system::error_code& ec) {
+                                  if (ec) return;
+                                  on_notify_readable();
+                              });
+}
+
+void Worker::on_notify_readable() {
+    for (int i = 0; i < 64; ++i) {  // bounded: a flood cannot starve the loop
+        auto d = notify_->receive();
+        if (!d) {
+            spdlog::warn("{}: notify socket: {}", spec_.name, d.error().message());
+            break;
+        }
+        if (!*d) break;
+        handle_notify(**d);
+    }
+    notify_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                              [this](const boost::system::error_code& ec) {
+                                  if (ec) return;
+                                  on_notify_readable();
+                              });
+}
+
+void Worker::handle_notify(const NotifyDatagram& d) {
+    auto reject = [&](const std::string& why) {
+        ++rejected_notify_;
+        // Bounded logging: the first few, then every 100th.
+        if (rejected_notify_ <= 5 || rejected_notify_ % 100 == 0)
+            emit(EventKind::notify_rejected,
+                 "notify message from pid " + std::to_string(d.pid) + " dropped: " + why + " (" +
+                     std::to_string(rejected_notify_) + " dropped so far)",
+                 {{"SENDER_PID", std::to_string(d.pid)},
+                  {"SENDER_UID", std::to_string(d.uid)},
+                  {"REJECTED_TOTAL", std::to_string(rejected_notify_)}});
+    };
+    if (d.truncated) return reject("longer than " + std::to_string(kMaxNotifyMessage) + " bytes");
+    if (!process_in_cgroup(ctx_.paths.procfs, d.pid, cgroup_path_in_proc()))
+        return reject("sender is not a process of this worker");
+    auto msg = parse_notify_message(d.data);
+    if (!msg) return reject(msg.error().what);
+    if (const auto* status = msg->get("STATUS")) status_text_ = status->substr(0, 256);
+    if (msg->has("WATCHDOG", "1")) arm_watchdog();
+    if (msg->has("READY", "1") && state_ == WorkerState::starting) {
+        set_state(WorkerState::running);
+        emit(EventKind::ready, "ready (READY=1)", {{"PID", std::to_string(pid_)}});
+    }
+}
+
+void Worker::arm_watchdog() {
+    if (spec_.watchdog.count() <= 0 || pid_ == 0) return;
+    watchdog_timer_.expires_after(spec_.watchdog);
+    watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) on_watchdog_expired();
+    });
+}
+
+void Worker::on_watchdog_expired() {
+    if (pid_ == 0 || state_ == WorkerState::stopping) return;
+    killed_by_policy_ = true;
+    emit(EventKind::policy_action,
+         "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
+         {{"RULE", "watchdog"}, {"ACTION", "kill"}, {"WATCHDOG_MS", ms(spec_.watchdog)}});
+    if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
+}
+
+void Worker::on_exit() {
+    auto status = reap(pidfd_watch_->native_handle());
+    if (!status || !*status) {
+        // Spurious wake-up (or a reap error): wait again rather than guess.
+        if (!status) spdlog::error("{}: {}", spec_.name, status.error().message());
+        if (status) return watch_exit();
+    }
+    ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
+    reason.oom_kills = cgroup().memory_event("oom_kill");
+    reason.stop_requested = stop_requested_;
+    reason.killed_by_policy = killed_by_policy_;
+    pidfd_watch_.reset();
+    watchdog_timer_.cancel();
+    stop_timer_.cancel();
+
+    Duration ran = started_at_ ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
+                               : Duration(0);
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"PID", std::to_string(pid_)}, {"RUNTIME_MS", ms(ran)},
+        {"OOM_KILLS", std::to_string(reason.oom_kills)},
+        {"EXIT_REASON", reason.describe()}};
+    if (reason.status.kind == ExitStatus::Kind::exited)
+        fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
+    else
+        fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
+    if (auto peak = read_u64(cgroup(), "memory.peak")) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
+    emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
+    if (reason.oom_killed())
+        emit(EventKind::oom_killed,
+             "killed by the kernel OOM killer inside its cgroup at memory.max=" +
+                 format_size(spec_.memory.max),
+             fields);
+
+    // Whatever the main process left behind (double-forked children) goes too.
+    auto populated = cgroup().populated();
+    if (populated && *populated) (void)cgroup().kill();
+    after_empty([this, reason] {
+        if (auto r = cgroup().remove(); !r) spdlog::warn("{}: {}", spec_.name, r.error().message());
+        finish_run(reason);
+    });
+}
+
+void Worker::after_empty(Done next, int polls) {
+    auto populated = cgroup().populated();
+    if (!populated || !*populated) return next();
+    if (polls == 500)
+        spdlog::warn("{}: cgroup still populated after kill; waiting (a process in D state?)", spec_.name);
+    if (polls % 50 == 49) (void)cgroup().kill();
+    empty_timer_.expires_after(std::chrono::milliseconds(std::min(10 * (polls + 1), 200)));
+    empty_timer_.async_wait([this, next = std::move(next), polls](const boost::system::error_code& ec) {
+        if (!ec) after_empty(next, polls + 1);
+    });
+}
+
+void Worker::finish_run(const ExitReason& reason) {
+    pid_ = 0;
+    started_at_.reset();
+    last_exit_ = reason.describe();
+    if (stop_requested_) {
+        stop_requested_ = false;
+        set_state(WorkerState::stopped);
+        emit(EventKind::stopped, "stopped (" + reason.describe() + ")");
+        auto callbacks = std::move(on_stopped_);
+        on_stopped_.clear();
+        for (auto& cb : callbacks)
+            if (cb) cb();
+        if (restart_requested_) {
+            restart_requested_ = false;
+            tracker_.reset();
+            launch();
+        }
+        return;
+    }
+    RestartVerdict verdict = tracker_.on_exit(reason.exit_class());
+    switch (verdict.action) {
+        case RestartVerdict::Action::restart: return schedule_restart(verdict);
+        case RestartVerdict::Action::stay_stopped: return set_state(WorkerState::stopped);
+        case RestartVerdict::Action::start_limit_hit:
+            set_state(WorkerState::failed);
+            emit(EventKind::failed,
+                 "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) +
+                     " starts within " + format_duration(spec_.restart.start_limit_interval) +
+                     "; not restarting until started explicitly",
+                 {{"START_LIMIT_BURST", std::to_string(spec_.restart.start_limit_burst)},
+                  {"LAST_EXIT", reason.describe()}});
+            return;
+    }
+}
+
+void Worker::schedule_restart(const RestartVerdict& verdict) {
+    set_state(WorkerState::backoff);
+    emit(EventKind::restarting,
+         "restarting in " + format_duration(verdict.delay) + " (attempt " +
+             std::to_string(verdict.attempt) + ")",
+         {{"DELAY_MS", ms(verdict.delay)}, {"ATTEMPT", std::to_string(verdict.attempt)}});
+    restart_timer_.expires_after(verdict.delay);
+    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && state_ == WorkerState::backoff) launch();
+    });
+}
+
+void Worker::stop(Done done) {
+    switch (state_) {
+        case WorkerState::stopped:
+        case WorkerState::failed:
+            if (done) done();
+            return;
+        case WorkerState::backoff:
+            restart_timer_.cancel();
+            set_state(WorkerState::stopped);
+            emit(EventKind::stopped, "stopped (was waiting to restart)");
+            if (done) done();
+            return;
+        case WorkerState::stopping:
+            on_stopped_.push_back(std::move(done));
+            return;
+        case WorkerState::starting:
+        case WorkerState::running:
+            break;
+    }
+    stop_requested_ = true;
+    on_stopped_.push_back(std::move(done));
+    set_state(WorkerState::stopping);
+    watchdog_timer_.cancel();
+    if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);
+    stop_timer_.expires_after(spec_.stop_timeout);
+    stop_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec || state_ != WorkerState::stopping) return;
+        emit(EventKind::stop_escalated,
+             "did not stop within " + format_duration(spec_.stop_timeout) + " of " +
+                 signal_name(spec_.stop_signal) + "; killing its cgroup",
+             {{"STOP_TIMEOUT_MS", ms(spec_.stop_timeout)}});
+        (void)cgroup().kill();
+    });
+}
+
+}  // namespace infervisor

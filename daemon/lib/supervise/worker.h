@@ -1,0 +1,110 @@
+// Worker: one supervised worker — its process, its cgroup, its notify socket,
+// and the state machine that starts, watches, stops and restarts it.
+//
+// Contract: all methods run on the event loop thread; none blocks. A run:
+//   start → cgroup created with limits → process born inside it → (READY=1)
+//   → exit (pidfd readable) → remaining processes killed → cgroup empty
+//   (cgroup.events populated 0) → cgroup removed → restart by policy, or not.
+// stop(): stop signal to the main process, stop timeout, then cgroup.kill;
+// the callback runs once the cgroup is gone. A Worker must be stopped before
+// it is destroyed (the Supervisor does so).
+#pragma once
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "notify/notify_socket.h"
+#include "process/spawn_request.h"
+#include "supervise/exit_reason.h"
+#include "supervise/restart_tracker.h"
+#include "supervise/worker_context.h"
+#include "supervise/worker_state.h"
+
+namespace infervisor {
+
+// A snapshot for status displays; memory figures read from the cgroup now.
+struct WorkerSnapshot {
+    std::string name;
+    WorkerState state = WorkerState::stopped;
+    pid_t pid = 0;
+    std::optional<TimePoint> started_at;
+    size_t restarts = 0;
+    std::string status_text;     // last STATUS= from the worker
+    std::string last_exit;       // ExitReason::describe() of the last run
+    std::optional<uint64_t> memory_current, memory_peak, swap_current;
+};
+
+class Worker {
+public:
+    using Done = std::function<void()>;
+
+    Worker(WorkerContext& ctx, WorkerSpec spec);
+    ~Worker();
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    const WorkerSpec& spec() const { return spec_; }
+    const std::string& name() const { return spec_.name; }
+    WorkerState state() const { return state_; }
+    WorkerSnapshot snapshot() const;
+    CgroupDir cgroup() const { return ctx_.cgroups.worker(spec_.name); }
+
+    // Starts unless already up; from `failed` an explicit start clears the
+    // start limit (an operator asked).
+    void start();
+    // Stops; `done` runs when the worker is down and its cgroup removed.
+    void stop(Done done = {});
+    // Stops, then starts again.
+    void restart();
+    // Sends `sig` to every process of the worker (SIGKILL: cgroup.kill).
+    Result<void> kill(int sig);
+
+private:
+    void launch();
+    Result<void> prepare_cgroup();
+    Result<SpawnedProcess> spawn();
+    void watch_exit();
+    void watch_notify();
+    void on_exit();
+    void on_notify_readable();
+    void handle_notify(const NotifyDatagram& datagram);
+    void arm_watchdog();
+    void on_watchdog_expired();
+    void after_empty(Done next, int polls = 0);
+    void finish_run(const ExitReason& reason);
+    void schedule_restart(const RestartVerdict& verdict);
+    void set_state(WorkerState state);
+    void emit(EventKind kind, std::string message,
+              std::vector<std::pair<std::string, std::string>> fields = {});
+    std::string cgroup_path_in_proc() const;
+
+    WorkerContext& ctx_;
+    WorkerSpec spec_;
+    RestartTracker tracker_;
+    WorkerState state_ = WorkerState::stopped;
+
+    std::optional<NotifySocket> notify_;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> notify_watch_;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd_watch_;
+    boost::asio::steady_timer stop_timer_;
+    boost::asio::steady_timer restart_timer_;
+    boost::asio::steady_timer watchdog_timer_;
+    boost::asio::steady_timer empty_timer_;
+
+    pid_t pid_ = 0;
+    std::optional<TimePoint> started_at_;
+    bool stop_requested_ = false;
+    bool restart_requested_ = false;
+    bool killed_by_policy_ = false;
+    std::vector<Done> on_stopped_;
+    std::string status_text_;
+    std::string last_exit_;
+    size_t rejected_notify_ = 0;
+};
+
+}  // namespace infervisor

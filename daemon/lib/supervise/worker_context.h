@@ -1,0 +1,36 @@
+// WorkerContext: what every Worker shares — the event loop, the cgroup tree,
+// the paths, the event bus and the clock. Owned by the Supervisor; outlives
+// its workers.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <functional>
+
+#include "base/clock.h"
+#include "base/paths.h"
+#include "cgroup/cgroup_limits.h"
+#include "cgroup/cgroup_tree.h"
+#include "journal/event_bus.h"
+
+namespace infervisor {
+
+struct WorkerContext {
+    boost::asio::io_context& io;
+    CgroupTree& cgroups;
+    // Mount point of cgroup2: a worker's cgroup as /proc/PID/cgroup names it
+    // is its directory relative to this.
+    std::filesystem::path cgroup_mount;
+    Paths paths;
+    EventBus& events;
+    const Clock& clock;
+    // Worker stdout/stderr go to the journal (identifier "infervisor-worker-NAME")
+    // when true, else to the daemon's own stderr.
+    bool output_to_journal = false;
+    // Writes a new worker cgroup's limits. A seam so that lifecycle tests can
+    // run on hosts whose cgroup2 has no memory controller (ours).
+    std::function<Result<std::vector<std::string>>(const CgroupDir&, const CgroupLimits&)>
+        write_limits = apply_limits;
+};
+
+}  // namespace infervisor

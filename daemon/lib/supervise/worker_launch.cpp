@@ -1,0 +1,52 @@
+#include "supervise/worker_launch.h"
+
+#include <grp.h>
+#include <pwd.h>
+
+#include <map>
+
+namespace infervisor {
+
+Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec) {
+    WorkerIdentity who;
+    const passwd* pw = ::getpwnam(spec.user.c_str());
+    if (!pw) return plain_error("user '" + spec.user + "' does not exist");
+    who.uid = pw->pw_uid;
+    who.gid = pw->pw_gid;
+    who.home = pw->pw_dir ? pw->pw_dir : "/";
+    if (!spec.group.empty()) {
+        const group* gr = ::getgrnam(spec.group.c_str());
+        if (!gr) return plain_error("group '" + spec.group + "' does not exist");
+        who.gid = gr->gr_gid;
+    }
+    for (const auto& name : spec.supplementary_groups) {
+        const group* gr = ::getgrnam(name.c_str());
+        if (!gr) return plain_error("group '" + name + "' does not exist");
+        who.supplementary_groups.push_back(gr->gr_gid);
+    }
+    return who;
+}
+
+std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,
+                                            const WorkerPaths& paths) {
+    std::map<std::string, std::string> env = {
+        {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        {"HOME", who.home},
+        {"USER", spec.user},
+        {"LOGNAME", spec.user},
+        {"LANG", "C.UTF-8"},
+    };
+    for (const auto& [key, value] : spec.environment) env[key] = value;
+    env["NOTIFY_SOCKET"] = paths.notify_socket.string();
+    env["INFERVISOR_WORKER"] = spec.name;
+    env["INFERVISOR_WORKDIR"] = paths.workdir.string();
+    env["TMPDIR"] = paths.tmpdir.string();
+    env["INFERVISOR_CHECKPOINT_DIR"] = paths.checkpoint_dir.string();
+    if (spec.watchdog.count() > 0)
+        env["WATCHDOG_USEC"] = std::to_string(spec.watchdog.count() * 1000);
+    std::vector<std::string> out;
+    for (const auto& [key, value] : env) out.push_back(key + "=" + value);
+    return out;
+}
+
+}  // namespace infervisor

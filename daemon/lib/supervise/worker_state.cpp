@@ -1,0 +1,17 @@
+#include "supervise/worker_state.h"
+
+namespace infervisor {
+
+std::string_view state_name(WorkerState state) {
+    switch (state) {
+        case WorkerState::stopped: return "stopped";
+        case WorkerState::starting: return "starting";
+        case WorkerState::running: return "running";
+        case WorkerState::stopping: return "stopping";
+        case WorkerState::backoff: return "backoff";
+        case WorkerState::failed: return "failed";
+    }
+    return "unknown";
+}
+
+}  // namespace infervisor

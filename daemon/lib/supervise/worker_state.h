@@ -1,0 +1,19 @@
+// WorkerState: where a worker is in its life, as shown to operators.
+#pragma once
+
+#include <string_view>
+
+namespace infervisor {
+
+enum class WorkerState {
+    stopped,   // not running and not scheduled to (exited with no restart, or stopped)
+    starting,  // executed; a notify worker has not sent READY=1 yet
+    running,   // up (and ready)
+    stopping,  // stop signal sent, waiting for the cgroup to empty
+    backoff,   // exited; restart scheduled after a delay
+    failed,    // start limit hit or start failed; waits for an explicit start
+};
+
+std::string_view state_name(WorkerState state);
+
+}  // namespace infervisor

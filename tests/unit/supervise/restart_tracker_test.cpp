@@ -1,0 +1,96 @@
+#include "supervise/restart_tracker.h"
+
+#include <gtest/gtest.h>
+
+namespace infervisor {
+namespace {
+
+using Action = RestartVerdict::Action;
+using namespace std::chrono_literals;
+
+RestartSpec spec(RestartMode mode) {
+    RestartSpec s;
+    s.mode = mode;
+    s.backoff_initial = 1s;
+    s.backoff_max = 10s;
+    s.start_limit_burst = 5;
+    s.start_limit_interval = 1min;
+    return s;
+}
+
+TEST(RestartTracker, PolicyDecidesWhetherToRestart) {
+    FakeClock clock;
+    RestartTracker never(spec(RestartMode::never), clock);
+    RestartTracker on_failure(spec(RestartMode::on_failure), clock);
+    RestartTracker always(spec(RestartMode::always), clock);
+    for (auto* t : {&never, &on_failure, &always}) ASSERT_TRUE(t->try_start());
+    EXPECT_EQ(never.on_exit(ExitClass::failure).action, Action::stay_stopped);
+    EXPECT_EQ(on_failure.on_exit(ExitClass::clean).action, Action::stay_stopped);
+    EXPECT_EQ(on_failure.on_exit(ExitClass::failure).action, Action::restart);
+    EXPECT_EQ(always.on_exit(ExitClass::clean).action, Action::restart);
+}
+
+TEST(RestartTracker, BackoffDoublesUpToTheMaximum) {
+    FakeClock clock;
+    auto s = spec(RestartMode::on_failure);
+    s.start_limit_burst = 100;
+    RestartTracker t(s, clock);
+    std::vector<Duration> delays;
+    for (int i = 0; i < 6; ++i) {
+        ASSERT_TRUE(t.try_start());
+        clock.advance(100ms);
+        auto v = t.on_exit(ExitClass::failure);
+        ASSERT_EQ(v.action, Action::restart);
+        EXPECT_EQ(v.attempt, i + 1);
+        delays.push_back(v.delay);
+        clock.advance(v.delay);
+    }
+    EXPECT_EQ(delays, (std::vector<Duration>{1s, 2s, 4s, 8s, 10s, 10s}));
+}
+
+TEST(RestartTracker, AHealthyRunResetsTheBackoff) {
+    FakeClock clock;
+    RestartTracker t(spec(RestartMode::on_failure), clock);
+    ASSERT_TRUE(t.try_start());
+    EXPECT_EQ(t.on_exit(ExitClass::failure).delay, 1s);
+    ASSERT_TRUE(t.try_start());
+    EXPECT_EQ(t.on_exit(ExitClass::failure).delay, 2s);
+    ASSERT_TRUE(t.try_start());
+    clock.advance(11s);  // ran longer than backoff_max
+    EXPECT_EQ(t.on_exit(ExitClass::failure).delay, 1s);
+}
+
+TEST(RestartTracker, CrashLoopTripsTheStartLimit) {
+    FakeClock clock;
+    RestartTracker t(spec(RestartMode::always), clock);
+    int restarts = 0;
+    for (;;) {
+        ASSERT_TRUE(t.try_start());
+        clock.advance(10ms);
+        auto v = t.on_exit(ExitClass::failure);
+        if (v.action == Action::start_limit_hit) break;
+        ASSERT_EQ(v.action, Action::restart);
+        ++restarts;
+        clock.advance(v.delay);
+        ASSERT_LT(restarts, 100);
+    }
+    EXPECT_EQ(restarts, 4);  // 5 starts in the interval, then the breaker trips
+    EXPECT_FALSE(t.try_start());
+    t.reset();  // an operator's start
+    EXPECT_TRUE(t.try_start());
+}
+
+TEST(RestartTracker, StartsOutsideTheIntervalDoNotCount) {
+    FakeClock clock;
+    auto s = spec(RestartMode::always);
+    s.backoff_max = 30s;
+    RestartTracker t(s, clock);
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(t.try_start()) << i;
+        clock.advance(20s);  // 3 starts a minute stay under a burst of 5
+        ASSERT_EQ(t.on_exit(ExitClass::failure).action, Action::restart);
+    }
+}
+
+}  // namespace
+}  // namespace infervisor

@@ -1,0 +1,55 @@
+// A Supervisor on the real kernel of this machine: workers are real processes
+// in real cgroup2 directories (created below the test's own cgroup), with the
+// example worker as the program. Only the limit files are recorded instead of
+// written, because our development hosts' cgroup2 has no memory controller;
+// the VM suite checks the limits themselves.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "config/worker_spec.h"
+#include "journal/event_bus.h"
+#include "supervise/supervisor.h"
+#include "support/temp_dir.h"
+
+namespace infervisor::testing {
+
+class SupervisorFixture : public ::testing::Test {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    // A worker running the example worker with `args`, restarting fast.
+    WorkerSpec example(const std::string& name, std::vector<std::string> args) const;
+    Config config(std::vector<WorkerSpec> workers) const;
+
+    // Runs the event loop until `done` holds. The bound is a hang guard for a
+    // broken test, not a performance assertion.
+    void run_until(const std::function<bool()>& done);
+    void run_until_event(const std::string& worker, EventKind kind, size_t count = 1);
+
+    size_t count(const std::string& worker, EventKind kind) const;
+    std::vector<EventKind> kinds_of(const std::string& worker) const;
+    const Event* last(const std::string& worker, EventKind kind) const;
+    std::string field(const Event& e, const std::string& key) const;
+
+    boost::asio::io_context io_;
+    SteadyClock clock_;
+    EventBus bus_;
+    std::vector<Event> events_;
+    std::map<std::string, CgroupLimits> limits_written_;
+    std::unique_ptr<TempDir> dir_;
+    std::unique_ptr<CgroupTree> tree_;
+    std::unique_ptr<WorkerContext> ctx_;
+    std::unique_ptr<Supervisor> supervisor_;
+    std::filesystem::path cgroup_root_;
+};
+
+}  // namespace infervisor::testing

@@ -1,0 +1,201 @@
+// Worker lifecycle on real processes and real cgroup2 directories.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cstring>
+
+#include <gmock/gmock.h>
+
+#include "base/file_io.h"
+#include "cgroup/cgroup_discovery.h"
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+std::string cgroup_of(pid_t pid) {
+    auto text = read_file("/proc/" + std::to_string(pid) + "/cgroup");
+    return text ? find_cgroup2_path(*text).value_or("") : "";
+}
+
+bool process_gone(pid_t pid) {
+    auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    return !stat || stat->find(") Z ") != std::string::npos;
+}
+
+using Lifecycle = SupervisorFixture;
+
+TEST_F(Lifecycle, WorkerRunsInItsOwnCgroupWithItsLimitsAndBecomesReady) {
+    auto spec = example("llama", {"--model-mb", "4", "--load-ms", "50"});
+    spec.notify = true;
+    spec.memory.high = 200ull << 20;
+    spec.pids_max = 32;
+    supervisor_->apply(config({spec}));
+    run_until_event("llama", K::ready);
+
+    Worker* w = supervisor_->find("llama");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::running);
+    pid_t pid = w->snapshot().pid;
+    ASSERT_GT(pid, 0);
+    EXPECT_THAT(cgroup_of(pid), HasSubstr("/workers/llama"));
+    EXPECT_EQ(*limits_written_.at("llama").memory_max, 256ull << 20);
+    EXPECT_EQ(*limits_written_.at("llama").memory_high, 200ull << 20);
+    EXPECT_EQ(*limits_written_.at("llama").pids_max, 32);
+    auto environ = read_file("/proc/" + std::to_string(pid) + "/environ");
+    EXPECT_THAT(*environ, HasSubstr(std::string("INFERVISOR_WORKER=llama") + '\0'));
+    EXPECT_THAT(*environ, HasSubstr("NOTIFY_SOCKET="));
+    EXPECT_THAT(*environ, HasSubstr("/state/workers/llama/tmp"));
+
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_EQ(w->state(), WorkerState::stopped);
+    EXPECT_TRUE(process_gone(pid));
+    EXPECT_FALSE(w->cgroup().exists());
+    EXPECT_THAT(kinds_of("llama"), ElementsAre(K::started, K::ready, K::exited, K::stopped));
+}
+
+TEST_F(Lifecycle, CrashLoopRestartsWithBackoffUntilTheStartLimit) {
+    auto spec = example("crashy", {"--crash-after-ms", "20", "--exit-code", "3"});
+    spec.restart.start_limit_burst = 3;
+    spec.restart.start_limit_interval = 10min;
+    supervisor_->apply(config({spec}));
+    run_until_event("crashy", K::failed);
+
+    EXPECT_THAT(kinds_of("crashy"),
+                ElementsAre(K::started, K::ready, K::exited, K::restarting,   //
+                            K::started, K::ready, K::exited, K::restarting,   //
+                            K::started, K::ready, K::exited, K::failed));
+    EXPECT_EQ(field(*last("crashy", K::exited), "EXIT_CODE"), "3");
+    // Backoff doubles: 20ms, then 40ms.
+    std::vector<std::string> delays;
+    for (const auto& e : events_)
+        if (e.kind == K::restarting) delays.push_back(field(e, "DELAY_MS"));
+    EXPECT_THAT(delays, ElementsAre("20", "40"));
+    Worker* w = supervisor_->find("crashy");
+    EXPECT_EQ(w->state(), WorkerState::failed);
+    EXPECT_EQ(w->snapshot().last_exit, "exited with code 3");
+
+    w->start();  // an operator's start clears the breaker
+    run_until_event("crashy", K::started, 4);
+}
+
+TEST_F(Lifecycle, StopEscalatesToCgroupKillAndLeavesNoOrphan) {
+    auto spec = example("stubborn", {"--ignore-sigterm", "--double-fork"});
+    spec.stop_timeout = 300ms;
+    supervisor_->apply(config({spec}));
+    run_until_event("stubborn", K::ready);
+    Worker* w = supervisor_->find("stubborn");
+    run_until([&] { return w->cgroup().procs().value_or({}).size() >= 2; });
+    auto pids = *w->cgroup().procs();
+
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_EQ(count("stubborn", K::stop_escalated), 1u);
+    EXPECT_FALSE(w->cgroup().exists());
+    run_until([&] {
+        for (pid_t p : pids)
+            if (!process_gone(p)) return false;
+        return true;
+    });
+    EXPECT_EQ(field(*last("stubborn", K::exited), "EXIT_SIGNAL"), "SIGKILL");
+}
+
+TEST_F(Lifecycle, AnOrphanIsKilledEvenWhenTheMainProcessExitsCleanly) {
+    auto spec = example("forker", {"--double-fork", "--crash-after-ms", "200", "--exit-code", "0"});
+    spec.restart.mode = RestartMode::on_failure;
+    supervisor_->apply(config({spec}));
+    Worker* w = supervisor_->find("forker");
+    run_until([&] { return w->cgroup().procs().value_or({}).size() >= 2; });
+    auto pids = *w->cgroup().procs();
+    run_until_event("forker", K::exited);
+    run_until([&] { return !w->cgroup().exists(); });
+    for (pid_t p : pids) run_until([&] { return process_gone(p); });
+    EXPECT_EQ(w->state(), WorkerState::stopped);  // clean exit, on-failure: no restart
+}
+
+TEST_F(Lifecycle, ReloadRestartsOnlyChangedWorkers) {
+    auto a = example("a", {});
+    auto b = example("b", {});
+    supervisor_->apply(config({a, b}));
+    run_until([&] { return count("a", K::ready) == 1 && count("b", K::ready) == 1; });
+    pid_t a_pid = supervisor_->find("a")->snapshot().pid;
+    pid_t b_pid = supervisor_->find("b")->snapshot().pid;
+
+    b.environment["MODEL"] = "bigger";
+    auto c = example("c", {});
+    supervisor_->apply(config({a, b, c}));
+    run_until([&] { return count("b", K::ready) == 2 && count("c", K::ready) == 1; });
+    EXPECT_EQ(supervisor_->find("a")->snapshot().pid, a_pid);
+    EXPECT_EQ(count("a", K::started), 1u);
+    EXPECT_NE(supervisor_->find("b")->snapshot().pid, b_pid);
+    EXPECT_EQ(supervisor_->find("b")->spec().environment.at("MODEL"), "bigger");
+
+    supervisor_->apply(config({b, c}));
+    run_until_event("a", K::stopped);
+    run_until([&] { return supervisor_->find("a") == nullptr; });
+    EXPECT_FALSE(tree_->worker("a").exists());
+    EXPECT_EQ(count("b", K::started), 2u);
+    EXPECT_EQ(count("c", K::started), 1u);
+}
+
+TEST_F(Lifecycle, NotifyFromOutsideTheWorkersCgroupIsRejected) {
+    auto spec = example("slow", {"--load-ms", "600000"});
+    spec.notify = true;
+    supervisor_->apply(config({spec}));
+    run_until_event("slow", K::started);
+
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = (ctx_->paths.runtime_dir / "notify/slow").string();
+    std::strcpy(addr.sun_path, path.c_str());
+    const char msg[] = "READY=1";
+    ASSERT_EQ(sendto(fd, msg, sizeof msg - 1, 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+              static_cast<ssize_t>(sizeof msg - 1));
+    close(fd);
+    run_until_event("slow", K::notify_rejected);
+    EXPECT_THAT(last("slow", K::notify_rejected)->message, HasSubstr("not a process of this worker"));
+    EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
+}
+
+TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
+    auto spec = example("spinner", {"--spin-after-ms", "300"});
+    spec.notify = true;
+    spec.watchdog = 1s;
+    spec.restart.mode = RestartMode::never;
+    supervisor_->apply(config({spec}));
+    run_until_event("spinner", K::exited);
+    EXPECT_THAT(kinds_of("spinner"),
+                ElementsAre(K::started, K::ready, K::policy_action, K::exited));
+    EXPECT_EQ(field(*last("spinner", K::policy_action), "RULE"), "watchdog");
+}
+
+TEST_F(Lifecycle, LeftoverCgroupsOfAnEarlierRunAreReaped) {
+    CgroupDir stale = tree_->worker("stale");
+    ASSERT_TRUE(stale.create().ok());
+    pid_t child = fork();
+    if (child == 0) {
+        (void)stale.move_process(getpid());
+        for (;;) pause();
+    }
+    run_until([&] { return stale.procs().value_or({}).size() == 1; });
+    supervisor_->reap_leftovers();
+    EXPECT_FALSE(stale.exists());
+    EXPECT_EQ(count("stale", K::leftover_reaped), 1u);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+}  // namespace
+}  // namespace infervisor::testing
