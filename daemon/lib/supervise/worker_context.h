@@ -29,8 +29,9 @@ struct WorkerContext {
     bool output_to_journal = false;
     // Writes a new worker cgroup's limits. A seam so that lifecycle tests can
     // run on hosts whose cgroup2 has no memory controller (ours).
-    std::function<Result<std::vector<std::string>>(const CgroupDir&, const CgroupLimits&)>
-        write_limits = apply_limits;
+    using LimitsWriter =
+        std::function<Result<std::vector<std::string>>(const CgroupDir&, const CgroupLimits&)>;
+    LimitsWriter write_limits = apply_limits;
 };
 
 }  // namespace infervisor

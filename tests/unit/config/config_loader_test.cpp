@@ -56,14 +56,19 @@ TEST(ConfigLoader, MissingMainFileIsAnError) {
     EXPECT_THAT(loaded.errors.format(), HasSubstr("No such file or directory"));
 }
 
-TEST(ConfigLoader, ShippedExampleConfigIsValid) {
-    // The example in etc/ must always load: it is what the README's demo runs.
+TEST(ConfigLoader, ShippedConfigAndDemoAreValid) {
+    // etc/infervisor.yaml is what a package installs; the demo workers
+    // (configured into the build dir) are what the README's demo runs.
     const char* src = std::getenv("INFERVISOR_SOURCE_ROOT");
+    const char* build = std::getenv("INFERVISOR_BUILD_ROOT");
     ASSERT_NE(src, nullptr);
-    std::filesystem::path root(src);
-    auto loaded = load_config({root / "etc/infervisor.yaml", root / "etc/workers.d"});
+    ASSERT_NE(build, nullptr);
+    auto loaded = load_config({std::filesystem::path(src) / "etc/infervisor.yaml",
+                               std::filesystem::path(build) / "etc"});
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
-    EXPECT_GE(loaded.config.workers.size(), 1u);
+    ASSERT_EQ(loaded.config.workers.size(), 2u);
+    EXPECT_EQ(loaded.config.workers[0].name, "chat");
+    EXPECT_EQ(loaded.config.workers[1].name, "leaky");
 }
 
 }  // namespace
