@@ -9,7 +9,7 @@
 namespace infervisor {
 
 struct DaemonOptions {
-    std::filesystem::path config_file = "/etc/infervisor/infervisor.yaml";
+    std::filesystem::path config_file = INFERVISOR_CONFIG_FILE;
     std::filesystem::path workers_dir;  // empty: <config dir>/workers.d
     bool check_config = false;
     // Overrides of the config file's settings.

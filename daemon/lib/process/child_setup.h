@@ -1,0 +1,66 @@
+// The child's side of spawn_process: the steps between clone and execve.
+//
+// Contract: run_child() runs in a freshly cloned child of a possibly
+// multi-threaded parent, so it only makes async-signal-safe calls: no
+// allocation, no locks, credentials changed with raw system calls (glibc's
+// setresuid would try to coordinate with threads that exist only in the
+// parent). Everything it needs is prepared by the parent in a ChildPlan before
+// cloning. A failing step is reported as a ChildFailure on the error pipe and
+// the child _exit(127)s; a successful execve closes the pipe (it is O_CLOEXEC),
+// which the parent reads as EOF.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace infervisor {
+
+enum class ChildStep : int {
+    open_cgroup_procs,
+    write_cgroup_procs,
+    reset_signal_mask,
+    setsid,
+    dup2_stdin,
+    dup2_stdout,
+    dup2_stderr,
+    setgroups,
+    setresgid,
+    setresuid,
+    verify_credentials,
+    no_new_privileges,
+    chdir,
+    close_fds,
+    execve,
+};
+
+// What the child writes to the error pipe when a step fails.
+struct ChildFailure {
+    ChildStep step;
+    int error;  // errno of the failed call
+};
+
+// Raw, pre-built inputs of run_child. Pointers refer to memory owned by the
+// parent's SpawnRequest and stay valid in the child's copy of the address space.
+struct ChildPlan {
+    const char* path = nullptr;   // argv[0]
+    char* const* argv = nullptr;  // NULL-terminated
+    char* const* envp = nullptr;  // NULL-terminated
+    const char* working_directory = "/";
+    int stdio[3] = {-1, -1, -1};  // fds >= 3, O_CLOEXEC: dup2'ed onto 0, 1, 2
+    int error_pipe = -1;          // write end, O_CLOEXEC
+    int cgroup_fd = -1;           // used only when join_cgroup is true
+    bool change_credentials = false;
+    uid_t uid = static_cast<uid_t>(-1);  // -1: keep (setresuid is then a no-op)
+    gid_t gid = static_cast<gid_t>(-1);
+    const gid_t* groups = nullptr;
+    size_t group_count = 0;
+    bool no_new_privileges = true;
+    int max_fd = 1024;  // close loop bound when close_range is unavailable
+};
+
+// Never returns. `join_cgroup`: write this process into plan.cgroup_fd's
+// cgroup.procs first (the CLONE_INTO_CGROUP fallback); failure is fatal.
+[[noreturn]] void run_child(const ChildPlan& plan, bool join_cgroup) noexcept;
+
+}  // namespace infervisor

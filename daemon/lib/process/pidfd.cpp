@@ -1,0 +1,53 @@
+#include "process/pidfd.h"
+
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/signal_names.h"
+
+namespace infervisor {
+
+// glibc 2.36's <sys/pidfd.h> lacks extern "C" (fixed in 2.37), so C++ cannot
+// link against its wrappers: the pidfd calls here are made directly.
+namespace {
+
+Result<std::optional<ExitStatus>> wait_pidfd(int pidfd, int options) {
+    siginfo_t info = {};
+    int rc;
+    do {
+        rc = ::waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | options);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return errno_error("waitid on pidfd " + std::to_string(pidfd));
+    if (info.si_pid == 0) return std::optional<ExitStatus>();
+    return std::optional<ExitStatus>(exit_status_from(info));
+}
+
+}  // namespace
+
+Result<UniqueFd> open_pidfd(pid_t pid) {
+    UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0U)));
+    if (!fd) return errno_error("pidfd_open " + std::to_string(pid));
+    return fd;
+}
+
+Result<std::optional<ExitStatus>> reap(int pidfd) { return wait_pidfd(pidfd, WNOHANG); }
+
+Result<ExitStatus> wait_for_exit(int pidfd) {
+    auto status = wait_pidfd(pidfd, 0);
+    if (!status) return status.error();
+    return **status;
+}
+
+Result<void> send_signal(int pidfd, int sig) {
+    if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0U) < 0)
+        return errno_error("send " + signal_name(sig) + " via pidfd");
+    return {};
+}
+
+Result<void> release_memory(int pidfd) {
+    if (::syscall(SYS_process_mrelease, pidfd, 0U) < 0) return errno_error("process_mrelease");
+    return {};
+}
+
+}  // namespace infervisor

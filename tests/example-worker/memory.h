@@ -1,0 +1,27 @@
+// Memory the worker makes resident on purpose: the "model" and the "leak".
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace example_worker {
+
+class ResidentMemory {
+  public:
+    // Allocates `bytes` and writes to every page, so they count in RSS and
+    // memory.current at once (untouched allocations would not).
+    void add(size_t bytes);
+    size_t total_bytes() const { return total_; }
+
+  private:
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    size_t total_ = 0;
+};
+
+// This process's resident set size in MiB, from /proc/self/statm; -1 if unreadable.
+long rss_mib();
+
+constexpr size_t kMiB = 1024 * 1024;
+
+}  // namespace example_worker

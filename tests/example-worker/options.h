@@ -1,0 +1,29 @@
+// Command-line options of infervisor-example-worker.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace example_worker {
+
+struct Options {
+    std::string name;  // --name, default $INFERVISOR_WORKER, else "example"
+    long load_ms = 0;
+    long model_mb = 0;
+    long serve_interval_ms = 1000;
+    double leak_mb_per_s = 0;
+    std::optional<long> spin_after_ms;
+    std::optional<long> crash_after_ms;
+    int exit_code = 1;
+    bool abort = false;
+    bool ignore_sigterm = false;
+    bool double_fork = false;
+    int checkpoint_signal = 0;  // SIGUSR1 unless given
+    std::string tmp_file;       // --tmp-file: NAME inside $TMPDIR (or /tmp), or an absolute path
+};
+
+// Parses argv. On --help prints the usage and exits 0; on a bad option prints
+// the problem to stderr and exits 2.
+Options parse_options(int argc, char** argv);
+
+}  // namespace example_worker

@@ -1,0 +1,280 @@
+#include "worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "checkpoint.h"
+
+namespace example_worker {
+
+namespace {
+
+volatile sig_atomic_t stop_requested = 0;
+volatile sig_atomic_t checkpoint_requested = 0;
+std::atomic<unsigned long> spin_counter{0};
+
+void on_stop(int) { stop_requested = 1; }
+void on_checkpoint(int) { checkpoint_requested = 1; }
+
+constexpr std::chrono::milliseconds kLeakStep{100};
+
+// $WATCHDOG_USEC, unless $WATCHDOG_PID says it is meant for another process.
+std::optional<std::chrono::microseconds> watchdog_from_environment() {
+    const char* usec = std::getenv("WATCHDOG_USEC");
+    if (!usec || !*usec) return std::nullopt;
+    const char* for_pid = std::getenv("WATCHDOG_PID");
+    if (for_pid && *for_pid && std::atol(for_pid) != ::getpid()) return std::nullopt;
+    long long value = std::atoll(usec);
+    if (value <= 0) return std::nullopt;
+    return std::chrono::microseconds(value / 2);
+}
+
+}  // namespace
+
+Worker::Worker(Options options)
+    : options_(std::move(options)),
+      notifier_(std::getenv("NOTIFY_SOCKET")),
+      start_(Clock::now()),
+      watchdog_interval_(watchdog_from_environment()) {}
+
+void Worker::say(const char* format, ...) {
+    std::printf("%s: ", options_.name.c_str());
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::putchar('\n');
+    std::fflush(stdout);
+}
+
+// SIGTERM and the checkpoint signal stay blocked except while sleeping in
+// ppoll, so a signal can never slip in between checking a flag and sleeping.
+void Worker::install_signal_handlers() {
+    struct sigaction action = {};
+    sigemptyset(&action.sa_mask);
+    action.sa_handler = on_checkpoint;
+    sigaction(options_.checkpoint_signal, &action, nullptr);
+    action.sa_handler = options_.ignore_sigterm ? SIG_IGN : on_stop;
+    sigaction(SIGTERM, &action, nullptr);
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, options_.checkpoint_signal);
+    sigprocmask(SIG_BLOCK, &blocked, nullptr);
+}
+
+void Worker::restore_if_asked() {
+    const char* from = std::getenv("INFERVISOR_RESTORE_FROM");
+    if (!from || !*from) return;
+    RestoredCheckpoint restored = read_checkpoint(from);
+    if (!restored.ok) {
+        say("resumed from %s (checkpoint unusable: %s; starting from 0)", from,
+            restored.detail.c_str());
+        return;
+    }
+    served_ = restored.served;
+    say("resumed from %s (served %ld requests before)", from, served_);
+}
+
+// A grandchild in its own session whose parent exits at once: it is reparented
+// away from the worker, so only the cgroup still knows it belongs here.
+void Worker::leave_orphan() {
+    std::fflush(stdout);
+    pid_t middle = ::fork();
+    if (middle < 0) {
+        say("fork failed: %s", std::strerror(errno));
+        return;
+    }
+    if (middle == 0) {
+        ::setsid();
+        if (::fork() != 0) ::_exit(0);
+        ::signal(SIGTERM, SIG_IGN);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        say("orphan grandchild pid %d (detached, ignores SIGTERM)", static_cast<int>(::getpid()));
+        for (;;) ::pause();
+    }
+    ::waitpid(middle, nullptr, 0);
+}
+
+bool Worker::create_tmp_file() {
+    if (options_.tmp_file.front() == '/') {
+        tmp_path_ = options_.tmp_file;
+    } else {
+        const char* dir = std::getenv("TMPDIR");
+        tmp_path_ = std::string(dir && *dir ? dir : "/tmp") + "/" + options_.tmp_file;
+    }
+    FILE* file = std::fopen(tmp_path_.c_str(), "we");
+    if (!file) {
+        std::fprintf(stderr, "%s: error: cannot create model file %s: %s\n", options_.name.c_str(),
+                     tmp_path_.c_str(), std::strerror(errno));
+        return false;
+    }
+    std::fprintf(file, "fake model weights of %s\n", options_.name.c_str());
+    std::fclose(file);
+    say("wrote model file %s", tmp_path_.c_str());
+    return true;
+}
+
+bool Worker::tmp_file_still_there() {
+    int fd = ::open(tmp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        std::fprintf(stderr, "%s: error: model file %s vanished: %s\n", options_.name.c_str(),
+                     tmp_path_.c_str(), std::strerror(errno));
+        return false;
+    }
+    char buffer[256];
+    while (::read(fd, buffer, sizeof buffer) > 0) {
+    }
+    ::close(fd);
+    return true;
+}
+
+void Worker::become_ready() {
+    model_.add(static_cast<size_t>(options_.model_mb) * kMiB);
+    ready_ = true;
+    notifier_.send("READY=1\nSTATUS=serving");
+    say("ready (model %ld MiB, rss=%ld MiB)", options_.model_mb, rss_mib());
+    auto now = Clock::now();
+    next_serve_ = now + std::chrono::milliseconds(options_.serve_interval_ms);
+    next_leak_ = now + kLeakStep;
+    leak_start_ = now;
+    next_leak_report_ = now + std::chrono::seconds(1);
+}
+
+bool Worker::serve_one() {
+    if (!tmp_path_.empty() && !tmp_file_still_there()) return false;
+    ++served_;
+    say("served request %ld (rss=%ld MiB)", served_, rss_mib());
+    notifier_.send("STATUS=served " + std::to_string(served_) + " requests");
+    return true;
+}
+
+// Allocates what the rate owes since serving began, so the rate holds even
+// when the loop runs late (a slow or loaded host).
+void Worker::leak_some(Clock::time_point now) {
+    std::chrono::duration<double> elapsed = now - leak_start_;
+    auto owed = static_cast<size_t>(options_.leak_mb_per_s * kMiB * elapsed.count());
+    if (owed > leak_.total_bytes()) leak_.add(owed - leak_.total_bytes());
+    if (now >= next_leak_report_) {
+        say("leaked %zu MiB so far (rss=%ld MiB)", leak_.total_bytes() / kMiB, rss_mib());
+        next_leak_report_ = std::max(next_leak_report_ + std::chrono::seconds(1), now);
+    }
+}
+
+void Worker::checkpoint() {
+    const char* dir = std::getenv("INFERVISOR_CHECKPOINT_DIR");
+    if (!dir || !*dir) {
+        say("checkpoint requested but INFERVISOR_CHECKPOINT_DIR is not set");
+        return;
+    }
+    CheckpointOutcome outcome = write_checkpoint(dir, options_.name, served_);
+    if (!outcome.ok) {
+        say("checkpoint failed: %s", outcome.detail.c_str());
+        return;
+    }
+    notifier_.send("CHECKPOINT=1");
+    say("checkpoint written to %s (served %ld)", outcome.detail.c_str(), served_);
+}
+
+int Worker::stop() {
+    notifier_.send("STOPPING=1");
+    say("stopping");
+    return 0;
+}
+
+void Worker::crash() {
+    if (options_.abort) {
+        say("aborting");
+        std::abort();
+    }
+    say("crashing with exit code %d", options_.exit_code);
+    std::exit(options_.exit_code);
+}
+
+// Stuck for good: no output, no heartbeats, no checkpoints. SIGTERM gets its
+// default action back, as in a program that never handled it.
+void Worker::spin() {
+    say("spinning (no more heartbeats)");
+    if (!options_.ignore_sigterm) ::signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (;;) spin_counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+Worker::Clock::time_point Worker::next_deadline() const {
+    using std::chrono::milliseconds;
+    auto deadline = Clock::time_point::max();
+    if (!ready_) deadline = start_ + milliseconds(options_.load_ms);
+    if (ready_) deadline = std::min(deadline, next_serve_);
+    if (ready_ && options_.leak_mb_per_s > 0) deadline = std::min(deadline, next_leak_);
+    if (watchdog_interval_) deadline = std::min(deadline, next_watchdog_);
+    if (options_.crash_after_ms)
+        deadline = std::min(deadline, start_ + milliseconds(*options_.crash_after_ms));
+    if (options_.spin_after_ms)
+        deadline = std::min(deadline, start_ + milliseconds(*options_.spin_after_ms));
+    return deadline;
+}
+
+void Worker::sleep_until(Clock::time_point deadline) {
+    auto now = Clock::now();
+    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::max(deadline - now, Clock::duration::zero()));
+    timespec timeout{static_cast<time_t>(wait.count() / 1000000000),
+                     static_cast<long>(wait.count() % 1000000000)};
+    sigset_t unblocked;
+    sigemptyset(&unblocked);
+    ::ppoll(nullptr, 0, &timeout, &unblocked);
+}
+
+int Worker::run() {
+    install_signal_handlers();
+    say("starting (pid %d)", static_cast<int>(::getpid()));
+    restore_if_asked();
+    if (options_.double_fork) leave_orphan();
+    if (!options_.tmp_file.empty() && !create_tmp_file()) return 73;
+    notifier_.send("STATUS=loading model");
+    next_watchdog_ = start_;
+    for (;;) {
+        if (stop_requested) return stop();
+        if (checkpoint_requested) {
+            checkpoint_requested = 0;
+            checkpoint();
+        }
+        auto now = Clock::now();
+        using std::chrono::milliseconds;
+        if (options_.crash_after_ms && now >= start_ + milliseconds(*options_.crash_after_ms))
+            crash();
+        if (options_.spin_after_ms && now >= start_ + milliseconds(*options_.spin_after_ms)) spin();
+        if (watchdog_interval_ && now >= next_watchdog_) {
+            notifier_.send("WATCHDOG=1");
+            next_watchdog_ = now + *watchdog_interval_;
+        }
+        if (!ready_ && now >= start_ + milliseconds(options_.load_ms)) become_ready();
+        if (ready_ && now >= next_serve_) {
+            if (!serve_one()) return 66;
+            next_serve_ = std::max(next_serve_ + milliseconds(options_.serve_interval_ms), now);
+        }
+        if (ready_ && options_.leak_mb_per_s > 0 && now >= next_leak_) {
+            leak_some(now);
+            next_leak_ = std::max(next_leak_ + kLeakStep, now);
+        }
+        sleep_until(next_deadline());
+    }
+}
+
+}  // namespace example_worker

@@ -1,0 +1,53 @@
+// Worker: the fake model server's life, driven by Options. One thread, one
+// loop that sleeps in ppoll until the next deadline or a signal.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "memory.h"
+#include "notifier.h"
+#include "options.h"
+
+namespace example_worker {
+
+class Worker {
+  public:
+    explicit Worker(Options options);
+    // Returns the exit code (or never returns: abort, spin).
+    int run();
+
+  private:
+    using Clock = std::chrono::steady_clock;
+
+    void say(const char* format, ...) __attribute__((format(printf, 2, 3)));
+    void install_signal_handlers();
+    void restore_if_asked();
+    void leave_orphan();
+    bool create_tmp_file();
+    bool tmp_file_still_there();
+    void become_ready();
+    bool serve_one();
+    void leak_some(Clock::time_point now);
+    void checkpoint();
+    int stop();
+    [[noreturn]] void crash();
+    [[noreturn]] void spin();
+    Clock::time_point next_deadline() const;
+    void sleep_until(Clock::time_point deadline);
+
+    Options options_;
+    Notifier notifier_;
+    ResidentMemory model_;
+    ResidentMemory leak_;
+    Clock::time_point start_;
+    bool ready_ = false;
+    long served_ = 0;
+    std::string tmp_path_;
+    std::optional<std::chrono::microseconds> watchdog_interval_;
+    Clock::time_point next_serve_{}, next_watchdog_{}, next_leak_{}, next_leak_report_{};
+    Clock::time_point leak_start_{};
+};
+
+}  // namespace example_worker

@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# Guest-side helpers for the infervisord scenarios (tests/vm/scenarios/*.sh).
+# Source after lib.sh. The daemon is installed from the build dir into the
+# guest's overlay exactly as a package would install it (meson install), and
+# run by systemd as infervisord.service.
+
+ivd_service_cgroup=/sys/fs/cgroup/system.slice/infervisord.service
+ivd_conf=/etc/infervisor
+ivd_example_worker=/usr/libexec/infervisor/infervisor-example-worker
+
+# install_infervisor: meson install into / (the overlay), once per boot.
+install_infervisor() {
+	if [[ ! -e /run/vmtest-infervisor-installed ]]; then
+		meson install -C "$VMTEST_BUILD_DIR" --no-rebuild --quiet >/dev/null
+		journalctl --update-catalog
+		systemctl daemon-reload
+		touch /run/vmtest-infervisor-installed
+	fi
+	assert_cmd test -x /usr/sbin/infervisord
+	assert_cmd test -x "$ivd_example_worker"
+}
+
+# use_workers FILE <<YAML: installs a workers drop-in, removing every other.
+use_workers() {
+	rm -f "$ivd_conf"/workers.d/*.yaml
+	mkdir -p "$ivd_conf/workers.d"
+	cat >"$ivd_conf/workers.d/$1"
+}
+
+# fresh_daemon: stop it if running, forget old journal lines' relevance by
+# remembering a cursor, start it and wait until systemd says it is active.
+fresh_daemon() {
+	systemctl stop infervisord 2>/dev/null || true
+	systemctl reset-failed infervisord 2>/dev/null || true
+	ivd_cursor=$(journalctl -n 0 --show-cursor -q | sed -n 's/^-- cursor: //p')
+	export ivd_cursor
+	systemctl start infervisord
+	wait_until 120 service_active
+}
+
+service_active() { [[ $(systemctl is-active infervisord) == active ]]; }
+
+# journal since fresh_daemon, for the service, with extra match arguments.
+ivd_journal() {
+	journalctl -q --no-pager --after-cursor="$ivd_cursor" -u infervisord "$@"
+}
+
+# event_count WORKER EVENT: how many INFERVISOR_EVENT=EVENT entries WORKER has.
+event_count() {
+	ivd_journal INFERVISOR_WORKER="$1" INFERVISOR_EVENT="$2" -o cat | grep -c . || true
+}
+
+has_events() { # WORKER EVENT N
+	(($(event_count "$1" "$2") >= $3))
+}
+
+worker_cgroup() { echo "$ivd_service_cgroup/workers/$1"; }
+
+# worker_pids WORKER: the pids in the worker's cgroup (none if it has none).
+worker_pids() { cat "$(worker_cgroup "$1")/cgroup.procs" 2>/dev/null || true; }
+
+worker_running() { [[ -n $(worker_pids "$1") ]]; }
+
+# main_pid WORKER: pid of the worker's last `started` event.
+main_pid() {
+	ivd_journal INFERVISOR_WORKER="$1" INFERVISOR_EVENT=started -o export |
+		sed -n 's/^INFERVISOR_PID=//p' | tail -n1
+}
+
+# ready_count WORKER
+ready_count() { event_count "$1" ready; }
+
+# dump_state: diagnostics into the results dir when a scenario fails.
+dump_state() {
+	{
+		systemctl status infervisord --no-pager -l || true
+		find "$ivd_service_cgroup" -maxdepth 3 -name cgroup.procs -exec sh -c 'echo "$1: $(cat "$1" | tr "\n" " ")"' _ {} \; || true
+		journalctl -q --no-pager -u infervisord -n 200 || true
+	} >>"$VMTEST_RESULTS/infervisor-state.txt" 2>&1
+}

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Issue 3, scenario 1: two workers from the example config start, each in its
+# own cgroup with the configured memory.max, memory.high, memory.swap.max and
+# pids.max; `systemctl status infervisord` shows them in the tree.
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+at_exit systemctl stop infervisord
+at_exit dump_state
+
+workers_in_their_cgroups() {
+	install_infervisor
+	use_workers demo.yaml <"/usr/share/doc/infervisor/examples/demo.yaml"
+	# Only the steady worker's limits matter here; keep the leaky one leaking slowly.
+	fresh_daemon
+	wait_until 300 has_events chat ready 1
+	local cg
+	cg=$(worker_cgroup chat)
+	assert_eq $((256 << 20)) "$(cat "$cg/memory.max")" "chat memory.max"
+	assert_eq $((224 << 20)) "$(cat "$cg/memory.high")" "chat memory.high"
+	assert_eq 0 "$(cat "$cg/memory.swap.max")" "chat memory.swap.max"
+	assert_eq 64 "$(cat "$cg/pids.max")" "chat pids.max"
+	assert_eq 1 "$(cat "$cg/memory.oom.group")" "chat memory.oom.group"
+	assert_eq $((96 << 20)) "$(cat "$(worker_cgroup leaky)/memory.max")" "leaky memory.max"
+	# The daemon itself sits in the supervisor leaf, not in a worker.
+	assert_contains "$(cat "$ivd_service_cgroup/supervisor/cgroup.procs")" "$(systemctl show -P MainPID infervisord)" "supervisor leaf"
+	local status
+	status=$(systemctl status infervisord --no-pager -l)
+	assert_contains "$status" "workers/chat" "systemctl status tree"
+	assert_contains "$status" "infervisor-example-worker" "systemctl status tree"
+	# Each worker's main process is in its own cgroup.
+	assert_contains "$(cat "/proc/$(main_pid chat)/cgroup")" "/workers/chat" "chat's /proc/PID/cgroup"
+	assert_eq "1" "$(ivd_journal INFERVISOR_WORKER=chat INFERVISOR_EVENT=started -o export | sed -n 's/^INFERVISOR_BORN_IN_CGROUP=//p' | tail -n1)" "born in its cgroup (clone3 CLONE_INTO_CGROUP)"
+}
+run_scenario workers-in-their-own-cgroups workers_in_their_cgroups
