@@ -59,6 +59,7 @@ void parse_limits(YamlMap& map, WorkerSpec& spec) {
     int64_t value = 0;
     if (map.get_int("pids_max", value, 1, 4'194'304)) spec.pids_max = value;
     if (map.get_int("cpu_weight", value, 1, 10'000)) spec.cpu_weight = value;
+    map.get_int("oom_score_adj", spec.oom_score_adj, -1000, 1000);
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ struct WorkerSpec {
     RestartSpec restart;
     int stop_signal = SIGTERM;
     Duration stop_timeout = 30s;
+    // /proc/PID/oom_score_adj of the worker (-1000..1000). Default 0: the
+    // daemon's own protection (-900 in the unit) is not passed on.
+    int64_t oom_score_adj = 0;
     // true: the worker is "running" only after it sends READY=1 on NOTIFY_SOCKET
     // (systemd Type=notify semantics); false: as soon as it has been executed.
     bool notify = false;

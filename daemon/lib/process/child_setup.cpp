@@ -92,12 +92,23 @@ void close_other_fds(const ChildPlan& plan) noexcept {
     }
 }
 
+void set_oom_score_adj(const ChildPlan& plan) noexcept {
+    if (!plan.oom_score_adj) return;
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail(plan, ChildStep::oom_score_adj);
+    size_t len = 0;
+    while (plan.oom_score_adj[len]) ++len;
+    if (::write(fd, plan.oom_score_adj, len) != static_cast<ssize_t>(len)) fail(plan, ChildStep::oom_score_adj);
+    ::close(fd);
+}
+
 }  // namespace
 
 void run_child(const ChildPlan& plan, bool join) noexcept {
     if (join) join_cgroup(plan);
     reset_signals(plan);
     if (::setsid() < 0) fail(plan, ChildStep::setsid);
+    set_oom_score_adj(plan);
     install_stdio(plan);
     if (plan.change_credentials) change_credentials(plan);
     if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

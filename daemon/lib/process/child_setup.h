@@ -21,6 +21,7 @@ enum class ChildStep : int {
     write_cgroup_procs,
     reset_signal_mask,
     setsid,
+    oom_score_adj,
     dup2_stdin,
     dup2_stdout,
     dup2_stderr,
@@ -56,6 +57,7 @@ struct ChildPlan {
     const gid_t* groups = nullptr;
     size_t group_count = 0;
     bool no_new_privileges = true;
+    const char* oom_score_adj = nullptr;  // decimal text, or nullptr to inherit
     int max_fd = 1024;  // close loop bound when close_range is unavailable
 };
 

@@ -71,6 +71,10 @@ Result<void> prepare_child(const SpawnRequest& request, PreparedChild& child) {
     plan.groups = request.supplementary_groups.data();
     plan.group_count = request.supplementary_groups.size();
     plan.no_new_privileges = request.no_new_privileges;
+    if (request.oom_score_adj) {
+        child.oom_score_adj = std::to_string(*request.oom_score_adj);
+        plan.oom_score_adj = child.oom_score_adj.c_str();
+    }
     plan.max_fd = close_loop_bound();
     return {};
 }
@@ -99,6 +103,8 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
             return "write to cgroup.procs of the target cgroup";
         case ChildStep::reset_signal_mask:
             return "reset signal mask";
+        case ChildStep::oom_score_adj:
+            return "write oom_score_adj " + (request.oom_score_adj ? std::to_string(*request.oom_score_adj) : std::string());
         case ChildStep::setsid:
             return "setsid";
         case ChildStep::dup2_stdin:

@@ -21,6 +21,7 @@ struct PreparedChild {
     UniqueFd stdio[3];
     UniqueFd error_read;
     UniqueFd error_write;
+    std::string oom_score_adj;
     ChildPlan plan;
 };
 

@@ -44,6 +44,12 @@ struct SpawnRequest {
     int stdout_fd = -1;
     int stderr_fd = -1;
 
+    // Written to /proc/self/oom_score_adj in the child before the credentials
+    // change (-1000..1000). The daemon runs with a low score of its own, which a
+    // worker must not inherit: the kernel's host-wide OOM killer should be free
+    // to pick a runaway worker. nullopt: inherit.
+    std::optional<int> oom_score_adj;
+
     // PR_SET_NO_NEW_PRIVS: setuid binaries and file capabilities grant nothing.
     bool no_new_privileges = true;
 };

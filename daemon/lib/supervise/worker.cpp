@@ -193,6 +193,7 @@ Result<SpawnedProcess> Worker::spawn() {
     req.supplementary_groups = who->supplementary_groups;
     req.working_directory = dirs->workdir;
     req.cgroup_fd = cgroup_fd->get();
+    req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
 
     UniqueFd output;
     if (ctx_.output_to_journal) {

@@ -324,3 +324,35 @@ TEST(Spawn, FailedSetresuidIsReportedWithTheUid) {
 
 }  // namespace
 }  // namespace infervisor
+
+namespace infervisor {
+namespace {
+
+TEST(Spawn, SetsOomScoreAdjBeforeDroppingPrivileges) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to lower oom_score_adj";
+    // The daemon runs at -900; a worker must get what it is given, here 0,
+    // even though it then runs as an unprivileged user.
+    SpawnRequest request = command({"/bin/cat", "/proc/self/oom_score_adj"});
+    request.oom_score_adj = 0;
+    request.uid = 65534;
+    request.gid = 65534;
+    auto finished = run_captured(request);
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(finished->output, "0\n");
+    request.oom_score_adj = 300;  // raising needs no privilege; lowering needs CAP_SYS_RESOURCE
+    finished = run_captured(request);
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(finished->output, "300\n");
+}
+
+TEST(Spawn, ReportsAnOutOfRangeOomScoreAdj) {
+    SpawnRequest request = command({"/bin/true"});
+    request.oom_score_adj = 5000;
+    auto spawned = spawn_process(request);
+    ASSERT_FALSE(spawned.ok());
+    EXPECT_NE(spawned.error().message().find("oom_score_adj 5000"), std::string::npos)
+        << spawned.error().message();
+}
+
+}  // namespace
+}  // namespace infervisor
