@@ -34,9 +34,9 @@ demo() {
 	section "journalctl -u infervisord INFERVISOR_WORKER=leaky (its lifecycle)"
 	ivd_journal INFERVISOR_WORKER=leaky -o cat
 	section "kernel: OOM kills stayed inside leaky's cgroup"
-	journalctl -k -q --no-pager --after-cursor="$ivd_cursor" | grep -o 'oom-kill:.*task_memcg=[^,]*' | sed 's/,.*task_memcg=/ ... task_memcg=/' || true
+	journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep -o 'oom-kill:.*task_memcg=[^,]*' | sed 's/,.*task_memcg=/ ... task_memcg=/' || true
 	section "chat kept serving: journalctl -t infervisor-worker-chat (last lines)"
-	journalctl -q --no-pager --after-cursor="$ivd_cursor" -t infervisor-worker-chat -o cat | tail -n 5
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t infervisor-worker-chat -o cat | tail -n 5
 	printf 'chat started %s time(s); pid %s still running: ' "$(event_count chat started)" "$(main_pid chat)"
 	kill -0 "$(main_pid chat)" && echo yes
 	section "systemctl status infervisord"

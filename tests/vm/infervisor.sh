@@ -32,7 +32,11 @@ use_workers() {
 fresh_daemon() {
 	systemctl stop infervisord 2>/dev/null || true
 	systemctl reset-failed infervisord 2>/dev/null || true
-	ivd_cursor=$(journalctl -n 0 --show-cursor -q | sed -n 's/^-- cursor: //p')
+	# The cursor of the newest entry; later queries start there (--cursor, not
+	# --after-cursor: journalctl 252 with field matches skips the first match
+	# after the cursor).
+	ivd_cursor=$(journalctl -q -n 1 --show-cursor | sed -n 's/^-- cursor: //p')
+	[[ -n $ivd_cursor ]] || { echo "no journal cursor" >&2; return 1; }
 	export ivd_cursor
 	systemctl start infervisord
 	wait_until 120 service_active
@@ -42,7 +46,7 @@ service_active() { [[ $(systemctl is-active infervisord) == active ]]; }
 
 # journal since fresh_daemon, for the service, with extra match arguments.
 ivd_journal() {
-	journalctl -q --no-pager --after-cursor="$ivd_cursor" -u infervisord "$@"
+	journalctl -q --no-pager --cursor="$ivd_cursor" -u infervisord "$@"
 }
 
 # event_count WORKER EVENT: how many INFERVISOR_EVENT=EVENT entries WORKER has.

@@ -27,9 +27,9 @@ oom_kill_stays_in_its_cgroup() {
 	assert_eq "oom-killed (memory.max reached)" "$reasons" "exit reason"
 	# The kernel chose its victim inside leaky's cgroup, every time.
 	local kernel_kills
-	kernel_kills=$(journalctl -k -q --no-pager --after-cursor="$ivd_cursor" | grep -c 'oom-kill:.*oom_memcg=/system.slice/infervisord.service/workers/leaky' || true)
+	kernel_kills=$(journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep -c 'oom-kill:.*oom_memcg=/system.slice/infervisord.service/workers/leaky' || true)
 	assert_ne 0 "$kernel_kills" "kernel OOM kills in leaky's memcg"
-	assert_eq 0 "$(journalctl -k -q --no-pager --after-cursor="$ivd_cursor" | grep 'oom-kill:' | grep -vc 'workers/leaky' || true)" "OOM kills elsewhere"
+	assert_eq 0 "$(journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep 'oom-kill:' | grep -vc 'workers/leaky' || true)" "OOM kills elsewhere"
 	# Sibling and daemon untouched.
 	assert_eq "$chat_pid" "$(main_pid chat)" "chat's pid"
 	assert_eq 1 "$(event_count chat started)" "chat starts"
@@ -37,7 +37,7 @@ oom_kill_stays_in_its_cgroup() {
 	assert_eq "$daemon_pid" "$(systemctl show -P MainPID infervisord)" "daemon pid"
 	assert_eq 0 "$(systemctl show -P NRestarts infervisord)" "service restarts"
 	# chat kept serving while leaky was being killed.
-	assert_ne 0 "$(journalctl -q --no-pager --after-cursor="$ivd_cursor" -t infervisor-worker-chat | grep -c 'served request' || true)" "chat served"
+	assert_ne 0 "$(journalctl -q --no-pager --cursor="$ivd_cursor" -t infervisor-worker-chat | grep -c 'served request' || true)" "chat served"
 	# No leftover cgroup for the failed worker.
 	assert_fails test -d "$(worker_cgroup leaky)"
 }

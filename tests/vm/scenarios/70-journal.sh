@@ -34,6 +34,6 @@ journal_tells_the_story() {
 	# The catalog explains the event (journalctl -x).
 	assert_contains "$(ivd_journal INFERVISOR_EVENT=failed -x)" "infervisorctl start talker" "catalog text"
 	# The worker's own output, under its identifier.
-	assert_contains "$(journalctl -q --no-pager --after-cursor="$ivd_cursor" -t infervisor-worker-talker -o cat)" "served request" "worker output"
+	assert_contains "$(journalctl -q --no-pager --cursor="$ivd_cursor" -t infervisor-worker-talker -o cat)" "served request" "worker output"
 }
 run_scenario journal-shows-lifecycle-with-message-ids-and-output journal_tells_the_story
