@@ -91,7 +91,10 @@ int main(int argc, char** argv) {
     auto record_only = [](const CgroupDir&, const CgroupLimits&) -> Result<std::vector<std::string>> {
         return std::vector<std::string>{};
     };
-    WorkerContext ctx{io, tree, *mount, paths, bus, clock, false,
+    paths.tmpfiles_dir = paths.runtime_dir / "tmpfiles.d";
+    std::filesystem::create_directories(paths.tmpfiles_dir);
+    WorkDirManager workdirs(paths);
+    WorkerContext ctx{io, tree, *mount, paths, bus, workdirs, clock, false,
                       have_memory ? WorkerContext::LimitsWriter(apply_limits) : record_only};
     Supervisor supervisor(ctx);
 

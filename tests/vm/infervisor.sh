@@ -12,6 +12,9 @@ ivd_example_worker=/usr/libexec/infervisor/infervisor-example-worker
 install_infervisor() {
 	if [[ ! -e /run/vmtest-infervisor-installed ]]; then
 		meson install -C "$VMTEST_BUILD_DIR" --no-rebuild --quiet >/dev/null
+		# What a package's postinst does: users, directories, catalog.
+		systemd-sysusers
+		systemd-tmpfiles --create /usr/lib/tmpfiles.d/infervisor.conf
 		journalctl --update-catalog
 		systemctl daemon-reload
 		touch /run/vmtest-infervisor-installed

@@ -79,6 +79,7 @@ private:
     Paths paths_;
     std::unique_ptr<CgroupTree> tree_;
     fs::path cgroup_mount_;
+    std::unique_ptr<WorkDirManager> workdirs_;
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
     std::string last_status_;
@@ -112,8 +113,12 @@ int Daemon::run() {
     }
     JournalWriter journal(stderr_is_journal());
     events_.subscribe([journal](const Event& e) { journal.write(e); });
+    workdirs_ = std::make_unique<WorkDirManager>(paths_);
+    if (auto r = workdirs_->write_tmpfiles_exclusions(); !r)
+        spdlog::warn("tmpfiles exclusions: {}", r.error().message());
     ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_, events_,
-                                                         clock_, stderr_is_journal(), apply_limits});
+                                                         *workdirs_, clock_, stderr_is_journal(),
+                                                         apply_limits});
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {
         std::string status = "STATUS=" + supervisor_->summary();

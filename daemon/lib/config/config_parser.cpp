@@ -4,6 +4,8 @@
 
 #include "base/signal_names.h"
 #include "config/yaml_map.h"
+#include "policy/rule_config.h"
+#include "workdir/workdir_config.h"
 
 namespace infervisor {
 
@@ -85,6 +87,11 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_stop(map, spec, errors);
     map.get_bool("notify", spec.notify);
     map.get_duration("watchdog", spec.watchdog);
+    map.get_int("priority", spec.priority, -1000, 1000);
+    map.get_bool("protected", spec.is_protected);
+    if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
+    parse_workdir_keys(map, spec.workdir, errors);
+    spec.workdir.worker = spec.name;
     map.finish();
 }
 
@@ -95,6 +102,7 @@ void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErro
     }
     for (const auto& item : list) {
         WorkerSpec spec = defaults_;
+        spec.rules.clear();  // default rules are merged by the policy engine, not copied
         parse_worker_fields(item, spec, errors, true);
         out.workers.push_back(std::move(spec));
         out.worker_locations.push_back(
@@ -113,7 +121,12 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out,
     if (map.get_string("state_dir", path)) d.state_dir = path;
     map.get_string("control_group", d.control_group);
     map.get_bool("dry_run", d.dry_run);
-    if (auto defaults = map.take("defaults")) parse_worker_fields(*defaults, defaults_, errors, false);
+    map.get_duration("sample_interval", d.sample_interval);
+    if (auto defaults = map.take("defaults")) {
+        parse_worker_fields(*defaults, defaults_, errors, false);
+        out.default_rules = defaults_.rules;
+    }
+    if (auto host = map.take("host_rules")) out.host_rules = parse_host_rules(*host, errors);
 }
 
 void ConfigParser::parse(std::string_view text, const std::string& file, ConfigFileKind kind,

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "base/units.h"
+#include "policy/rule_config.h"
+#include "workdir/workdir_validation.h"
 
 namespace infervisor {
 
@@ -80,6 +82,8 @@ void check_settings(const DaemonSettings& d, ConfigErrors& errors) {
     if (!known)
         errors.add_unplaced("log_level must be one of trace, debug, info, warn, error, not '" +
                             d.log_level + "'");
+    if (d.sample_interval < std::chrono::milliseconds(100))
+        errors.add_unplaced("sample_interval must be at least 100ms, not " + format_duration(d.sample_interval));
     for (const auto& p : {d.runtime_dir, d.state_dir})
         if (!p.is_absolute()) errors.add_unplaced("'" + p.string() + "' must be an absolute path");
     if (!d.cgroup_root.empty() && !d.cgroup_root.is_absolute())
@@ -100,6 +104,13 @@ bool is_valid_worker_name(const std::string& name) {
 
 void validate_config(const Config& config, ConfigErrors& errors) {
     check_settings(config.daemon, errors);
+    validate_rules(config.default_rules, errors);
+    validate_rules(config.host_rules, errors);
+    std::vector<WorkDirSpec> workdirs;
+    Paths paths;
+    paths.runtime_dir = config.daemon.runtime_dir;
+    paths.state_dir = config.daemon.state_dir;
+    for (const auto& w : config.workers) validate_rules(w.rules, errors);
     std::map<std::string, const SourceLocation*> seen;
     for (size_t i = 0; i < config.workers.size(); ++i) {
         const WorkerSpec& spec = config.workers[i];
@@ -119,7 +130,9 @@ void validate_config(const Config& config, ConfigErrors& errors) {
             continue;
         }
         WorkerChecker(spec, at, errors).check();
+        workdirs.push_back(spec.workdir);  // only well-named, unique workers
     }
+    validate_workdir_specs(workdirs, paths, errors);
 }
 
 }  // namespace infervisor

@@ -17,6 +17,7 @@ struct DaemonSettings {
     std::filesystem::path state_dir = "/var/lib/infervisor";
     std::string control_group = "infervisor";  // may change things over the socket
     bool dry_run = false;                       // policy actions are logged, not taken
+    Duration sample_interval = std::chrono::seconds(2);  // policy sampling tick
 
     bool operator==(const DaemonSettings&) const = default;
 };
@@ -24,6 +25,8 @@ struct DaemonSettings {
 struct Config {
     DaemonSettings daemon;
     std::vector<WorkerSpec> workers;
+    std::vector<RuleSpec> default_rules;  // `defaults: rules:`, for every worker
+    std::vector<RuleSpec> host_rules;     // `host_rules:`, over host measurements
     std::vector<SourceLocation> worker_locations;  // parallel to workers
     std::vector<std::filesystem::path> files;      // what was read, in order
 

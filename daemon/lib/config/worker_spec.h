@@ -14,6 +14,8 @@
 
 #include "base/clock.h"
 #include "base/units.h"
+#include "policy/rule_spec.h"
+#include "workdir/workdir_spec.h"
 
 namespace infervisor {
 
@@ -65,6 +67,15 @@ struct WorkerSpec {
     bool notify = false;
     // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
     Duration watchdog = 0ms;
+    // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.
+    WorkDirSpec workdir;
+    // The worker's own policy rules (merged over the config's default rules
+    // by name; see policy/rule_config.h).
+    std::vector<RuleSpec> rules;
+    // Host-level rules pick victims by lowest priority first; a protected
+    // worker is never picked by them.
+    int64_t priority = 0;
+    bool is_protected = false;
 
     bool operator==(const WorkerSpec&) const = default;
 };

@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "supervise/worker_launch.h"
+
 namespace infervisor {
 
 namespace {
@@ -76,11 +78,26 @@ void Supervisor::retire(const std::string& name) {
     worker->stop([this, name] {
         // Destroy later: we are inside the worker's own callback.
         boost::asio::post(ctx_.io, [this, name] {
-            retiring_.erase(name);
+            auto retired = retiring_.extract(name);
             auto it = desired_.find(name);
-            if (it != desired_.end() && !workers_.count(name)) create_and_start(it->second);
+            if (it != desired_.end() && !workers_.count(name)) return create_and_start(it->second);
+            if (retired) release_workdir(retired.mapped()->spec());
         });
     });
+}
+
+void Supervisor::release_workdir(const WorkerSpec& spec) {
+    if (auto r = ctx_.workdirs.release(spec.name); !r)
+        spdlog::warn("{}: {}", spec.name, r.error().message());
+    if (!spec.workdir.remove_on_removal) return;
+    auto who = resolve_identity(spec);
+    if (!who) return;
+    WorkDirSpec workdir = spec.workdir;
+    workdir.worker = spec.name;
+    if (auto r = ctx_.workdirs.remove_workdir(workdir, who->uid); !r)
+        spdlog::error("{}: removing its work dir: {}", spec.name, r.error().message());
+    else
+        spdlog::info("{}: work dir removed (remove_workdir_on_removal)", spec.name);
 }
 
 void Supervisor::stop_all(std::function<void()> done) {

@@ -40,6 +40,9 @@ public:
 private:
     void retire(const std::string& name);
     void create_and_start(const WorkerSpec& spec);
+    // Drops the worker's locks and tmpfiles exclusions; removes its work dir
+    // when configured to (the worker is stopped by then).
+    void release_workdir(const WorkerSpec& spec);
 
     WorkerContext& ctx_;
     std::map<std::string, WorkerSpec> desired_;

@@ -1,5 +1,5 @@
-// The directories a worker is given: its private work dir with TMPDIR inside,
-// and its checkpoint dir.
+// The checkpoint directory of a worker (its work dir and TMPDIR come from
+// workdir/WorkDirManager).
 #pragma once
 
 #include <sys/types.h>
@@ -12,12 +12,9 @@
 
 namespace infervisor {
 
-struct WorkerDirs {
-    std::filesystem::path workdir;         // <state_dir>/workers/NAME, 0700, owned by the worker
-    std::filesystem::path tmpdir;          // <workdir>/tmp
-    std::filesystem::path checkpoint_dir;  // <state_dir>/checkpoints/NAME
-};
-
-Result<WorkerDirs> prepare_worker_dirs(const Paths& paths, const std::string& name, uid_t uid, gid_t gid);
+// <state_dir>/checkpoints/NAME, mode 0700, owned by the worker; created
+// without following links from a root-owned parent, kept across restarts.
+Result<std::filesystem::path> prepare_checkpoint_dir(const Paths& paths, const std::string& name,
+                                                     uid_t uid, gid_t gid);
 
 }  // namespace infervisor

@@ -173,8 +173,12 @@ Result<void> Worker::prepare_cgroup() {
 Result<SpawnedProcess> Worker::spawn() {
     auto who = resolve_identity(spec_);
     if (!who) return who.error();
-    auto dirs = prepare_worker_dirs(ctx_.paths, spec_.name, who->uid, who->gid);
+    WorkDirSpec workdir = spec_.workdir;
+    workdir.worker = spec_.name;  // specs built in code may leave it empty
+    auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
     if (!dirs) return dirs.error();
+    auto checkpoints = prepare_checkpoint_dir(ctx_.paths, spec_.name, who->uid, who->gid);
+    if (!checkpoints) return checkpoints.error();
     if (!notify_) {
         auto sock = NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
         if (!sock) return sock.error();
@@ -187,7 +191,7 @@ Result<SpawnedProcess> Worker::spawn() {
     SpawnRequest req;
     req.argv = spec_.command;
     req.environment = worker_environment(
-        spec_, *who, {notify_->path(), dirs->workdir, dirs->tmpdir, dirs->checkpoint_dir});
+        spec_, *who, {notify_->path(), dirs->workdir, dirs->tmpdir, *checkpoints});
     req.uid = who->uid;
     req.gid = who->gid;
     req.supplementary_groups = who->supplementary_groups;

@@ -12,6 +12,7 @@
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/cgroup_tree.h"
 #include "journal/event_bus.h"
+#include "workdir/workdir_manager.h"
 
 namespace infervisor {
 
@@ -23,6 +24,8 @@ struct WorkerContext {
     std::filesystem::path cgroup_mount;
     Paths paths;
     EventBus& events;
+    // Work dirs: created, owned, locked and excluded from tmpfiles cleanup.
+    WorkDirManager& workdirs;
     const Clock& clock;
     // Worker stdout/stderr go to the journal (identifier "infervisor-worker-NAME")
     // when true, else to the daemon's own stderr.

@@ -28,10 +28,12 @@ void SupervisorFixture::SetUp() {
     paths.runtime_dir = dir_->mkdir("run");
     paths.state_dir = dir_->mkdir("state");
     dir_->mkdir("run/notify");
+    paths.tmpfiles_dir = dir_->mkdir("run/tmpfiles.d");
+    workdirs_ = std::make_unique<WorkDirManager>(paths);
     tree_ = std::make_unique<CgroupTree>(cgroup_root_);
     bus_.subscribe([this](const Event& e) { events_.push_back(e); });
     ctx_ = std::make_unique<WorkerContext>(WorkerContext{
-        io_, *tree_, *mount, paths, bus_, clock_, false,
+        io_, *tree_, *mount, paths, bus_, *workdirs_, clock_, false,
         [this](const CgroupDir& dir, const CgroupLimits& limits) -> Result<std::vector<std::string>> {
             limits_written_[dir.name()] = limits;
             return std::vector<std::string>{};
@@ -77,12 +79,20 @@ Config SupervisorFixture::config(std::vector<WorkerSpec> workers) const {
     return c;
 }
 
+int SupervisorFixture::hang_guard_seconds() {
+    const char* env = std::getenv("INFERVISOR_TEST_HANG_GUARD");
+    return env ? std::atoi(env) : 180;
+}
+
 void SupervisorFixture::run_until(const std::function<bool()>& done) {
-    auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(hang_guard_seconds());
     while (!done()) {
         io_.run_one_for(std::chrono::milliseconds(50));
         if (std::chrono::steady_clock::now() > give_up) {
-            ADD_FAILURE() << "hang guard: condition not reached";
+            std::string seen;
+            for (const auto& e : events_)
+                seen += "\n  " + e.worker + ": [" + std::string(event_name(e.kind)) + "] " + e.message;
+            ADD_FAILURE() << "hang guard: condition not reached; events so far:" << seen;
             return;
         }
     }

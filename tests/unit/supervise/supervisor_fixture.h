@@ -33,6 +33,7 @@ protected:
     // Runs the event loop until `done` holds. The bound is a hang guard for a
     // broken test, not a performance assertion.
     void run_until(const std::function<bool()>& done);
+    static int hang_guard_seconds();  // $INFERVISOR_TEST_HANG_GUARD, default 180
     void run_until_event(const std::string& worker, EventKind kind, size_t count = 1);
 
     size_t count(const std::string& worker, EventKind kind) const;
@@ -47,6 +48,7 @@ protected:
     std::map<std::string, CgroupLimits> limits_written_;
     std::unique_ptr<TempDir> dir_;
     std::unique_ptr<CgroupTree> tree_;
+    std::unique_ptr<WorkDirManager> workdirs_;
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
     std::filesystem::path cgroup_root_;

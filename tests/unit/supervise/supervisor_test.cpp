@@ -4,7 +4,10 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
+#include <fstream>
 
 #include <gmock/gmock.h>
 
@@ -195,6 +198,36 @@ TEST_F(Lifecycle, LeftoverCgroupsOfAnEarlierRunAreReaped) {
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
     EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+}  // namespace
+}  // namespace infervisor::testing
+
+namespace infervisor::testing {
+namespace {
+
+TEST_F(Lifecycle, WorkDirIsProtectedWhileConfiguredAndRemovedOnRequest) {
+    auto keep = example("keep", {});
+    auto drop = example("drop", {});
+    drop.workdir.remove_on_removal = true;
+    supervisor_->apply(config({keep, drop}));
+    run_until([&] { return count("keep", K::ready) == 1 && count("drop", K::ready) == 1; });
+    auto state = ctx_->paths.state_dir;
+    auto exclusions = ctx_->paths.tmpfiles_dir / "infervisor-workdirs.conf";
+    EXPECT_THAT(slurp(exclusions), HasSubstr("x " + (state / "workers/keep").string() + "\n"));
+    EXPECT_THAT(slurp(exclusions), HasSubstr("x " + (state / "workers/drop").string() + "\n"));
+    struct stat st {};
+    ASSERT_EQ(::stat((state / "workers/keep").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+    std::ofstream(state / "workers/keep/model.bin") << "weights";
+
+    supervisor_->apply(config({}));
+    run_until([&] { return supervisor_->find("keep") == nullptr && supervisor_->find("drop") == nullptr; });
+    run_until([&] { return !std::filesystem::exists(state / "workers/drop"); });
+    // Released: no longer excluded from cleanup; kept by default.
+    EXPECT_FALSE(std::filesystem::exists(exclusions) &&
+                 slurp(exclusions).find("workers/keep") != std::string::npos);
+    EXPECT_EQ(slurp(state / "workers/keep/model.bin"), "weights");
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+// Decision: what the policy engine concluded, for the executor to carry out
+// (or, when dry_run, only to journal) and for the journal to record.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policy/rule_spec.h"
+#include "policy/rule_timer.h"
+
+namespace infervisor {
+
+// Journal-ready "KEY=value" pairs: keys are valid journal field names without
+// a prefix (upper case, digits, '_'), e.g. MEMORY_GROWTH_PCT_PER_MIN=117.19.
+using Measurements = std::vector<std::pair<std::string, std::string>>;
+
+struct Decision {
+    std::string worker;  // who is acted on; empty only for a host rule that
+                         // logs while every worker is protected
+    std::string rule;
+    RuleScope scope = RuleScope::worker;
+    RuleStep step = RuleStep::fire;  // first firing, escalation, or cooldown repeat
+    Action action = Action::log;
+    Then then = Then::worker_policy;  // what follows, when action is kill
+    // For throttle: the new memory.high in bytes. Empty when nothing to
+    // compute it from is known (no memory.high, max or current).
+    std::optional<uint64_t> memory_high;
+    bool dry_run = false;  // journal it, do not act
+    std::string reason;    // one line for people, e.g.
+                           // "memory.growth is 117.19%/min (> 15%/min) for 2m0s"
+    Measurements measurements;
+};
+
+}  // namespace infervisor

@@ -1,0 +1,51 @@
+// The parts of a Decision that are computed rather than copied: the action a
+// step takes, the throttle target, the reason line and the measurements.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "policy/decision.h"
+#include "policy/metrics.h"
+#include "policy/rule_spec.h"
+#include "policy/rule_timer.h"
+
+namespace infervisor {
+
+RuleTiming timing_of(const RuleSpec& rule);
+
+// A decision for `rule`'s step, with its action, `then` and reason; the
+// caller adds throttle target and measurements.
+Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scope,
+                        const RuleTimer::Due& due, std::optional<double> value, bool dry_run);
+
+// The rule's action, or its escalation's on an escalate step.
+Action action_of(const RuleSpec& rule, RuleStep step);
+
+// The new memory.high for a throttle: `target.bytes`, or `target.percent` of
+// memory.high when finite, else of memory.max, else of memory.current.
+std::optional<uint64_t> throttle_target(const ThrottleTarget& target, const WorkerSample& sample);
+
+// "memory.growth is 117.19%/min (> 15%/min) for 2m0s" (the time it has held,
+// shown for rules with a `for`), prefixed on later
+// steps with "still true 30s after throttle: " or "still true after the 5m
+// cooldown: ".
+std::string describe_cause(const RuleSpec& rule, std::optional<double> value,
+                           const RuleTimer::Due& due);
+
+// Appends key=value unless the key is already there (the first one wins).
+void add_measurement(Measurements& out, const std::string& key, const std::string& value);
+
+// The measurement that decided plus THRESHOLD and HELD_SECONDS.
+void add_cause(Measurements& out, const RuleSpec& rule, const std::string& journal_key,
+               std::optional<double> value, Duration held);
+
+// A worker's memory picture (current, max, high, swap, growth), and for a
+// heartbeat rule its heartbeat age and watchdog interval.
+void add_worker_context(Measurements& out, const WorkerSample& sample,
+                        std::optional<double> growth_percent, const RuleSpec* rule, TimePoint now);
+
+// The host's memory and swap picture.
+void add_host_context(Measurements& out, const HostInputs& host);
+
+}  // namespace infervisor

@@ -1,0 +1,118 @@
+// The metric catalogue: every name a rule's `when` may use, its unit, and how
+// it is measured from a sample (plus the rates the engine derives over time).
+//
+// Worker metrics (rules:)                      unit
+//   {memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
+//   memory.current          bytes, or % of memory.max
+//   memory.growth           %/min of memory.max (of memory.current when there
+//                           is no max), or bytes/min (e.g. 100M/min); over the
+//                           engine's growth window (GrowthTracker)
+//   memory.events.{high,max,oom,oom_kill,oom_group_kill}
+//                           count, since the engine began watching this run
+//                           of the worker (first sample after forget())
+//   swap.current            bytes, or % of memory.swap.max
+//   swap.in, swap.out       pages/s (memory.stat pswpin/pswpout, or
+//                           workingset_refault_anon for swap.in on 6.1)
+//   cpu.time                duration (cpu.stat usage_usec)
+//   cpu.usage               % of one CPU (200% = two busy CPUs) over the last
+//                           interval of at least PolicyOptions::rate_interval
+//   runtime                 duration since started_at
+//   heartbeat.age           duration since the last WATCHDOG=1 (or start);
+//                           only for workers with a watchdog or a heartbeat
+//   heartbeat missed        flag: heartbeat.age > the watchdog interval
+// Host metrics (host_rules:)
+//   host.{memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
+//   host.swap.in, host.swap.out   pages/s (/proc/vmstat pswpin/pswpout)
+//   host.mem.available      bytes, or % of MemTotal
+//
+// A measurement the sample does not provide is empty, and a condition on it
+// is false (see condition.h).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "policy/samples.h"
+
+namespace infervisor {
+
+enum class MetricUnit {
+    percent,  // 0-100
+    percent_per_min,
+    bytes,
+    bytes_per_min,
+    pages_per_second,
+    duration,  // measured and compared in milliseconds
+    count,
+    flag,  // 1 or 0
+};
+
+enum class RuleScope { worker, host };
+
+// How a threshold of this unit is written, for messages: "a percentage (e.g. 40%)".
+std::string describe_unit(MetricUnit unit);
+
+// A measurement rendered for people ("22.50%/min", "1.5G", "2m30s").
+std::string format_measurement(MetricUnit unit, double value);
+// The same, machine-readable for journal fields ("22.50", "1610612736", "150.000").
+std::string format_journal_value(MetricUnit unit, double value);
+
+struct MetricInfo {
+    std::string name;  // as written in `when`, e.g. "memory.growth"
+    MetricUnit unit;
+    std::string journal_key;  // e.g. "MEMORY_GROWTH_PCT_PER_MIN"
+};
+
+// What a worker metric is measured from: the sample plus the rates only the
+// engine, which sees the series, can compute.
+struct WorkerInputs {
+    const WorkerSample& sample;
+    TimePoint now;
+    std::optional<double> growth_bytes_per_min;
+    std::optional<double> swap_in_per_second;
+    std::optional<double> swap_out_per_second;
+    std::optional<double> cpu_usage_percent;
+    std::optional<MemoryEvents> events_since_start;
+};
+
+struct HostInputs {
+    const HostSample& sample;
+    std::optional<double> swap_in_per_second;
+    std::optional<double> swap_out_per_second;
+};
+
+struct WorkerMetric {
+    MetricInfo info;
+    std::function<std::optional<double>(const WorkerInputs&)> measure;
+};
+
+struct HostMetric {
+    MetricInfo info;
+    std::function<std::optional<double>(const HostInputs&)> measure;
+};
+
+const std::vector<WorkerMetric>& worker_metrics();
+const std::vector<HostMetric>& host_metrics();
+
+// The catalogue entries called `name` in `scope` (one per accepted unit).
+std::vector<MetricInfo> metrics_named(RuleScope scope, std::string_view name);
+// Every distinct name in `scope`, in catalogue order, for "known metrics" lists.
+std::vector<std::string> metric_names(RuleScope scope);
+
+const WorkerMetric* find_worker_metric(std::string_view name, MetricUnit unit);
+const HostMetric* find_host_metric(std::string_view name, MetricUnit unit);
+
+// memory.growth's definition, shared with victim selection: bytes/min as a
+// percentage of memory.max, or of memory.current when there is no max.
+std::optional<double> growth_percent(const WorkerSample& sample,
+                                     std::optional<double> growth_bytes_per_min);
+
+// The heartbeat's age: from the last WATCHDOG=1, or from the start when none
+// came yet; empty for a worker that has neither a watchdog nor a heartbeat.
+std::optional<Duration> heartbeat_age(const WorkerSample& sample, TimePoint now);
+
+}  // namespace infervisor

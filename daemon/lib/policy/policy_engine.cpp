@@ -1,0 +1,198 @@
+#include "policy/policy_engine.h"
+
+#include <algorithm>
+
+#include "policy/decision_details.h"
+#include "policy/metrics.h"
+#include "policy/rule_config.h"
+
+namespace infervisor {
+
+namespace {
+
+// The rule's timer, restarted when the rule's definition changed.
+template <class Timers>
+RuleTimer& timer_for(Timers& timers, const RuleSpec& rule) {
+    auto& timed = timers[rule.name];
+    if (!(timed.spec == rule)) timed = {rule, RuleTimer{}};
+    return timed.timer;
+}
+
+MemoryEvents events_since(const MemoryEvents& now, const MemoryEvents& base) {
+    return MemoryEvents{now.low - base.low,           now.high - base.high,
+                        now.max - base.max,           now.oom - base.oom,
+                        now.oom_kill - base.oom_kill, now.oom_group_kill - base.oom_group_kill};
+}
+
+bool any_below(const MemoryEvents& now, const MemoryEvents& base) {
+    return now.low < base.low || now.high < base.high || now.max < base.max || now.oom < base.oom ||
+           now.oom_kill < base.oom_kill || now.oom_group_kill < base.oom_group_kill;
+}
+
+}  // namespace
+
+PolicyEngine::PolicyEngine(PolicyOptions options) : options_(options) {}
+
+void PolicyEngine::set_default_rules(std::vector<RuleSpec> rules) {
+    defaults_ = merge_rules(rules, {});
+    for (const auto& [worker, own] : own_rules_) effective_[worker] = merge_rules(rules, own);
+}
+
+void PolicyEngine::set_worker_rules(const std::string& worker, std::vector<RuleSpec> own) {
+    effective_[worker] = merge_rules(defaults_, own);
+    own_rules_[worker] = std::move(own);
+}
+
+void PolicyEngine::set_host_rules(std::vector<RuleSpec> rules) {
+    host_rules_ = merge_rules(rules, {});
+}
+
+const std::vector<RuleSpec>& PolicyEngine::rules_for(const std::string& worker) const {
+    auto it = effective_.find(worker);
+    return it == effective_.end() ? defaults_ : it->second;
+}
+
+PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
+    auto it = workers_.find(worker);
+    if (it == workers_.end()) {
+        WorkerState fresh{GrowthTracker(options_.growth_window),
+                          CounterRate(options_.rate_interval),
+                          CounterRate(options_.rate_interval),
+                          CounterRate(options_.rate_interval),
+                          std::nullopt,
+                          std::nullopt,
+                          {}};
+        it = workers_.emplace(worker, std::move(fresh)).first;
+    }
+    return it->second;
+}
+
+void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
+    if (s.memory_current) st.growth.add(s.time, static_cast<double>(*s.memory_current));
+    if (s.swapin_pages) st.swap_in.add(s.time, *s.swapin_pages);
+    if (s.swapout_pages) st.swap_out.add(s.time, *s.swapout_pages);
+    if (s.cpu_usage_usec) st.cpu.add(s.time, *s.cpu_usage_usec);
+    if (s.memory_events &&
+        (!st.events_baseline || any_below(*s.memory_events, *st.events_baseline)))
+        st.events_baseline = s.memory_events;
+    st.last = s;
+}
+
+std::vector<Decision> PolicyEngine::evaluate(const std::string& worker, const WorkerSample& sample,
+                                             TimePoint now) {
+    WorkerState& st = state_of(worker);
+    track(st, sample);
+    const WorkerInputs in = inputs_of(st, sample, now);
+    const auto growth = growth_percent(sample, in.growth_bytes_per_min);
+    std::vector<Decision> out;
+    for (const RuleSpec& rule : rules_for(worker)) {
+        const WorkerMetric* metric = find_worker_metric(rule.when.metric, rule.when.unit);
+        std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
+        RuleTimer& timer = timer_for(st.timers, rule);
+        timer.observe(condition_holds(rule.when, value), now);
+        auto due = timer.due(timing_of(rule), now);
+        if (!due) continue;
+        timer.commit(due->step, now);
+        Decision d = start_decision(worker, rule, RuleScope::worker, *due, value, dry_run(rule));
+        if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, sample);
+        if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
+        add_worker_context(d.measurements, sample, growth, &rule, now);
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& sample,
+                                     TimePoint now) {
+    WorkerInputs in{sample,
+                    now,
+                    st.growth.per_minute(),
+                    st.swap_in.per_second(),
+                    st.swap_out.per_second(),
+                    std::nullopt,
+                    std::nullopt};
+    if (auto usec_per_second = st.cpu.per_second()) in.cpu_usage_percent = *usec_per_second / 1e4;
+    if (sample.memory_events && st.events_baseline)
+        in.events_since_start = events_since(*sample.memory_events, *st.events_baseline);
+    return in;
+}
+
+VictimView PolicyEngine::view_of(const WorkerCandidate& c) const {
+    VictimView view{c.name, c.priority, c.is_protected, std::nullopt, std::nullopt};
+    auto it = workers_.find(c.name);
+    if (it != workers_.end() && it->second.last) {
+        view.memory_current = it->second.last->memory_current;
+        view.growth_percent_per_min =
+            growth_percent(*it->second.last, it->second.growth.per_minute());
+    }
+    return view;
+}
+
+std::optional<VictimView> PolicyEngine::choose_victim(
+    const std::string& rule, RuleStep step, const std::vector<WorkerCandidate>& candidates) const {
+    std::vector<VictimView> views;
+    for (const auto& c : candidates) views.push_back(view_of(c));
+    auto pinned = host_.victims.find(rule);
+    if (step == RuleStep::escalate && pinned != host_.victims.end()) {
+        for (const auto& v : views)
+            if (v.name == pinned->second && !v.is_protected) return v;
+    }
+    auto index = pick_victim(views);
+    if (!index) return std::nullopt;
+    return views[*index];
+}
+
+std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
+                                                  const std::vector<WorkerCandidate>& candidates,
+                                                  TimePoint now) {
+    if (sample.pswpin) host_.swap_in.add(sample.time, *sample.pswpin);
+    if (sample.pswpout) host_.swap_out.add(sample.time, *sample.pswpout);
+    const HostInputs in{sample, host_.swap_in.per_second(), host_.swap_out.per_second()};
+    std::vector<Decision> out;
+    for (const RuleSpec& rule : host_rules_) {
+        const HostMetric* metric = find_host_metric(rule.when.metric, rule.when.unit);
+        std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
+        RuleTimer& timer = timer_for(host_.timers, rule);
+        timer.observe(condition_holds(rule.when, value), now);
+        auto due = timer.due(timing_of(rule), now);
+        if (!due) continue;
+        auto victim = choose_victim(rule.name, due->step, candidates);
+        if (!victim && action_of(rule, due->step) != Action::log) continue;  // stays due
+        timer.commit(due->step, now);
+        Decision d = start_decision(victim ? victim->name : "", rule, RuleScope::host, *due, value,
+                                    dry_run(rule));
+        if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
+        add_host_context(d.measurements, in);
+        if (victim) aim_at(d, *victim, rule, now);
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+void PolicyEngine::aim_at(Decision& d, const VictimView& victim, const RuleSpec& rule,
+                          TimePoint now) {
+    host_.victims[rule.name] = victim.name;
+    d.reason += "; victim '" + victim.name + "' (priority " + std::to_string(victim.priority) + ")";
+    add_measurement(d.measurements, "VICTIM_PRIORITY", std::to_string(victim.priority));
+    auto it = workers_.find(victim.name);
+    if (it == workers_.end() || !it->second.last) return;
+    const WorkerSample& last = *it->second.last;
+    if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, last);
+    add_worker_context(d.measurements, last, victim.growth_percent_per_min, nullptr, now);
+}
+
+void PolicyEngine::forget(const std::string& worker) { workers_.erase(worker); }
+
+void PolicyEngine::remove_worker(const std::string& worker) {
+    forget(worker);
+    own_rules_.erase(worker);
+    effective_.erase(worker);
+}
+
+std::optional<double> PolicyEngine::growth_percent_per_min(const std::string& worker) const {
+    auto it = workers_.find(worker);
+    if (it == workers_.end() || !it->second.last) return std::nullopt;
+    return growth_percent(*it->second.last, it->second.growth.per_minute());
+}
+
+}  // namespace infervisor

@@ -1,0 +1,116 @@
+// PolicyEngine: measurements in, decisions out. No I/O and no clock of its
+// own: the caller passes each sample and the time of evaluation, so traces
+// replay exactly in tests.
+//
+// Use from the event loop, on every sampling tick and PSI wake-up:
+//   for each worker:  decisions += engine.evaluate(name, sample, now);
+//   then:             decisions += engine.evaluate_host(host, candidates, now);
+// (evaluate() first: host rules choose victims by the memory and growth the
+// engine last saw for each worker.) Call forget(name) when a worker's run
+// ends (restart, stop), remove_worker(name) when it leaves the config.
+//
+// Timing of each rule for each worker: see rule_timer.h (a rule fires once
+// its condition has held for `for`, then stays quiet until the condition
+// clears, or until its cooldown; escalation once after escalate_after).
+// A condition over a metric the sample lacks is false (it clears the rule).
+// Dry run changes nothing in this timing: a dry-run decision counts as taken,
+// so a dry run journals exactly what a real run would have done.
+//
+// Host rules keep one timer each for the host. A step picks its victim with
+// pick_victim() (victim.h); an escalation hits the same victim as the step
+// before it while that worker is still a candidate. A step with no victim
+// (every worker protected) is not taken and stays due, except that a `log`
+// step is taken with an empty worker.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "policy/decision.h"
+#include "policy/metrics.h"
+#include "policy/rate_tracker.h"
+#include "policy/rule_spec.h"
+#include "policy/rule_timer.h"
+#include "policy/samples.h"
+#include "policy/victim.h"
+
+namespace infervisor {
+
+struct PolicyOptions {
+    bool dry_run = false;            // every decision is dry-run
+    Duration growth_window{60'000};  // memory.growth's window
+    Duration rate_interval{1'000};   // shortest interval for swap/cpu rates
+};
+
+class PolicyEngine {
+  public:
+    explicit PolicyEngine(PolicyOptions options = {});
+
+    // The rules of workers that have none of their own, and the base that a
+    // worker's own rules are merged into (merge_rules()). Rules are expected
+    // to be validated (validate_rules()). A rule whose definition changes
+    // starts its timing afresh; unchanged rules keep theirs.
+    void set_default_rules(std::vector<RuleSpec> rules);
+    void set_worker_rules(const std::string& worker, std::vector<RuleSpec> own);
+    void set_host_rules(std::vector<RuleSpec> rules);
+    void set_dry_run(bool dry_run) { options_.dry_run = dry_run; }
+
+    std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
+                                   TimePoint now);
+    std::vector<Decision> evaluate_host(const HostSample& sample,
+                                        const std::vector<WorkerCandidate>& candidates,
+                                        TimePoint now);
+
+    // Drops what was measured and decided about the worker (growth history,
+    // rates, event baselines, rule timers); its rules stay.
+    void forget(const std::string& worker);
+    // forget() and drop the worker's own rules.
+    void remove_worker(const std::string& worker);
+
+    // The worker's effective rules (its own merged into the defaults).
+    const std::vector<RuleSpec>& rules_for(const std::string& worker) const;
+    // memory.growth as last computed for the worker, for status displays.
+    std::optional<double> growth_percent_per_min(const std::string& worker) const;
+
+  private:
+    struct TimedRule {
+        RuleSpec spec;  // the definition the timer was started for
+        RuleTimer timer;
+    };
+    struct WorkerState {
+        GrowthTracker growth;
+        CounterRate swap_in, swap_out, cpu;
+        std::optional<MemoryEvents> events_baseline;
+        std::optional<WorkerSample> last;
+        std::map<std::string, TimedRule> timers;
+    };
+    struct HostState {
+        CounterRate swap_in, swap_out;
+        std::map<std::string, TimedRule> timers;
+        std::map<std::string, std::string> victims;  // rule → worker of its last step
+    };
+
+    WorkerState& state_of(const std::string& worker);
+    void track(WorkerState& state, const WorkerSample& sample);
+    static WorkerInputs inputs_of(const WorkerState& state, const WorkerSample& sample,
+                                  TimePoint now);
+    // Names the victim in a host decision and adds what is known of it.
+    void aim_at(Decision& decision, const VictimView& victim, const RuleSpec& rule, TimePoint now);
+    VictimView view_of(const WorkerCandidate& candidate) const;
+    std::optional<VictimView> choose_victim(const std::string& rule, RuleStep step,
+                                            const std::vector<WorkerCandidate>& candidates) const;
+    bool dry_run(const RuleSpec& rule) const { return options_.dry_run || rule.dry_run; }
+
+    PolicyOptions options_;
+    std::vector<RuleSpec> defaults_;
+    std::map<std::string, std::vector<RuleSpec>> own_rules_;
+    std::map<std::string, std::vector<RuleSpec>> effective_;  // workers with own rules
+    std::vector<RuleSpec> host_rules_;
+    std::map<std::string, WorkerState> workers_;
+    HostState host_;
+};
+
+}  // namespace infervisor

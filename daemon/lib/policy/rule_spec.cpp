@@ -1,0 +1,56 @@
+#include "policy/rule_spec.h"
+
+#include <tuple>
+
+namespace infervisor {
+
+std::string_view to_string(Action action) {
+    switch (action) {
+        case Action::log:
+            return "log";
+        case Action::throttle:
+            return "throttle";
+        case Action::freeze:
+            return "freeze";
+        case Action::checkpoint:
+            return "checkpoint";
+        case Action::kill:
+            return "kill";
+    }
+    return "?";
+}
+
+std::string_view to_string(Then then) {
+    switch (then) {
+        case Then::worker_policy:
+            return "worker-policy";
+        case Then::restart:
+            return "restart";
+        case Then::park:
+            return "park";
+    }
+    return "?";
+}
+
+std::optional<Action> parse_action(std::string_view text) {
+    for (Action a :
+         {Action::log, Action::throttle, Action::freeze, Action::checkpoint, Action::kill})
+        if (to_string(a) == text) return a;
+    return std::nullopt;
+}
+
+std::optional<Then> parse_then(std::string_view text) {
+    for (Then t : {Then::restart, Then::park})
+        if (to_string(t) == text) return t;
+    return std::nullopt;
+}
+
+bool RuleSpec::operator==(const RuleSpec& o) const {
+    auto identity = [](const RuleSpec& r) {
+        return std::tie(r.name, r.enabled, r.when, r.action, r.then, r.throttle_to,
+                        r.escalate_after, r.escalate_to, r.cooldown, r.dry_run);
+    };
+    return identity(*this) == identity(o);
+}
+
+}  // namespace infervisor

@@ -1,0 +1,92 @@
+// Samples: one reading of the kernel's numbers for a worker or for the host,
+// the input of the policy engine. Plain data; a field the kernel does not
+// provide (file missing, unreadable or malformed) is left empty, so a host
+// without, say, memory.swap.current still gets every other signal watched.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace infervisor {
+
+// One line of a PSI file: percentages of wall time (0-100) over 10 s, 60 s and
+// 300 s, and the total stall time in microseconds.
+struct PsiAverages {
+    double avg10 = 0;
+    double avg60 = 0;
+    double avg300 = 0;
+    uint64_t total_us = 0;
+
+    bool operator==(const PsiAverages&) const = default;
+};
+
+// A whole PSI file. `full` is absent for cpu on kernels before 5.13.
+struct PsiReading {
+    PsiAverages some;
+    std::optional<PsiAverages> full;
+
+    bool operator==(const PsiReading&) const = default;
+};
+
+// Cumulative counters of memory.events (since the cgroup was created).
+struct MemoryEvents {
+    uint64_t low = 0;
+    uint64_t high = 0;
+    uint64_t max = 0;
+    uint64_t oom = 0;
+    uint64_t oom_kill = 0;
+    uint64_t oom_group_kill = 0;
+
+    bool operator==(const MemoryEvents&) const = default;
+};
+
+struct WorkerSample {
+    TimePoint time{};  // when the kernel files were read
+
+    // From the worker's cgroup (see sample_worker()). Limits are empty both
+    // when the file says "max" and when it cannot be read: either way there is
+    // no finite limit to measure against.
+    std::optional<uint64_t> memory_current;
+    std::optional<uint64_t> memory_max;
+    std::optional<uint64_t> memory_high;
+    std::optional<uint64_t> swap_current;
+    std::optional<uint64_t> swap_max;
+    std::optional<PsiReading> memory_pressure;
+    std::optional<PsiReading> cpu_pressure;
+    std::optional<PsiReading> io_pressure;
+    std::optional<MemoryEvents> memory_events;
+    std::optional<uint64_t> cpu_usage_usec;  // cpu.stat usage_usec
+    // Pages swapped in/out by this cgroup, cumulative: memory.stat pswpin and
+    // pswpout where the kernel has them; otherwise swap-in falls back to
+    // workingset_refault_anon (6.1 has no per-cgroup pswpin; every anon refault
+    // is a page coming back from swap or zswap) and swap-out stays empty.
+    std::optional<uint64_t> swapin_pages;
+    std::optional<uint64_t> swapout_pages;
+
+    // From the supervisor, not the kernel: the caller fills these in.
+    std::optional<TimePoint> started_at;
+    std::optional<TimePoint> last_heartbeat;    // last WATCHDOG=1
+    std::optional<Duration> watchdog_interval;  // empty: no watchdog
+
+    // Files that existed but could not be read or parsed ("path: why"); a
+    // missing file is normal (no such controller) and is not listed.
+    std::vector<std::string> read_errors;
+};
+
+struct HostSample {
+    TimePoint time{};
+    std::optional<PsiReading> memory_pressure;  // /proc/pressure/memory
+    std::optional<PsiReading> cpu_pressure;
+    std::optional<PsiReading> io_pressure;
+    std::optional<uint64_t> pswpin;  // /proc/vmstat, pages, cumulative
+    std::optional<uint64_t> pswpout;
+    std::optional<uint64_t> mem_available;  // /proc/meminfo, bytes
+    std::optional<uint64_t> mem_total;
+    std::vector<std::string> read_errors;
+};
+
+}  // namespace infervisor

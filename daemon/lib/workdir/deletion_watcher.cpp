@@ -1,0 +1,90 @@
+#include "workdir/deletion_watcher.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace infervisor {
+
+namespace {
+
+constexpr uint32_t kWatchMask =
+    IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK;
+
+DeletionEvent::Kind kind_of(uint32_t mask) {
+    if (mask & IN_DELETE) return DeletionEvent::Kind::entry_deleted;
+    if (mask & IN_MOVED_FROM) return DeletionEvent::Kind::entry_moved_out;
+    if (mask & IN_DELETE_SELF) return DeletionEvent::Kind::dir_deleted;
+    return DeletionEvent::Kind::dir_moved;
+}
+
+}  // namespace
+
+bool was_removed(int dir_fd) {
+    struct stat st;
+    return ::fstat(dir_fd, &st) == 0 && st.st_nlink == 0;
+}
+
+Result<DeletionWatcher> DeletionWatcher::create(std::filesystem::path procfs) {
+    UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!fd) return errno_error("inotify_init1");
+    return DeletionWatcher(std::move(fd), std::move(procfs));
+}
+
+Result<void> DeletionWatcher::watch(const std::string& owner, const std::filesystem::path& dir,
+                                    int dir_fd) {
+    auto via = procfs_ / "self/fd" / std::to_string(dir_fd);
+    int wd = ::inotify_add_watch(fd_.get(), via.c_str(), kWatchMask);
+    if (wd < 0) return errno_error("watch " + dir.string() + " for deletions");
+    targets_[wd].push_back(Target{owner, dir});
+    return {};
+}
+
+void DeletionWatcher::unwatch(const std::string& owner) {
+    for (auto it = targets_.begin(); it != targets_.end();) {
+        auto& list = it->second;
+        std::erase_if(list, [&](const Target& t) { return t.owner == owner; });
+        if (!list.empty()) {
+            ++it;
+            continue;
+        }
+        ::inotify_rm_watch(fd_.get(), it->first);
+        it = targets_.erase(it);
+    }
+}
+
+void DeletionWatcher::translate(const inotify_event& ev, std::vector<DeletionEvent>& out) {
+    if (ev.mask & IN_Q_OVERFLOW) {
+        out.push_back(DeletionEvent{DeletionEvent::Kind::overflow, {}, {}, {}, false});
+        return;
+    }
+    auto it = targets_.find(ev.wd);
+    if (it == targets_.end()) return;
+    if (ev.mask & IN_IGNORED) {  // the watch is gone (directory deleted, or unwatched)
+        targets_.erase(it);
+        return;
+    }
+    if (!(ev.mask & (IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF))) return;
+    bool about_entry = ev.mask & (IN_DELETE | IN_MOVED_FROM);
+    std::string entry = about_entry && ev.len > 0 ? std::string(ev.name) : std::string();
+    for (const auto& target : it->second)
+        out.push_back(DeletionEvent{kind_of(ev.mask), target.owner, target.dir, entry,
+                                    about_entry && (ev.mask & IN_ISDIR)});
+}
+
+Result<std::vector<DeletionEvent>> DeletionWatcher::drain() {
+    std::vector<DeletionEvent> out;
+    alignas(inotify_event) char buf[16 * 1024];
+    for (;;) {
+        ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return out;
+        if (n < 0) return errno_error("read inotify events");
+        for (ssize_t off = 0; off < n;) {
+            const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+            translate(*ev, out);
+            off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        }
+    }
+}
+
+}  // namespace infervisor

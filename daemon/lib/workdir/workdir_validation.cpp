@@ -1,0 +1,131 @@
+#include "workdir/workdir_validation.h"
+
+#include <limits.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "workdir/safe_path.h"
+#include "workdir/tmpfiles_exclusions.h"
+
+namespace infervisor {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Directories that must never be handed to a worker, nor any parent of them.
+constexpr std::array<std::string_view, 30> kSystemDirs = {
+    "/bin",     "/boot",      "/dev",     "/etc",       "/home",     "/lib",
+    "/lib32",   "/lib64",     "/libx32",  "/media",     "/mnt",      "/opt",
+    "/proc",    "/root",      "/run",     "/run/user",  "/sbin",     "/srv",
+    "/sys",     "/tmp",       "/usr",     "/usr/local", "/var",      "/var/tmp",
+    "/var/lib", "/var/cache", "/var/log", "/var/spool", "/var/mail", "/var/run",
+};
+// Virtual file systems: nothing below them is a directory for a worker.
+constexpr std::array<std::string_view, 3> kKernelDirs = {"/proc", "/sys", "/dev"};
+
+struct NamedDir {
+    std::string worker;
+    std::string role;  // "work dir" or "extra dir"
+    fs::path path;
+    std::string describe() const { return "worker '" + worker + "' " + role + " " + path.string(); }
+};
+
+// True when `inner` is `outer` or lies below it (component-wise, lexically).
+bool is_within(const fs::path& inner, const fs::path& outer) {
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end();
+}
+
+Result<fs::path> normalize(const std::string& text) {
+    if (text.empty() || text.front() != '/') return plain_error("must be an absolute path");
+    if (text.size() >= PATH_MAX) return plain_error("path too long");
+    fs::path out = "/";
+    for (const auto& part : fs::path(text).relative_path()) {
+        if (part.empty()) continue;
+        if (part == "." || part == "..") return plain_error("must not contain '.' or '..'");
+        out /= part;
+    }
+    return out;
+}
+
+std::vector<NamedDir> collect_dirs(const std::vector<WorkDirSpec>& specs, const Paths& paths) {
+    std::vector<NamedDir> dirs;
+    for (const auto& spec : specs) {
+        dirs.push_back({spec.worker, "work dir", resolve_workdir(spec, paths)});
+        for (const auto& extra : spec.extra_dirs)
+            dirs.push_back({spec.worker, "extra dir", extra.path});
+    }
+    return dirs;
+}
+
+void check_names(const std::vector<WorkDirSpec>& specs, ConfigErrors& errors) {
+    for (const auto& spec : specs)
+        if (spec.workdir.empty() &&
+            (!is_plain_name(spec.worker) || !is_tmpfiles_safe_path(spec.worker)))
+            errors.add_unplaced("worker '" + spec.worker +
+                                "': the name cannot be used as its work dir's name; set 'workdir'");
+}
+
+// Why `dir` may not be used next to the daemon's own directories; empty if it may.
+std::string daemon_dir_conflict(const fs::path& dir, const Paths& paths) {
+    for (const auto& own : {paths.state_dir, paths.state_dir / "workers",
+                            paths.state_dir / "checkpoints", paths.runtime_dir, paths.tmpfiles_dir})
+        if (is_within(own, dir)) return "is or contains the daemon's directory " + own.string();
+    for (const auto& own : {paths.runtime_dir, paths.tmpfiles_dir})
+        if (is_within(dir, own)) return "is inside the daemon's directory " + own.string();
+    return {};
+}
+
+void check_daemon_dirs(const std::vector<NamedDir>& dirs, const Paths& paths,
+                       ConfigErrors& errors) {
+    for (const auto& dir : dirs)
+        if (auto why = daemon_dir_conflict(dir.path, paths); !why.empty())
+            errors.add_unplaced(dir.describe() + " " + why);
+}
+
+void check_overlaps(const std::vector<NamedDir>& dirs, ConfigErrors& errors) {
+    for (size_t i = 0; i < dirs.size(); ++i)
+        for (size_t j = i + 1; j < dirs.size(); ++j) {
+            const auto &a = dirs[i], &b = dirs[j];
+            if (a.worker == b.worker) {
+                if (a.path == b.path)
+                    errors.add_unplaced("worker '" + a.worker + "' names " + a.path.string() +
+                                        " twice (" + a.role + ", " + b.role + ")");
+            } else if (is_within(a.path, b.path) || is_within(b.path, a.path)) {
+                errors.add_unplaced("workers must not share directories: " + a.describe() +
+                                    " and " + b.describe() + " overlap");
+            }
+        }
+}
+
+}  // namespace
+
+Result<fs::path> check_worker_dir_path(const std::string& text) {
+    auto path = normalize(text);
+    if (!path) return path;
+    if (*path == "/") return plain_error("must not be /");
+    for (auto kernel : kKernelDirs)
+        if (is_within(*path, fs::path(kernel)))
+            return plain_error(path->string() + " is under " + std::string(kernel));
+    for (auto system : kSystemDirs)
+        if (is_within(fs::path(system), *path))
+            return plain_error(path->string() + " is a system directory or contains one (" +
+                               std::string(system) + ")");
+    if (!is_tmpfiles_safe_path(path->string()))
+        return plain_error(path->string() +
+                           " contains whitespace, quotes, '\\', '%' or glob characters");
+    return path;
+}
+
+void validate_workdir_specs(const std::vector<WorkDirSpec>& specs, const Paths& paths,
+                            ConfigErrors& errors) {
+    check_names(specs, errors);
+    auto dirs = collect_dirs(specs, paths);
+    check_daemon_dirs(dirs, paths, errors);
+    check_overlaps(dirs, errors);
+}
+
+}  // namespace infervisor

@@ -1,0 +1,492 @@
+// The policy engine on recorded traces: sequences of samples fed at the times
+// a FakeClock says, checking which decisions come out and when.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "policy/policy_engine.h"
+#include "policy/rule_config.h"
+
+namespace infervisor {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t GiB = 1ull << 30;
+
+std::vector<RuleSpec> rules(const std::string& yaml, RuleScope scope = RuleScope::worker) {
+    ConfigErrors errors;
+    auto parsed = parse_rules(YAML::Load(yaml), errors, scope);
+    validate_rules(parsed, errors);
+    EXPECT_TRUE(errors.empty()) << errors.format();
+    return parsed;
+}
+
+std::string measurement(const Decision& d, const std::string& key) {
+    for (const auto& [k, v] : d.measurements)
+        if (k == key) return v;
+    return "<absent>";
+}
+
+// Replays samples one second (or `step`) apart and records when decisions come.
+class Trace {
+  public:
+    explicit Trace(PolicyEngine& engine, std::string worker = "llama")
+        : engine_(engine), worker_(std::move(worker)) {
+        base_.started_at = clock_.now();
+        base_.memory_max = 1 * GiB;
+        base_.memory_current = 100 * MiB;
+    }
+
+    WorkerSample& base() { return base_; }
+    FakeClock& clock() { return clock_; }
+    Duration elapsed() const { return std::chrono::duration_cast<Duration>(clock_.now() - start_); }
+
+    // Sample now, then advance.
+    std::vector<Decision> step(Duration advance = 1s) {
+        WorkerSample s = base_;
+        s.time = clock_.now();
+        auto out = engine_.evaluate(worker_, s, clock_.now());
+        for (const auto& d : out) fired_at_.push_back({elapsed(), d});
+        clock_.advance(advance);
+        return out;
+    }
+
+    // Runs `fn(seconds since start)` to shape each sample for `duration`.
+    template <class Fn>
+    void run(Duration duration, Fn shape, Duration every = 1s) {
+        TimePoint end = clock_.now() + duration;
+        while (clock_.now() < end) {
+            shape(std::chrono::duration_cast<std::chrono::seconds>(elapsed()).count());
+            step(every);
+        }
+    }
+
+    const std::vector<std::pair<Duration, Decision>>& decisions() const { return fired_at_; }
+
+  private:
+    PolicyEngine& engine_;
+    std::string worker_;
+    FakeClock clock_;
+    TimePoint start_ = clock_.now();
+    WorkerSample base_;
+    std::vector<std::pair<Duration, Decision>> fired_at_;
+};
+
+TEST(PolicyEngine, LinearLeakUnderACapFires) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: runaway-growth, when: memory.growth > 15%/min for 10s, action: kill, then: restart})"));
+    Trace trace(engine);
+    trace.run(50s, [&](long s) { trace.base().memory_current = 100 * MiB + s * 20 * MiB; });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    auto& [when, d] = trace.decisions()[0];
+    // Growth is known after half the 60 s window, then must hold 10 s.
+    EXPECT_EQ(when, 40s);
+    EXPECT_EQ(d.worker, "llama");
+    EXPECT_EQ(d.rule, "runaway-growth");
+    EXPECT_EQ(d.action, Action::kill);
+    EXPECT_EQ(d.then, Then::restart);
+    EXPECT_FALSE(d.dry_run);
+    // 20 MiB/s = 1200 MiB/min of a 1024 MiB cap.
+    EXPECT_EQ(measurement(d, "MEMORY_GROWTH_PCT_PER_MIN"), "117.19");
+    EXPECT_EQ(measurement(d, "THRESHOLD"), "> 15%/min");
+    EXPECT_EQ(measurement(d, "HELD_SECONDS"), "10.000");
+    EXPECT_EQ(measurement(d, "MEMORY_CURRENT_BYTES"), std::to_string(900 * MiB));
+    EXPECT_EQ(measurement(d, "MEMORY_MAX_BYTES"), std::to_string(GiB));
+    EXPECT_EQ(d.reason, "memory.growth is 117.19%/min (> 15%/min) for 10s");
+    EXPECT_NEAR(*engine.growth_percent_per_min("llama"), 117.19, 0.01);
+}
+
+TEST(PolicyEngine, FlatWorkerNeverFires) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: runaway-growth, when: memory.growth > 15%/min for 2m, action: kill})"));
+    Trace trace(engine);
+    trace.run(10min, [&](long s) { trace.base().memory_current = 500 * MiB + (s % 2) * MiB; });
+    EXPECT_TRUE(trace.decisions().empty());
+}
+
+TEST(PolicyEngine, WorkerThatGrewOnceThenStabilisedDoesNotFire) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: runaway-growth, when: memory.growth > 15%/min for 2m, action: kill})"));
+    Trace trace(engine);
+    // Loads a 500 MiB model over 10 s, then serves at a flat footprint.
+    trace.run(10min, [&](long s) {
+        trace.base().memory_current =
+            100 * MiB + std::min<long>(std::max<long>(s - 30, 0), 10) * 50 * MiB;
+    });
+    EXPECT_TRUE(trace.decisions().empty());
+    EXPECT_DOUBLE_EQ(*engine.growth_percent_per_min("llama"), 0.0) << "the jump left the window";
+}
+
+TEST(PolicyEngine, PressureMustHoldAndOneGoodSampleBreaksIt) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: pressure, when: memory.pressure.some.avg10 > 40% for 10s, action: log})"));
+    Trace trace(engine);
+    auto psi = [&](double avg10) {
+        trace.base().memory_pressure = PsiReading{{avg10, 0, 0, 0}, {}};
+    };
+    // 50 % for 8 s, one 30 % sample, then 50 %: fires 10 s after the good sample.
+    trace.run(30s, [&](long s) { psi(s == 8 ? 30.0 : 50.0); });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 19s);
+    EXPECT_EQ(measurement(trace.decisions()[0].second, "MEMORY_PRESSURE_SOME_AVG10_PCT"), "50.00");
+}
+
+TEST(PolicyEngine, NoRefireUntilTheConditionClears) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: pressure, when: memory.pressure.some.avg10 > 40% for 10s, action: log})"));
+    Trace trace(engine);
+    auto psi = [&](double avg10) {
+        trace.base().memory_pressure = PsiReading{{avg10, 0, 0, 0}, {}};
+    };
+    trace.run(2min, [&](long) { psi(60.0); });
+    EXPECT_EQ(trace.decisions().size(), 1u) << "held for two minutes, fired once";
+    trace.run(5s, [&](long) { psi(10.0); });
+    trace.run(30s, [&](long) { psi(60.0); });
+    ASSERT_EQ(trace.decisions().size(), 2u);
+    EXPECT_EQ(trace.decisions()[1].first, 135s) << "re-armed, then held 10 s afresh";
+}
+
+TEST(PolicyEngine, CooldownRepeatsWhileTrue) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: pressure, when: memory.pressure.some.avg10 > 40%, action: log, cooldown: 1m})"));
+    Trace trace(engine);
+    trace.base().memory_pressure = PsiReading{{60, 0, 0, 0}, {}};
+    trace.run(150s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 3u);
+    EXPECT_EQ(trace.decisions()[1].first, 60s);
+    EXPECT_EQ(trace.decisions()[1].second.step, RuleStep::repeat);
+    EXPECT_EQ(trace.decisions()[2].first, 120s);
+}
+
+TEST(PolicyEngine, MissingMeasurementIsFalse) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: pressure, when: memory.pressure.some.avg10 > 40% for 5s, action: log})"));
+    Trace trace(engine);
+    trace.run(10s, [&](long s) {
+        if (s == 3)
+            trace.base().memory_pressure.reset();
+        else
+            trace.base().memory_pressure = PsiReading{{60, 0, 0, 0}, {}};
+    });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 9s);
+}
+
+TEST(PolicyEngine, HeartbeatMissed) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules("- {name: stuck, when: heartbeat missed, action: kill}"));
+    Trace trace(engine);
+    trace.base().watchdog_interval = 30s;
+    // Pings every 10 s until 60 s, then silence (the infinite-loop case).
+    trace.run(2min, [&](long s) {
+        if (s % 10 == 0 && s <= 60) trace.base().last_heartbeat = trace.clock().now();
+    });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    auto& [when, d] = trace.decisions()[0];
+    EXPECT_EQ(when, 91s);
+    EXPECT_EQ(d.action, Action::kill);
+    EXPECT_EQ(d.then, Then::worker_policy);
+    EXPECT_EQ(measurement(d, "HEARTBEAT_MISSED"), "1");
+    EXPECT_EQ(measurement(d, "HEARTBEAT_AGE_SECONDS"), "31.000");
+    EXPECT_EQ(measurement(d, "WATCHDOG_SECONDS"), "30.000");
+    EXPECT_EQ(d.reason, "heartbeat missed");
+}
+
+TEST(PolicyEngine, HeartbeatNeverSentCountsFromStart) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules("- {name: stuck, when: heartbeat missed, action: kill}"));
+    Trace trace(engine);
+    trace.base().watchdog_interval = 30s;
+    trace.run(40s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 31s);
+}
+
+TEST(PolicyEngine, WorkerWithoutWatchdogNeverMissesHeartbeats) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules("- {name: stuck, when: heartbeat missed, action: kill}"));
+    Trace trace(engine);
+    trace.run(
+        5min, [](long) {}, 10s);
+    EXPECT_TRUE(trace.decisions().empty());
+}
+
+TEST(PolicyEngine, RuntimeLimit) {
+    PolicyEngine engine;
+    engine.set_default_rules(
+        rules("- {name: too-long, when: runtime > 2h, action: kill, then: park}"));
+    Trace trace(engine);
+    trace.run(
+        2h + 1min, [](long) {}, 30s);
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 2h + 30s);
+    EXPECT_EQ(trace.decisions()[0].second.then, Then::park);
+    EXPECT_EQ(measurement(trace.decisions()[0].second, "RUNTIME_SECONDS"), "7230.000");
+}
+
+TEST(PolicyEngine, CpuTimeBudget) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: cpu-budget, when: cpu.time > 1h, action: kill}
+- {name: spinning, when: cpu.usage > 95% for 1m, action: log})"));
+    Trace trace(engine);
+    // Two busy cores: 2 s of CPU per second of wall time.
+    trace.run(
+        31min, [&](long s) { trace.base().cpu_usage_usec = uint64_t(s) * 2'000'000; }, 10s);
+    ASSERT_EQ(trace.decisions().size(), 2u);
+    EXPECT_EQ(trace.decisions()[0].second.rule, "spinning");
+    EXPECT_EQ(trace.decisions()[0].first, 70s) << "usage known from the second sample, held 1 min";
+    EXPECT_EQ(measurement(trace.decisions()[0].second, "CPU_USAGE_PCT"), "200.00");
+    EXPECT_EQ(trace.decisions()[1].second.rule, "cpu-budget");
+    EXPECT_EQ(trace.decisions()[1].first, 30min + 10s);
+}
+
+TEST(PolicyEngine, SustainedSwapInFires) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules("- {name: thrash, when: swap.in > 0 for 30s, action: kill}"));
+    Trace trace(engine);
+    uint64_t pages = 0;
+    // Swapping in for 20 s, one quiet interval, then steadily.
+    trace.run(
+        80s,
+        [&](long s) {
+            if (s != 21) pages += 50;
+            trace.base().swapin_pages = pages;
+        },
+        1s);
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 52s);
+    EXPECT_EQ(measurement(trace.decisions()[0].second, "SWAP_IN_PAGES_PER_SEC"), "50.0");
+}
+
+TEST(PolicyEngine, EscalationLadder) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- name: pressure
+  when: memory.pressure.some.avg10 > 40% for 10s
+  action: throttle
+  throttle_to: 80%
+  escalate_after: 30s
+  escalate_to: kill
+  then: restart)"));
+    Trace trace(engine);
+    trace.base().memory_pressure = PsiReading{{60, 0, 0, 0}, {}};
+    trace.run(2min, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 2u);
+    auto& [t1, throttle] = trace.decisions()[0];
+    EXPECT_EQ(t1, 10s);
+    EXPECT_EQ(throttle.action, Action::throttle);
+    EXPECT_EQ(throttle.step, RuleStep::fire);
+    EXPECT_EQ(throttle.memory_high, uint64_t(0.8 * GiB)) << "80% of memory.max: no memory.high set";
+    auto& [t2, kill] = trace.decisions()[1];
+    EXPECT_EQ(t2, 40s);
+    EXPECT_EQ(kill.action, Action::kill);
+    EXPECT_EQ(kill.step, RuleStep::escalate);
+    EXPECT_EQ(kill.then, Then::restart);
+    EXPECT_EQ(kill.reason.rfind("still true 30s after throttle: ", 0), 0u) << kill.reason;
+    EXPECT_FALSE(kill.memory_high);
+}
+
+TEST(PolicyEngine, ThrottleLowersAnExistingMemoryHigh) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: p, when: memory.current > 50%, action: throttle, throttle_to: 50%, cooldown: 10s})"));
+    Trace trace(engine);
+    trace.base().memory_current = 700 * MiB;
+    trace.base().memory_high = 800 * MiB;
+    auto first = trace.step();
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].memory_high, 400 * MiB);
+}
+
+TEST(PolicyEngine, EscalationIsCancelledWhenTheConditionClears) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: p, when: memory.pressure.some.avg10 > 40%, action: throttle, escalate_after: 30s, escalate_to: kill})"));
+    Trace trace(engine);
+    trace.run(60s, [&](long s) {
+        trace.base().memory_pressure = PsiReading{{s == 20 ? 5.0 : 60.0, 0, 0, 0}, {}};
+    });
+    ASSERT_EQ(trace.decisions().size(), 3u);
+    EXPECT_EQ(trace.decisions()[0].second.action, Action::throttle);
+    EXPECT_EQ(trace.decisions()[1].first, 21s);
+    EXPECT_EQ(trace.decisions()[1].second.action, Action::throttle);
+    EXPECT_EQ(trace.decisions()[2].first, 51s);
+    EXPECT_EQ(trace.decisions()[2].second.action, Action::kill);
+}
+
+TEST(PolicyEngine, ForgetStartsTheWorkerAfresh) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules("- {name: oom, when: memory.events.oom_kill > 0, action: log}"));
+    Trace trace(engine);
+    // A cgroup that already counted 3 OOM kills before the engine watched it.
+    trace.base().memory_events = MemoryEvents{0, 0, 0, 3, 3, 0};
+    trace.run(5s, [](long) {});
+    EXPECT_TRUE(trace.decisions().empty()) << "events count from the first sample";
+    trace.base().memory_events->oom_kill = 4;
+    trace.run(5s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(measurement(trace.decisions()[0].second, "MEMORY_EVENTS_OOM_KILL"), "1");
+    engine.forget("llama");
+    trace.run(5s, [](long) {});
+    EXPECT_EQ(trace.decisions().size(), 1u) << "after forget(), 4 is the new baseline";
+}
+
+TEST(PolicyEngine, DryRunMarksDecisionsAndKeepsTiming) {
+    PolicyEngine engine(PolicyOptions{.dry_run = true});
+    engine.set_default_rules(rules("- {name: too-long, when: runtime > 10s, action: kill}"));
+    Trace trace(engine);
+    trace.run(60s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 1u) << "latched as if the kill had happened";
+    EXPECT_TRUE(trace.decisions()[0].second.dry_run);
+
+    PolicyEngine per_rule;
+    per_rule.set_default_rules(rules(R"(
+- {name: a, when: runtime > 10s, action: kill, dry_run: true}
+- {name: b, when: runtime > 10s, action: log})"));
+    Trace trace2(per_rule);
+    trace2.run(12s, [](long) {});
+    ASSERT_EQ(trace2.decisions().size(), 2u);
+    EXPECT_TRUE(trace2.decisions()[0].second.dry_run);
+    EXPECT_FALSE(trace2.decisions()[1].second.dry_run);
+}
+
+TEST(PolicyEngine, WorkerRulesMergeWithDefaults) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: stuck, when: heartbeat missed, action: kill}
+- {name: long, when: runtime > 1h, action: log})"));
+    engine.set_worker_rules("whisper", rules(R"(
+- {name: stuck, enabled: false}
+- {name: short, when: runtime > 10s, action: kill})"));
+    ASSERT_EQ(engine.rules_for("whisper").size(), 2u);
+    EXPECT_EQ(engine.rules_for("whisper")[0].name, "long");
+    EXPECT_EQ(engine.rules_for("whisper")[1].name, "short");
+    EXPECT_EQ(engine.rules_for("llama").size(), 2u);
+    Trace trace(engine, "whisper");
+    trace.base().watchdog_interval = 5s;
+    trace.run(20s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].second.rule, "short");
+    engine.remove_worker("whisper");
+    EXPECT_EQ(engine.rules_for("whisper")[0].name, "stuck");
+}
+
+// Host rules: the host sample decides, a victim pays.
+class HostPolicy : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        engine.set_host_rules(rules(R"(
+- {name: low-memory, when: host.mem.available < 5%, action: kill, then: park})",
+                                    RuleScope::host));
+    }
+    void worker(const std::string& name, uint64_t memory, uint64_t grown = 0) {
+        WorkerSample s;
+        s.time = clock.now() - 60s;
+        s.memory_current = memory;
+        engine.evaluate(name, s, s.time);
+        s.time = clock.now();
+        s.memory_current = memory + grown;
+        engine.evaluate(name, s, s.time);
+    }
+    std::vector<Decision> host(uint64_t available, const std::vector<WorkerCandidate>& candidates) {
+        HostSample h;
+        h.time = clock.now();
+        h.mem_total = 100 * GiB;
+        h.mem_available = available;
+        return engine.evaluate_host(h, candidates, clock.now());
+    }
+
+    PolicyEngine engine;
+    FakeClock clock;
+};
+
+TEST_F(HostPolicy, PicksByPriorityThenMemoryThenGrowth) {
+    worker("important", 40 * GiB);
+    worker("big", 20 * GiB);
+    worker("growing", 10 * GiB, 2 * GiB);
+    worker("steady", 12 * GiB);
+    worker("vault", 60 * GiB);
+    std::vector<WorkerCandidate> all{{"important", 10, false},
+                                     {"big", 0, false},
+                                     {"growing", 0, false},
+                                     {"steady", 0, false},
+                                     {"vault", -10, true}};
+    auto out = host(2 * GiB, all);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "big");
+    EXPECT_EQ(out[0].scope, RuleScope::host);
+    EXPECT_EQ(out[0].action, Action::kill);
+    EXPECT_EQ(out[0].then, Then::park);
+    EXPECT_EQ(measurement(out[0], "HOST_MEM_AVAILABLE_PCT"), "2.00");
+    EXPECT_EQ(measurement(out[0], "HOST_MEM_AVAILABLE_BYTES"), std::to_string(2 * GiB));
+    EXPECT_EQ(measurement(out[0], "VICTIM_PRIORITY"), "0");
+    EXPECT_EQ(measurement(out[0], "MEMORY_CURRENT_BYTES"), std::to_string(20 * GiB));
+    EXPECT_NE(out[0].reason.find("victim 'big'"), std::string::npos) << out[0].reason;
+
+    // Same memory: the faster grower goes first.
+    clock.advance(1min);
+    worker("a", 12 * GiB, 0);
+    worker("b", 11 * GiB, 1 * GiB);
+    host(50 * GiB, all);  // clears the rule
+    out = host(1 * GiB, {{"a", 0, false}, {"b", 0, false}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "b");
+}
+
+TEST_F(HostPolicy, NeverAProtectedWorker) {
+    worker("vault", 60 * GiB);
+    EXPECT_TRUE(host(1 * GiB, {{"vault", 0, true}}).empty());
+    EXPECT_TRUE(host(1 * GiB, {}).empty());
+    // The step stays due: a killable worker appearing is chosen at once.
+    worker("late", 1 * GiB);
+    auto out = host(1 * GiB, {{"vault", 0, true}, {"late", 5, false}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "late");
+}
+
+TEST_F(HostPolicy, LogRulesReportEvenWithoutVictim) {
+    engine.set_host_rules(
+        rules("- {name: note, when: host.mem.available < 5%, action: log}", RuleScope::host));
+    auto out = host(1 * GiB, {{"vault", 0, true}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "");
+    EXPECT_EQ(out[0].action, Action::log);
+}
+
+TEST_F(HostPolicy, SwapRateAndEscalationKeepTheVictim) {
+    engine.set_host_rules(rules(R"(
+- {name: thrash, when: host.swap.in > 0 for 10s, action: throttle, escalate_after: 20s, escalate_to: kill})",
+                                RuleScope::host));
+    worker("a", 2 * GiB);
+    worker("b", 1 * GiB);
+    std::vector<Decision> out;
+    for (int s = 0; s <= 40; ++s) {
+        HostSample h;
+        h.time = clock.now();
+        h.pswpin = uint64_t(s) * 100;
+        // b grows past a after the throttle: the escalation still hits a.
+        if (s == 15) worker("b", 5 * GiB);
+        for (auto& d : engine.evaluate_host(h, {{"a", 0, false}, {"b", 0, false}}, clock.now()))
+            out.push_back(d);
+        clock.advance(1s);
+    }
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].action, Action::throttle);
+    EXPECT_EQ(out[0].worker, "a");
+    EXPECT_EQ(measurement(out[0], "HOST_SWAP_IN_PAGES_PER_SEC"), "100.0");
+    EXPECT_EQ(out[1].action, Action::kill);
+    EXPECT_EQ(out[1].worker, "a");
+}
+
+}  // namespace
+}  // namespace infervisor

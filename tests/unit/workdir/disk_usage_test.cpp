@@ -1,0 +1,107 @@
+#include "workdir/disk_usage.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "support/temp_dir.h"
+#include "workdir_test_support.h"
+
+namespace infervisor {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+uint64_t usage_of(const fs::path& dir) {
+    auto usage = measure_usage(testing::open_dir(dir).get());
+    EXPECT_TRUE(usage.ok()) << usage.error().message();
+    return usage.value_or(0);
+}
+
+TEST(DiskUsage, CountsAllocatedBytesOfTheWholeTree) {
+    TempDir dir;
+    uint64_t empty = usage_of(dir.path());
+    dir.write("a/b/c/weights.bin", std::string(kMiB, 'w'));
+    dir.write("top.bin", std::string(kMiB, 't'));
+    uint64_t full = usage_of(dir.path());
+    EXPECT_GE(full - empty, 2 * kMiB);
+    EXPECT_LT(full - empty, 3 * kMiB);
+}
+
+TEST(DiskUsage, SparseFilesCountWhatTheyOccupy) {
+    TempDir dir;
+    uint64_t empty = usage_of(dir.path());
+    ASSERT_EQ(::truncate(dir.write("sparse", "").c_str(), 1024 * kMiB), 0);
+    EXPECT_LT(usage_of(dir.path()) - empty, kMiB);
+}
+
+TEST(DiskUsage, CountsAHardLinkedFileOnce) {
+    TempDir dir;
+    auto file = dir.write("model", std::string(kMiB, 'm'));
+    uint64_t once = usage_of(dir.path());
+    fs::create_hard_link(file, dir.path() / "model.link");
+    EXPECT_EQ(usage_of(dir.path()), once);
+}
+
+TEST(DiskUsage, DoesNotFollowSymlinks) {
+    TempDir dir, outside;
+    outside.write("big", std::string(4 * kMiB, 'b'));
+    uint64_t before = usage_of(dir.path());
+    fs::create_symlink(outside.path() / "big", dir.path() / "big");
+    fs::create_symlink(outside.path(), dir.path() / "outside");
+    EXPECT_LT(usage_of(dir.path()) - before, kMiB);
+}
+
+TEST(DiskUsage, WorksFromAnOPathDescriptor) {
+    TempDir dir;
+    dir.write("f", std::string(kMiB, 'f'));
+    UniqueFd fd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    auto usage = measure_usage(fd.get());
+    ASSERT_TRUE(usage.ok());
+    EXPECT_EQ(*usage, usage_of(dir.path()));
+}
+
+TEST(DiskUsage, FailsOnATreeTooDeepToWalk) {
+    TempDir dir;
+    fs::path deep = dir.path();
+    for (int i = 0; i <= kMaxUsageDepth + 1; ++i) deep /= "d";
+    fs::create_directories(deep);
+    EXPECT_FALSE(measure_usage(testing::open_dir(dir.path()).get()).ok());
+}
+
+// In a child with its own mount namespace: a tmpfs mounted inside the tree
+// holds a large file that must not be counted.
+int measure_across_a_mount(const fs::path& dir) {
+    if (::unshare(CLONE_NEWNS) < 0) return 77;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return 77;
+    uint64_t before = usage_of(dir);
+    fs::create_directories(dir / "mnt");
+    if (::mount("tmpfs", (dir / "mnt").c_str(), "tmpfs", 0, "size=16m") < 0) return 77;
+    std::ofstream(dir / "mnt" / "big") << std::string(4 * kMiB, 'x');
+    uint64_t after = usage_of(dir);
+    ::umount((dir / "mnt").c_str());
+    return after - before < kMiB ? 0 : 1;
+}
+
+TEST(DiskUsage, DoesNotCrossMountPoints) {
+    if (!testing::running_as_root()) GTEST_SKIP() << "needs root to mount";
+    TempDir dir;
+    pid_t pid = ::fork();
+    if (pid == 0) ::_exit(measure_across_a_mount(dir.path()));
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot mount here";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace infervisor
