@@ -17,6 +17,7 @@
 #include "config/config_loader.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "supervise/policy_runner.h"
 #include "supervise/supervisor.h"
 
 namespace infervisor {
@@ -82,6 +83,7 @@ private:
     std::unique_ptr<WorkDirManager> workdirs_;
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
+    std::unique_ptr<PolicyRunner> policy_;
     std::string last_status_;
     bool shutting_down_ = false;
 };
@@ -124,8 +126,11 @@ int Daemon::run() {
         std::string status = "STATUS=" + supervisor_->summary();
         if (status != last_status_) notify_systemd(last_status_ = status);
     });
+    policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
+    policy_->configure(config_);
     supervisor_->reap_leftovers();
     supervisor_->apply(config_);
+    policy_->start();
     events_.emit(Event{EventKind::daemon_started, "",
                        "infervisord " INFERVISOR_VERSION " supervising " +
                            std::to_string(config_.workers.size()) + " worker(s)"});
@@ -162,6 +167,7 @@ void Daemon::reload() {
         if (!(loaded.config.daemon == config_.daemon))
             spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
         config_ = std::move(loaded.config);
+        policy_->configure(config_);
         supervisor_->apply(config_);
         events_.emit(Event{EventKind::config_reloaded, "",
                            "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
@@ -174,6 +180,7 @@ void Daemon::shut_down() {
     shutting_down_ = true;
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
+    policy_->stop();
     supervisor_->stop_all([this] {
         signals_.cancel();
         watchdog_.cancel();

@@ -89,6 +89,7 @@ WorkerSnapshot Worker::snapshot() const {
 }
 
 void Worker::start() {
+    if (state_ == WorkerState::parked) set_state(WorkerState::failed);  // cleared like failed
     if (state_ == WorkerState::starting || state_ == WorkerState::running ||
         state_ == WorkerState::stopping)
         return;
@@ -99,7 +100,7 @@ void Worker::start() {
 
 void Worker::restart() {
     if (state_ == WorkerState::stopped || state_ == WorkerState::failed ||
-        state_ == WorkerState::backoff) {
+        state_ == WorkerState::parked || state_ == WorkerState::backoff) {
         tracker_.reset();
         restart_timer_.cancel();
         launch();
@@ -130,6 +131,8 @@ void Worker::launch() {
         return;
     }
     killed_by_policy_ = false;
+    policy_then_.reset();
+    last_heartbeat_.reset();
     auto fail = [this](const Error& error) {
         emit(EventKind::start_failed, "could not start: " + error.message());
         (void)cgroup().remove();
@@ -260,7 +263,10 @@ void Worker::handle_notify(const NotifyDatagram& d) {
     auto msg = parse_notify_message(d.data);
     if (!msg) return reject(msg.error().what);
     if (const auto* status = msg->get("STATUS")) status_text_ = status->substr(0, 256);
-    if (msg->has("WATCHDOG", "1")) arm_watchdog();
+    if (msg->has("WATCHDOG", "1")) {
+        last_heartbeat_ = ctx_.clock.now();
+        arm_watchdog();
+    }
     if (msg->has("READY", "1") && state_ == WorkerState::starting) {
         set_state(WorkerState::running);
         emit(EventKind::ready, "ready (READY=1)", {{"PID", std::to_string(pid_)}});
@@ -357,7 +363,13 @@ void Worker::finish_run(const ExitReason& reason) {
         }
         return;
     }
-    RestartVerdict verdict = tracker_.on_exit(reason.exit_class());
+    // A run a policy rule ended counts as a failure; its `then` may park the
+    // worker or force a restart that the restart policy would not make.
+    if (policy_then_ == Then::park) return set_state(WorkerState::parked);
+    RestartVerdict verdict =
+        tracker_.on_exit(killed_by_policy_ ? ExitClass::failure : reason.exit_class());
+    if (policy_then_ == Then::restart && verdict.action == RestartVerdict::Action::stay_stopped)
+        verdict = {RestartVerdict::Action::restart, spec_.restart.backoff_initial, 1};
     switch (verdict.action) {
         case RestartVerdict::Action::restart: return schedule_restart(verdict);
         case RestartVerdict::Action::stay_stopped: return set_state(WorkerState::stopped);
@@ -389,6 +401,7 @@ void Worker::stop(Done done) {
     switch (state_) {
         case WorkerState::stopped:
         case WorkerState::failed:
+        case WorkerState::parked:
             if (done) done();
             return;
         case WorkerState::backoff:
@@ -406,6 +419,10 @@ void Worker::stop(Done done) {
     }
     stop_requested_ = true;
     on_stopped_.push_back(std::move(done));
+    begin_stop();
+}
+
+void Worker::begin_stop() {
     set_state(WorkerState::stopping);
     watchdog_timer_.cancel();
     if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);
@@ -418,6 +435,39 @@ void Worker::stop(Done done) {
              {{"STOP_TIMEOUT_MS", ms(spec_.stop_timeout)}});
         (void)cgroup().kill();
     });
+}
+
+}  // namespace infervisor
+
+namespace infervisor {
+
+Result<void> Worker::throttle(uint64_t memory_high) {
+    if (pid_ == 0) return plain_error("not running");
+    return cgroup().write("memory.high", std::to_string(memory_high));
+}
+
+Result<void> Worker::freeze() {
+    if (pid_ == 0) return plain_error("not running");
+    return cgroup().set_frozen(true);
+}
+
+Result<void> Worker::kill_by_policy(Then then) {
+    if (pid_ == 0 || state_ == WorkerState::stopping) return plain_error("not running");
+    killed_by_policy_ = true;
+    policy_then_ = then;
+    auto r = cgroup().kill();
+    // Free the memory now rather than when the dying process gets scheduled:
+    // the host may be short of it.
+    if (r && pidfd_watch_) (void)release_memory(pidfd_watch_->native_handle());
+    return r;
+}
+
+Result<void> Worker::stop_by_policy(Then then) {
+    if (pid_ == 0 || state_ == WorkerState::stopping) return plain_error("not running");
+    killed_by_policy_ = true;
+    policy_then_ = then;
+    begin_stop();
+    return {};
 }
 
 }  // namespace infervisor

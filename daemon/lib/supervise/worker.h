@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "notify/notify_socket.h"
+#include "policy/rule_spec.h"
 #include "process/spawn_request.h"
 #include "supervise/exit_reason.h"
 #include "supervise/restart_tracker.h"
@@ -64,6 +65,20 @@ public:
     // Sends `sig` to every process of the worker (SIGKILL: cgroup.kill).
     Result<void> kill(int sig);
 
+    // Policy actions (PolicyRunner). `then` decides what follows the end of
+    // the run: the restart policy, a restart regardless of it, or `parked`.
+    Result<void> throttle(uint64_t memory_high);
+    Result<void> freeze();
+    // cgroup.kill, then process_mrelease of the main process.
+    Result<void> kill_by_policy(Then then);
+    // A clean stop (stop signal, timeout, cgroup.kill) until checkpointing
+    // exists; `then` as above.
+    Result<void> stop_by_policy(Then then);
+
+    std::optional<TimePoint> started_at() const { return started_at_; }
+    // Last WATCHDOG=1 of this run, if any.
+    std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
+
 private:
     void launch();
     Result<void> prepare_cgroup();
@@ -77,6 +92,7 @@ private:
     void on_watchdog_expired();
     void after_empty(Done next, int polls = 0);
     void finish_run(const ExitReason& reason);
+    void begin_stop();
     void schedule_restart(const RestartVerdict& verdict);
     void set_state(WorkerState state);
     void emit(EventKind kind, std::string message,
@@ -101,6 +117,8 @@ private:
     bool stop_requested_ = false;
     bool restart_requested_ = false;
     bool killed_by_policy_ = false;
+    std::optional<Then> policy_then_;
+    std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;
     std::string status_text_;
     std::string last_exit_;

@@ -10,6 +10,7 @@ std::string_view state_name(WorkerState state) {
         case WorkerState::stopping: return "stopping";
         case WorkerState::backoff: return "backoff";
         case WorkerState::failed: return "failed";
+        case WorkerState::parked: return "parked";
     }
     return "unknown";
 }

@@ -12,6 +12,7 @@ enum class WorkerState {
     stopping,  // stop signal sent, waiting for the cgroup to empty
     backoff,   // exited; restart scheduled after a delay
     failed,    // start limit hit or start failed; waits for an explicit start
+    parked,    // stopped by a policy rule with `then: park`; waits for an explicit start
 };
 
 std::string_view state_name(WorkerState state);

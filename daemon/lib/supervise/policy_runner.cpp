@@ -1,0 +1,129 @@
+#include "supervise/policy_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include "policy/sampler.h"
+
+namespace infervisor {
+
+namespace asio = boost::asio;
+
+PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
+    : ctx_(ctx), supervisor_(supervisor), tick_(ctx.io) {
+    // A new run starts with a clean slate: growth, held conditions, counters.
+    subscription_ = ctx_.events.subscribe([this](const Event& e) {
+        if (e.kind == EventKind::started) engine_.forget(e.worker);
+    });
+}
+
+void PolicyRunner::configure(const Config& config) {
+    engine_.set_dry_run(config.daemon.dry_run);
+    engine_.set_default_rules(config.default_rules);
+    engine_.set_host_rules(config.host_rules);
+    interval_ = config.daemon.sample_interval;
+    std::set<std::string> now;
+    for (const auto& w : config.workers) {
+        engine_.set_worker_rules(w.name, w.rules);
+        now.insert(w.name);
+    }
+    for (const auto& name : known_)
+        if (!now.count(name)) engine_.remove_worker(name);
+    known_ = std::move(now);
+}
+
+void PolicyRunner::start() {
+    running_ = true;
+    arm_tick();
+    auto trigger = open_psi_trigger(ctx_.paths.procfs / "pressure/memory",
+                                    {PsiLine::some, std::chrono::milliseconds(150), std::chrono::seconds(1)});
+    if (!trigger) {
+        spdlog::info("no host memory PSI trigger ({}); sampling every {}", trigger.error().message(),
+                     format_duration(interval_));
+        return;
+    }
+    psi_.emplace(std::move(*trigger));
+    spdlog::info("host memory PSI trigger: {}{}", format_psi_trigger(psi_->chosen),
+                 psi_->rejected.empty() ? "" : " (kernel refused " + psi_->rejected + ")");
+    psi_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(psi_->fd.get()));
+    arm_psi();
+}
+
+void PolicyRunner::stop() {
+    running_ = false;
+    tick_.cancel();
+    if (psi_watch_) psi_watch_->cancel();
+}
+
+void PolicyRunner::arm_tick() {
+    tick_.expires_after(interval_);
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec || !running_) return;
+        evaluate_now();
+        arm_tick();
+    });
+}
+
+void PolicyRunner::arm_psi() {
+    psi_watch_->async_wait(asio::posix::stream_descriptor::wait_error,
+                           [this](const boost::system::error_code& ec) {
+                               if (ec || !running_) return;
+                               spdlog::debug("host memory pressure trigger fired");
+                               evaluate_now();
+                               arm_psi();
+                           });
+}
+
+void PolicyRunner::evaluate_now() {
+    TimePoint now = ctx_.clock.now();
+    std::vector<Decision> decisions;
+    std::vector<WorkerCandidate> candidates;
+    for (const Worker* w : supervisor_.workers()) {
+        if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
+        WorkerSample sample = sample_worker(w->cgroup().path(), now);
+        sample.started_at = w->started_at();
+        sample.last_heartbeat = w->last_heartbeat();
+        if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
+        for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
+        candidates.push_back({w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
+    }
+    HostSample host = sample_host(ctx_.paths.procfs, now);
+    for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
+    for (const auto& d : decisions) execute(d);
+}
+
+Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
+    switch (d.action) {
+        case Action::log: return {};
+        case Action::throttle:
+            if (!d.memory_high) return plain_error("no memory.high value to throttle to");
+            return worker.throttle(*d.memory_high);
+        case Action::freeze: return worker.freeze();
+        case Action::checkpoint: return worker.stop_by_policy(d.then);
+        case Action::kill: return worker.kill_by_policy(d.then);
+    }
+    return {};
+}
+
+void PolicyRunner::execute(const Decision& d) {
+    std::string result = d.dry_run ? "dry-run: not taken" : "done";
+    Worker* worker = d.worker.empty() ? nullptr : supervisor_.find(d.worker);
+    if (!d.dry_run && d.action != Action::log) {
+        if (!worker) result = "no such worker";
+        else if (auto r = carry_out(*worker, d); !r) result = "failed: " + r.error().message();
+    }
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"RULE", d.rule},
+        {"ACTION", std::string(to_string(d.action))},
+        {"THEN", std::string(to_string(d.then))},
+        {"DRY_RUN", d.dry_run ? "1" : "0"},
+        {"RESULT", result},
+    };
+    if (d.memory_high) fields.emplace_back("NEW_MEMORY_HIGH", std::to_string(*d.memory_high));
+    for (const auto& [k, v] : d.measurements) fields.emplace_back(k, v);
+    ctx_.events.emit(Event{EventKind::policy_action, d.worker,
+                           "rule '" + d.rule + "': " + std::string(to_string(d.action)) +
+                               (d.dry_run ? " (dry run)" : "") + ": " + d.reason + " -> " + result,
+                           std::move(fields)});
+}
+
+}  // namespace infervisor
