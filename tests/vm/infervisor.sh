@@ -45,7 +45,7 @@ fresh_daemon() {
 	wait_until 120 service_active
 }
 
-service_active() { [[ $(systemctl is-active infervisord) == active ]]; }
+service_active() { [[ $(systemctl is-active infervisord || true) == active ]]; }
 
 # journal since fresh_daemon, for the service, with extra match arguments.
 ivd_journal() {

@@ -55,6 +55,12 @@ Result<void> make_runtime_dirs(const Paths& paths) {
     return {};
 }
 
+// What a reload did, for the log and for control clients.
+struct ReloadSummary {
+    bool applied = false;
+    std::vector<std::string> errors, added, removed, changed;
+};
+
 class Daemon {
 public:
     Daemon(const DaemonOptions& options, Config config)
@@ -66,7 +72,7 @@ public:
 private:
     Result<void> set_up_cgroups();
     void wait_for_signal();
-    void reload();
+    ReloadSummary reload();
     void shut_down();
     void keep_watchdog_fed();
 
@@ -144,13 +150,14 @@ int Daemon::run() {
 void Daemon::wait_for_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
-        if (sig == SIGHUP) reload();
+        if (sig == SIGHUP) (void)reload();
         else shut_down();
         if (!shutting_down_) wait_for_signal();
     });
 }
 
-void Daemon::reload() {
+ReloadSummary Daemon::reload() {
+    ReloadSummary outcome;
     uint64_t now_usec = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -158,7 +165,10 @@ void Daemon::reload() {
     auto loaded = load_config(source_of(options_));
     apply_overrides(options_, loaded.config.daemon);
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors.all()) spdlog::error("{}", e.format());
+        for (const auto& e : loaded.errors.all()) {
+            spdlog::error("{}", e.format());
+            outcome.errors.push_back(e.format());
+        }
         events_.emit(Event{EventKind::config_rejected, "",
                            "new configuration rejected (" + std::to_string(loaded.errors.all().size()) +
                                " error(s)); the running configuration stays",
@@ -166,6 +176,14 @@ void Daemon::reload() {
     } else {
         if (!(loaded.config.daemon == config_.daemon))
             spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
+        for (const auto& w : loaded.config.workers) {
+            const WorkerSpec* old = config_.find(w.name);
+            if (!old) outcome.added.push_back(w.name);
+            else if (!(*old == w)) outcome.changed.push_back(w.name);
+        }
+        for (const auto& w : config_.workers)
+            if (!loaded.config.find(w.name)) outcome.removed.push_back(w.name);
+        outcome.applied = true;
         config_ = std::move(loaded.config);
         policy_->configure(config_);
         supervisor_->apply(config_);
@@ -173,6 +191,7 @@ void Daemon::reload() {
                            "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
     }
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
+    return outcome;
 }
 
 void Daemon::shut_down() {

@@ -37,11 +37,16 @@ Result<NotifySocket> NotifySocket::bind(const fs::path& path, uid_t owner, gid_t
     // The path is in our own runtime dir, which no worker can write to.
     if (::lchown(path.c_str(), owner, group) != 0) return errno_error("chown " + path.string());
     if (::chmod(path.c_str(), 0600) != 0) return errno_error("chmod " + path.string());
-    return NotifySocket(std::move(fd), path);
+    struct stat bound {};
+    if (::lstat(path.c_str(), &bound) != 0) return errno_error("stat " + path.string());
+    return NotifySocket(std::move(fd), path, bound.st_dev, bound.st_ino);
 }
 
 NotifySocket::~NotifySocket() {
-    if (fd_) ::unlink(path_.c_str());
+    if (!fd_) return;
+    struct stat now {};
+    if (::lstat(path_.c_str(), &now) == 0 && now.st_dev == dev_ && now.st_ino == ino_)
+        ::unlink(path_.c_str());
 }
 
 Result<std::optional<NotifyDatagram>> NotifySocket::receive() {

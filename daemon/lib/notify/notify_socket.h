@@ -28,7 +28,8 @@ struct NotifyDatagram {
 class NotifySocket {
 public:
     // Binds at `path` (replacing a stale socket there, never another kind of
-    // file) and lets `owner` send to it (chown; mode 0600).
+    // file) and lets `owner` send to it (chown; mode 0600). The file is
+    // removed on destruction unless another socket has replaced it.
     static Result<NotifySocket> bind(const std::filesystem::path& path, uid_t owner, gid_t group);
 
     NotifySocket(NotifySocket&&) noexcept = default;
@@ -43,9 +44,14 @@ public:
 
 private:
     static constexpr size_t kMaxDatagram = 4096;
-    NotifySocket(UniqueFd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    NotifySocket(UniqueFd fd, std::filesystem::path path, dev_t dev, ino_t ino)
+        : fd_(std::move(fd)), path_(std::move(path)), dev_(dev), ino_(ino) {}
     UniqueFd fd_;
     std::filesystem::path path_;
+    // Identity of the socket file we bound: on destruction the path is
+    // unlinked only if it is still ours (a successor may have bound there).
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
 };
 
 // True when process `pid` is in the cgroup at `cgroup_path` (the path as

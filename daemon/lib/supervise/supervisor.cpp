@@ -80,7 +80,10 @@ void Supervisor::retire(const std::string& name) {
         boost::asio::post(ctx_.io, [this, name] {
             auto retired = retiring_.extract(name);
             auto it = desired_.find(name);
-            if (it != desired_.end() && !workers_.count(name)) return create_and_start(it->second);
+            if (it != desired_.end() && !workers_.count(name)) {
+                retired = {};  // its notify socket goes before the successor binds one
+                return create_and_start(it->second);
+            }
             if (retired) release_workdir(retired.mapped()->spec());
         });
     });

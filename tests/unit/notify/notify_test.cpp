@@ -82,6 +82,19 @@ TEST(NotifySocket, RemovesItsFileWhenDestroyed) {
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "w"));
 }
 
+TEST(NotifySocket, LeavesASuccessorsSocketAlone) {
+    testing::TempDir dir;
+    std::optional<NotifySocket> first;
+    first.emplace(NotifySocket::bind(dir.path() / "w", getuid(), getgid()).value());
+    auto second = NotifySocket::bind(dir.path() / "w", getuid(), getgid());
+    ASSERT_TRUE(second.ok());
+    first.reset();  // the old one goes after the new one was bound
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "w"));
+    ASSERT_GT(send_to((dir.path() / "w").string(), "READY=1"), 0);
+    auto d = second->receive();
+    ASSERT_TRUE(d.ok() && d->has_value());
+}
+
 TEST(ProcessInCgroup, ComparesTheV2Path) {
     testing::TempDir proc;
     proc.write("42/cgroup", "0::/svc/workers/llama\n");

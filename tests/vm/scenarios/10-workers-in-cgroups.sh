@@ -25,7 +25,8 @@ workers_in_their_cgroups() {
 	assert_contains "$(cat "$ivd_service_cgroup/supervisor/cgroup.procs")" "$(systemctl show -P MainPID infervisord)" "supervisor leaf"
 	local status
 	status=$(systemctl status infervisord --no-pager -l)
-	assert_contains "$status" "workers/chat" "systemctl status tree"
+	assert_contains "$status" "─workers" "systemctl status tree"
+	assert_contains "$status" "─chat" "systemctl status tree"
 	assert_contains "$status" "infervisor-example-worker" "systemctl status tree"
 	# Each worker's main process is in its own cgroup.
 	assert_contains "$(cat "/proc/$(main_pid chat)/cgroup")" "/workers/chat" "chat's /proc/PID/cgroup"
