@@ -82,8 +82,11 @@ Result<Duration> parse_duration(std::string_view text) {
         else if (unit == "d") mult = 86'400'000;
         else if (unit.empty()) return plain_error("invalid duration " + quoted + ": missing unit" + expected);
         else return plain_error("invalid duration " + quoted + ": unknown unit '" + std::string(unit) + "'" + expected);
-        if (number > std::numeric_limits<int64_t>::max() / mult / 2)
-            return plain_error("invalid duration " + quoted + ": too large");
+        // Capped at 100 years: steady_clock counts nanoseconds in 64 bits,
+        // and anything longer is a typo, not a timeout.
+        constexpr uint64_t kMaxMs = 100ULL * 365 * 86'400'000;
+        if (number > kMaxMs / mult || total_ms + number * mult > kMaxMs)
+            return plain_error("invalid duration " + quoted + ": too large (at most 100 years)");
         total_ms += number * mult;
     }
     return Duration(static_cast<int64_t>(total_ms));

@@ -90,6 +90,12 @@ Result<void> CgroupDir::remove() const {
     return {};
 }
 
+Result<void> CgroupDir::remove_tree() const {
+    for (const auto& name : children())
+        if (auto r = child(name).remove_tree(); !r) return r;
+    return remove();
+}
+
 std::vector<std::string> CgroupDir::children() const {
     std::vector<std::string> out;
     std::error_code ec;

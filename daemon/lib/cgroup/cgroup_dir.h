@@ -50,6 +50,9 @@ public:
 
     Result<void> create() const;  // mkdir; an existing directory is an error
     Result<void> remove() const;  // rmdir; fails while populated or with children
+    // Removes empty child cgroups depth-first, then this one (a root worker
+    // may have made sub-cgroups). Never waits; fails while populated.
+    Result<void> remove_tree() const;
     // Names of child cgroups (subdirectories).
     std::vector<std::string> children() const;
 

@@ -79,6 +79,7 @@ void PolicyRunner::evaluate_now() {
     std::vector<WorkerCandidate> candidates;
     for (const Worker* w : supervisor_.workers()) {
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
+        if (w->exiting()) continue;
         WorkerSample sample = sample_worker(w->cgroup().path(), now);
         sample.started_at = w->started_at();
         sample.last_heartbeat = w->last_heartbeat();

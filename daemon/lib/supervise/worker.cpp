@@ -90,9 +90,11 @@ WorkerSnapshot Worker::snapshot() const {
 
 void Worker::start() {
     if (state_ == WorkerState::parked) set_state(WorkerState::failed);  // cleared like failed
-    if (state_ == WorkerState::starting || state_ == WorkerState::running ||
-        state_ == WorkerState::stopping)
+    if (state_ == WorkerState::stopping) {
+        restart_requested_ = true;  // start again once the stop has finished
         return;
+    }
+    if (state_ == WorkerState::starting || state_ == WorkerState::running) return;
     restart_timer_.cancel();
     if (state_ == WorkerState::failed) tracker_.reset();
     launch();
@@ -106,8 +108,8 @@ void Worker::restart() {
         launch();
         return;
     }
-    restart_requested_ = true;
     stop();
+    restart_requested_ = true;  // after stop(), which clears it
 }
 
 Result<void> Worker::kill(int sig) {
@@ -164,7 +166,7 @@ Result<void> Worker::prepare_cgroup() {
         auto populated = dir.populated();
         if (populated && *populated)
             return plain_error(dir.path().string() + " still holds processes of an earlier run");
-        if (auto r = dir.remove(); !r) return r;
+        if (auto r = dir.remove_tree(); !r) return r;
     }
     if (auto r = dir.create(); !r) return r;
     auto warnings = ctx_.write_limits(dir, limits_of(spec_));
@@ -282,7 +284,7 @@ void Worker::arm_watchdog() {
 }
 
 void Worker::on_watchdog_expired() {
-    if (pid_ == 0 || state_ == WorkerState::stopping) return;
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;
     killed_by_policy_ = true;
     emit(EventKind::policy_action,
          "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
@@ -295,8 +297,17 @@ void Worker::on_exit() {
     if (!status || !*status) {
         // Spurious wake-up (or a reap error): wait again rather than guess.
         if (!status) spdlog::error("{}: {}", spec_.name, status.error().message());
-        if (status) return watch_exit();
+        if (status) {
+            // Readable but not reapable (a tracer holds the zombie): retry
+            // on a timer rather than spin on the descriptor.
+            empty_timer_.expires_after(std::chrono::milliseconds(100));
+            empty_timer_.async_wait([this](const boost::system::error_code& ec) {
+                if (!ec) watch_exit();
+            });
+            return;
+        }
     }
+    exiting_ = true;
     ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.stop_requested = stop_requested_;
@@ -327,7 +338,7 @@ void Worker::on_exit() {
     auto populated = cgroup().populated();
     if (populated && *populated) (void)cgroup().kill();
     after_empty([this, reason] {
-        if (auto r = cgroup().remove(); !r) spdlog::warn("{}: {}", spec_.name, r.error().message());
+        if (auto r = cgroup().remove_tree(); !r) spdlog::warn("{}: {}", spec_.name, r.error().message());
         finish_run(reason);
     });
 }
@@ -345,6 +356,7 @@ void Worker::after_empty(Done next, int polls) {
 }
 
 void Worker::finish_run(const ExitReason& reason) {
+    exiting_ = false;
     pid_ = 0;
     started_at_.reset();
     last_exit_ = reason.describe();
@@ -354,10 +366,10 @@ void Worker::finish_run(const ExitReason& reason) {
         emit(EventKind::stopped, "stopped (" + reason.describe() + ")");
         auto callbacks = std::move(on_stopped_);
         on_stopped_.clear();
+        bool restart = std::exchange(restart_requested_, false);
         for (auto& cb : callbacks)
             if (cb) cb();
-        if (restart_requested_) {
-            restart_requested_ = false;
+        if (restart && !restart_requested_ && state_ == WorkerState::stopped) {
             tracker_.reset();
             launch();
         }
@@ -411,6 +423,9 @@ void Worker::stop(Done done) {
             if (done) done();
             return;
         case WorkerState::stopping:
+            // Also when a policy stop is under way: an explicit stop wins.
+            stop_requested_ = true;
+            restart_requested_ = false;
             on_stopped_.push_back(std::move(done));
             return;
         case WorkerState::starting:
@@ -418,6 +433,7 @@ void Worker::stop(Done done) {
             break;
     }
     stop_requested_ = true;
+    restart_requested_ = false;  // an explicit stop cancels a pending restart
     on_stopped_.push_back(std::move(done));
     begin_stop();
 }
@@ -426,9 +442,10 @@ void Worker::begin_stop() {
     set_state(WorkerState::stopping);
     watchdog_timer_.cancel();
     if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);
+    (void)cgroup().set_frozen(false);  // a frozen worker could not act on the signal
     stop_timer_.expires_after(spec_.stop_timeout);
     stop_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || state_ != WorkerState::stopping) return;
+        if (ec || state_ != WorkerState::stopping || exiting_) return;
         emit(EventKind::stop_escalated,
              "did not stop within " + format_duration(spec_.stop_timeout) + " of " +
                  signal_name(spec_.stop_signal) + "; killing its cgroup",
@@ -452,7 +469,7 @@ Result<void> Worker::freeze() {
 }
 
 Result<void> Worker::kill_by_policy(Then then) {
-    if (pid_ == 0 || state_ == WorkerState::stopping) return plain_error("not running");
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
     killed_by_policy_ = true;
     policy_then_ = then;
     auto r = cgroup().kill();
@@ -463,7 +480,7 @@ Result<void> Worker::kill_by_policy(Then then) {
 }
 
 Result<void> Worker::stop_by_policy(Then then) {
-    if (pid_ == 0 || state_ == WorkerState::stopping) return plain_error("not running");
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
     killed_by_policy_ = true;
     policy_then_ = then;
     begin_stop();

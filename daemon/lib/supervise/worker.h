@@ -76,6 +76,8 @@ public:
     Result<void> stop_by_policy(Then then);
 
     std::optional<TimePoint> started_at() const { return started_at_; }
+    // The main process has exited and the run is being wound up.
+    bool exiting() const { return exiting_; }
     // Last WATCHDOG=1 of this run, if any.
     std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
 
@@ -117,6 +119,7 @@ private:
     bool stop_requested_ = false;
     bool restart_requested_ = false;
     bool killed_by_policy_ = false;
+    bool exiting_ = false;  // the main process has exited; the run is being wound up
     std::optional<Then> policy_then_;
     std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;

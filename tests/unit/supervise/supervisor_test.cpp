@@ -235,3 +235,44 @@ TEST_F(Lifecycle, WorkDirIsProtectedWhileConfiguredAndRemovedOnRequest) {
 
 }  // namespace
 }  // namespace infervisor::testing
+
+namespace infervisor::testing {
+namespace {
+
+TEST_F(Lifecycle, AnExplicitStopCancelsAPendingRestart) {
+    supervisor_->apply(config({example("r", {})}));
+    run_until_event("r", K::ready);
+    Worker* w = supervisor_->find("r");
+    w->restart();
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    io_.poll();
+    EXPECT_EQ(w->state(), WorkerState::stopped);
+    EXPECT_EQ(count("r", K::started), 1u);
+}
+
+TEST_F(Lifecycle, AStopDuringAPolicyStopCompletesAndWins) {
+    supervisor_->apply(config({example("p", {})}));
+    run_until_event("p", K::ready);
+    Worker* w = supervisor_->find("p");
+    ASSERT_TRUE(w->stop_by_policy(Then::restart).ok());
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    io_.poll();
+    EXPECT_EQ(w->state(), WorkerState::stopped);
+    EXPECT_EQ(count("p", K::started), 1u);
+}
+
+TEST_F(Lifecycle, StartDuringStopStartsAgainAfterwards) {
+    supervisor_->apply(config({example("s", {})}));
+    run_until_event("s", K::ready);
+    Worker* w = supervisor_->find("s");
+    w->stop();
+    w->start();
+    run_until_event("s", K::started, 2);
+}
+
+}  // namespace
+}  // namespace infervisor::testing
