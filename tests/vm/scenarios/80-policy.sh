@@ -1,0 +1,201 @@
+#!/bin/bash
+# Policy rules on a real kernel: a memory-growth rule kills a leaking worker
+# long before the kernel's OOM killer would, and parks it; a worker that stops
+# sending heartbeats is killed by its watchdog and restarted by its policy; in
+# dry-run mode the same growth rule only journals what it would do.
+#
+# The guest has 1 GiB of RAM in all, so the leakers leak slowly (5 MiB/s):
+# memory.growth is measured over a 60 s window and answers only once the
+# samples span half of it, so the rule fires after ~35 s, at ~200 MiB.
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+at_exit systemctl stop infervisord
+at_exit dump_state
+
+main_config=$ivd_conf/infervisor.yaml
+main_config_saved=/run/vmtest-80-policy-main.yaml
+
+# use_main_config DRY_RUN: the installed main config with dry_run: DRY_RUN and
+# sample_interval: 1s (the original comes back at exit).
+use_main_config() {
+	if [[ ! -e $main_config_saved ]]; then
+		cp "$main_config" "$main_config_saved"
+		at_exit cp "$main_config_saved" "$main_config"
+	fi
+	{
+		grep -Ev '^(dry_run|sample_interval):' "$main_config_saved"
+		echo "dry_run: $1"
+		echo "sample_interval: 1s"
+	} >"$main_config"
+}
+
+# event_sequence WORKER: the worker's events since fresh_daemon, oldest first,
+# one word each: EVENT, or EVENT:RULE for policy actions.
+event_sequence() {
+	ivd_journal INFERVISOR_WORKER="$1" -o export | awk -v RS= -F '\n' '{
+		event = ""; rule = ""
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^INFERVISOR_EVENT=/) event = substr($i, 18)
+			if ($i ~ /^INFERVISOR_RULE=/) rule = ":" substr($i, 17)
+		}
+		if (event != "") printf "%s%s ", event, rule
+	}'
+}
+
+# event_field WORKER EVENT FIELD [MATCH...]: INFERVISOR_FIELD of each such
+# event, one per line, oldest first.
+event_field() {
+	local worker=$1 event=$2 field=$3
+	shift 3
+	ivd_journal INFERVISOR_WORKER="$worker" INFERVISOR_EVENT="$event" "$@" -o export |
+		sed -n "s/^INFERVISOR_$field=//p"
+}
+
+# kernel_oom_kills WORKER: kernel oom-kill lines for the worker's memcg.
+kernel_oom_kills() {
+	journalctl -k -q --no-pager --cursor="$ivd_cursor" |
+		grep -c "oom-kill:.*oom_memcg=/system.slice/infervisord.service/workers/$1" || true
+}
+
+served_count() { # WORKER
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" |
+		grep -c 'served request' || true
+}
+
+served_more_than() { (($(served_count "$1") > $2)); }
+
+cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
+
+# The growth rule; the default rules are dropped so that only it can act.
+leak_rules() {
+	cat <<-YAML
+		    rules:
+		      - {name: runaway-growth, enabled: false}
+		      - {name: memory-pressure, enabled: false}
+		      - {name: leak, when: "memory.growth > 15%/min for 5s", action: kill, then: park}
+	YAML
+}
+
+growth_rule_kills_before_the_oom_killer() {
+	install_infervisor
+	use_main_config false
+	{
+		cat <<-YAML
+			workers:
+			  - name: leaker
+			    command: [$ivd_example_worker, --leak-mb-per-s, "5"]
+			    notify: true
+			    memory: {max: 1G}
+			    restart: {policy: always, backoff_initial: 1s}
+		YAML
+		leak_rules
+		cat <<-YAML
+			  - name: sibling
+			    command: [$ivd_example_worker, --serve-interval-ms, "1000"]
+			    notify: true
+			    memory: {max: 128M}
+		YAML
+	} | use_workers policy.yaml
+	fresh_daemon
+	wait_until 300 has_events sibling ready 1
+	local sibling_pid
+	sibling_pid=$(main_pid sibling)
+	wait_until 900 has_events leaker exited 1
+
+	# The rule killed it, as itself, with `then: park`.
+	assert_eq 1 "$(event_count leaker policy-action)" "leaker policy actions"
+	assert_eq leak "$(event_field leaker policy-action RULE)" "rule"
+	assert_eq kill "$(event_field leaker policy-action ACTION)" "action"
+	assert_eq park "$(event_field leaker policy-action THEN)" "then"
+	assert_eq 0 "$(event_field leaker policy-action DRY_RUN)" "dry run"
+	assert_eq "done" "$(event_field leaker policy-action RESULT)" "result"
+	log "rule fired: $(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o cat)"
+	assert_eq SIGKILL "$(event_field leaker exited EXIT_SIGNAL)" "exit signal"
+
+	# Before the kernel's OOM killer: no OOM kill, and far below memory.max.
+	assert_eq 0 "$(event_count leaker oom-killed)" "leaker oom-killed events"
+	assert_eq 0 "$(event_field leaker exited OOM_KILLS)" "OOM kills counted at exit"
+	assert_eq 0 "$(kernel_oom_kills leaker)" "kernel OOM kills in leaker's memcg"
+	local peak
+	peak=$(event_field leaker exited MEMORY_PEAK)
+	log "leaker memory.peak: $peak bytes"
+	assert_cmd test "$peak" -lt $((1024 * 1024 * 1024))
+
+	# Parked: its restart policy (always, after 1 s) is overridden. The sibling
+	# serving five more requests is the time a restart would have had.
+	wait_until 300 cgroup_gone leaker
+	local served
+	served=$(served_count sibling)
+	wait_until 300 served_more_than sibling $((served + 5))
+	assert_eq "started ready policy-action:leak exited" "$(event_sequence leaker | sed 's/ $//')" "leaker's events"
+	assert_eq 0 "$(event_count leaker restarting)" "leaker restarts"
+	assert_fails worker_running leaker
+
+	# The sibling was never touched and kept serving.
+	assert_eq 1 "$(event_count sibling started)" "sibling starts"
+	assert_eq "$sibling_pid" "$(main_pid sibling)" "sibling pid"
+	assert_cmd kill -0 "$sibling_pid"
+	assert_eq 0 "$(event_count sibling policy-action)" "sibling policy actions"
+	assert_eq active "$(systemctl is-active infervisord)" "service state"
+}
+run_scenario growth-rule-kills-a-leak-before-the-oom-killer-and-parks-it growth_rule_kills_before_the_oom_killer
+
+watchdog_kills_a_silent_worker_and_restarts_it() {
+	install_infervisor
+	use_main_config false
+	use_workers policy.yaml <<-YAML
+		workers:
+		  - name: stuck
+		    command: [$ivd_example_worker, --spin-after-ms, "2000"]
+		    notify: true
+		    watchdog: 5s
+		    cpu_weight: 10
+		    memory: {max: 64M}
+	YAML
+	fresh_daemon
+	wait_until 600 has_events stuck started 2
+	local first_pid
+	first_pid=$(event_field stuck started PID | head -n1)
+	assert_contains "$(event_sequence stuck)" "started ready policy-action:watchdog exited restarting started" "stuck's events"
+	assert_eq kill "$(event_field stuck policy-action ACTION INFERVISOR_RULE=watchdog | head -n1)" "watchdog action"
+	assert_eq 5000 "$(event_field stuck policy-action WATCHDOG_MS INFERVISOR_RULE=watchdog | head -n1)" "watchdog interval"
+	assert_eq "$first_pid" "$(event_field stuck exited PID | head -n1)" "pid of the killed run"
+	assert_eq SIGKILL "$(event_field stuck exited EXIT_SIGNAL | head -n1)" "exit signal"
+	assert_eq 0 "$(event_count stuck oom-killed)" "stuck oom-killed events"
+	assert_ne "$first_pid" "$(main_pid stuck)" "pid of the restarted run"
+	systemctl stop infervisord # the spinning restarts eat a CPU
+}
+run_scenario watchdog-kills-a-silent-worker-and-restarts-it watchdog_kills_a_silent_worker_and_restarts_it
+
+dry_run_journals_but_does_not_kill() {
+	install_infervisor
+	use_main_config true
+	# 320M cap: the rule (dry run) fires at ~200 MiB, the kernel kills at 320M.
+	{
+		cat <<-YAML
+			workers:
+			  - name: leaker
+			    command: [$ivd_example_worker, --leak-mb-per-s, "5"]
+			    notify: true
+			    memory: {max: 320M}
+			    restart: {policy: never}
+		YAML
+		leak_rules
+	} | use_workers policy.yaml
+	fresh_daemon
+	wait_until 900 has_events leaker exited 1
+
+	assert_eq 1 "$(event_count leaker policy-action)" "leaker policy actions"
+	assert_eq leak "$(event_field leaker policy-action RULE)" "rule"
+	assert_eq kill "$(event_field leaker policy-action ACTION)" "action"
+	assert_eq 1 "$(event_field leaker policy-action DRY_RUN)" "dry run"
+	assert_eq "dry-run: not taken" "$(event_field leaker policy-action RESULT)" "result"
+	log "rule fired: $(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o cat)"
+	# The same run went on leaking after the decision until its memory.max.
+	assert_eq "started ready policy-action:leak exited oom-killed" "$(event_sequence leaker | sed 's/ $//')" "leaker's events"
+	assert_eq "oom-killed (memory.max reached)" "$(event_field leaker exited EXIT_REASON)" "exit reason"
+	assert_eq "$(event_field leaker started PID)" "$(event_field leaker exited PID)" "pid"
+	assert_ne 0 "$(kernel_oom_kills leaker)" "kernel OOM kills in leaker's memcg"
+}
+run_scenario dry-run-journals-the-growth-rule-but-does-not-kill dry_run_journals_but_does_not_kill
