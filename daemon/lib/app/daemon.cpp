@@ -17,7 +17,9 @@
 #include "config/config_loader.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "control/control_server.h"
 #include "supervise/policy_runner.h"
+#include "supervise/supervisor_service.h"
 #include "supervise/supervisor.h"
 
 namespace infervisor {
@@ -55,12 +57,6 @@ Result<void> make_runtime_dirs(const Paths& paths) {
     return {};
 }
 
-// What a reload did, for the log and for control clients.
-struct ReloadSummary {
-    bool applied = false;
-    std::vector<std::string> errors, added, removed, changed;
-};
-
 class Daemon {
 public:
     Daemon(const DaemonOptions& options, Config config)
@@ -72,7 +68,8 @@ public:
 private:
     Result<void> set_up_cgroups();
     void wait_for_signal();
-    ReloadSummary reload();
+    ReloadOutcome reload();
+    void start_control();
     void shut_down();
     void keep_watchdog_fed();
 
@@ -90,6 +87,8 @@ private:
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<PolicyRunner> policy_;
+    std::unique_ptr<SupervisorService> service_;
+    std::unique_ptr<ControlServer> control_;
     std::string last_status_;
     bool shutting_down_ = false;
 };
@@ -137,6 +136,7 @@ int Daemon::run() {
     supervisor_->reap_leftovers();
     supervisor_->apply(config_);
     policy_->start();
+    start_control();
     events_.emit(Event{EventKind::daemon_started, "",
                        "infervisord " INFERVISOR_VERSION " supervising " +
                            std::to_string(config_.workers.size()) + " worker(s)"});
@@ -156,8 +156,8 @@ void Daemon::wait_for_signal() {
     });
 }
 
-ReloadSummary Daemon::reload() {
-    ReloadSummary outcome;
+ReloadOutcome Daemon::reload() {
+    ReloadOutcome outcome;
     uint64_t now_usec = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -200,12 +200,31 @@ void Daemon::shut_down() {
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
     policy_->stop();
+    if (control_) control_->stop();
     supervisor_->stop_all([this] {
         signals_.cancel();
         watchdog_.cancel();
         // Idle workers still watch their notify sockets; nothing else is pending.
         io_.stop();
     });
+}
+
+// The control socket. Failing to create it is logged, not fatal: workers
+// are supervised all the same.
+void Daemon::start_control() {
+    service_ = std::make_unique<SupervisorService>(*ctx_, *supervisor_, [this] { return reload(); });
+    ControlServerOptions options;
+    options.path = control_socket_path(paths_);
+    if (auto gid = lookup_group(config_.daemon.control_group))
+        options.control_group = *gid;
+    else
+        spdlog::warn("control group '{}': {}; only root may change things over the socket",
+                     config_.daemon.control_group, gid.error().message());
+    control_ = std::make_unique<ControlServer>(io_, *service_, options);
+    if (auto r = control_->start(); !r)
+        spdlog::error("control socket {}: {}", options.path.string(), r.error().message());
+    else
+        spdlog::info("control socket {}", options.path.string());
 }
 
 void Daemon::keep_watchdog_fed() {

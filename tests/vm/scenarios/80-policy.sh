@@ -39,8 +39,9 @@ event_sequence() {
 			if ($i ~ /^INFERVISOR_EVENT=/) event = substr($i, 18)
 			if ($i ~ /^INFERVISOR_RULE=/) rule = ":" substr($i, 17)
 		}
-		if (event != "") printf "%s%s ", event, rule
-	}'
+		if (event != "") out = out (out == "" ? "" : " ") event rule
+	}
+	END { print out }'
 }
 
 # event_field WORKER EVENT FIELD [MATCH...]: INFERVISOR_FIELD of each such
@@ -128,7 +129,7 @@ growth_rule_kills_before_the_oom_killer() {
 	local served
 	served=$(served_count sibling)
 	wait_until 300 served_more_than sibling $((served + 5))
-	assert_eq "started ready policy-action:leak exited" "$(event_sequence leaker | sed 's/ $//')" "leaker's events"
+	assert_eq "started ready policy-action:leak exited" "$(event_sequence leaker)" "leaker's events"
 	assert_eq 0 "$(event_count leaker restarting)" "leaker restarts"
 	assert_fails worker_running leaker
 
@@ -186,14 +187,16 @@ dry_run_journals_but_does_not_kill() {
 	fresh_daemon
 	wait_until 900 has_events leaker exited 1
 
-	assert_eq 1 "$(event_count leaker policy-action)" "leaker policy actions"
-	assert_eq leak "$(event_field leaker policy-action RULE)" "rule"
-	assert_eq kill "$(event_field leaker policy-action ACTION)" "action"
-	assert_eq 1 "$(event_field leaker policy-action DRY_RUN)" "dry run"
-	assert_eq "dry-run: not taken" "$(event_field leaker policy-action RESULT)" "result"
+	# Fired once, or again should growth pause near memory.max and resume.
+	assert_ne 0 "$(event_count leaker policy-action)" "leaker policy actions"
+	assert_eq leak "$(event_field leaker policy-action RULE | sort -u)" "rule"
+	assert_eq kill "$(event_field leaker policy-action ACTION | sort -u)" "action"
+	assert_eq 1 "$(event_field leaker policy-action DRY_RUN | sort -u)" "dry run"
+	assert_eq "dry-run: not taken" "$(event_field leaker policy-action RESULT | sort -u)" "result"
 	log "rule fired: $(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o cat)"
 	# The same run went on leaking after the decision until its memory.max.
-	assert_eq "started ready policy-action:leak exited oom-killed" "$(event_sequence leaker | sed 's/ $//')" "leaker's events"
+	assert_eq "started ready policy-action:leak exited oom-killed" \
+		"$(event_sequence leaker | tr ' ' '\n' | uniq | paste -sd ' ')" "leaker's events"
 	assert_eq "oom-killed (memory.max reached)" "$(event_field leaker exited EXIT_REASON)" "exit reason"
 	assert_eq "$(event_field leaker started PID)" "$(event_field leaker exited PID)" "pid"
 	assert_ne 0 "$(kernel_oom_kills leaker)" "kernel OOM kills in leaker's memcg"

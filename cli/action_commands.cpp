@@ -1,0 +1,78 @@
+// start|stop|restart NAME..., kill [--signal SIG] NAME, reload
+#include <iostream>
+#include <memory>
+
+#include "base/signal_names.h"
+#include "commands.h"
+
+namespace infervisor::cli {
+
+namespace {
+
+using nlohmann::json;
+
+void run_reload(CliContext& ctx) {
+    auto client = ctx.connect();
+    if (!client) return;
+    auto reply = ctx.call(*client, "io.infervisor.Supervisor.Reload");
+    if (!reply) return;
+    for (const char* what : {"added", "removed", "changed"})
+        for (const auto& name : reply->parameters.value(what, json::array()))
+            if (name.is_string()) std::cout << what << " " << name.get<std::string>() << "\n";
+}
+
+void add_names_command(CLI::App& app, CliContext& ctx, const std::string& verb,
+                       const std::string& method, const std::string& help,
+                       const std::string& footer) {
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* cmd = app.add_subcommand(verb, help);
+    cmd->add_option("NAME", *names, "Workers, by name")->required();
+    cmd->footer(footer);
+    cmd->callback([&ctx, names, method] {
+        if (auto client = ctx.connect()) ctx.call(*client, method, {{"names", *names}});
+    });
+}
+
+}  // namespace
+
+void add_action_commands(CLI::App& app, CliContext& ctx) {
+    add_names_command(
+        app, ctx, "start", "io.infervisor.Supervisor.Start",
+        "Start workers; waits until they run (or are ready)",
+        "Examples:\n  infervisorctl start llama\n  infervisorctl start llama whisper");
+    add_names_command(app, ctx, "stop", "io.infervisor.Supervisor.Stop",
+                      "Stop workers; waits until they have stopped",
+                      "Examples:\n  infervisorctl stop llama");
+    add_names_command(app, ctx, "restart", "io.infervisor.Supervisor.Restart",
+                      "Stop, then start workers; waits until they run again",
+                      "Examples:\n  infervisorctl restart llama whisper");
+
+    struct KillArgs {
+        std::string name;
+        std::string signal = "TERM";
+    };
+    auto args = std::make_shared<KillArgs>();
+    auto* kill = app.add_subcommand("kill", "Send a signal to every process of a worker");
+    kill->add_option("NAME", args->name, "The worker")->required();
+    kill->add_option("-s,--signal", args->signal, "Signal name or number (default TERM)")
+        ->check([](const std::string& text) {
+            return parse_signal(text) ? std::string() : "not a signal: " + text;
+        });
+    kill->footer(
+        "Examples:\n  infervisorctl kill llama\n  infervisorctl kill --signal KILL llama\n"
+        "  infervisorctl kill -s USR1 llama");
+    kill->callback([&ctx, args] {
+        auto client = ctx.connect();
+        if (!client) return;
+        ctx.call(*client, "io.infervisor.Supervisor.Kill",
+                 {{"name", args->name}, {"signal", *parse_signal(args->signal)}});
+    });
+
+    auto* reload = app.add_subcommand("reload", "Reread the configuration and apply it");
+    reload->footer(
+        "An invalid configuration changes nothing; its errors are printed and the exit\n"
+        "code is 1.\n\nExamples:\n  infervisorctl reload");
+    reload->callback([&ctx] { run_reload(ctx); });
+}
+
+}  // namespace infervisor::cli

@@ -1,0 +1,77 @@
+#include "cli_context.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "control/varlink_errors.h"
+
+namespace infervisor::cli {
+
+namespace err = varlink_error;
+
+std::optional<VarlinkClient> CliContext::connect() {
+    auto client = VarlinkClient::connect(socket);
+    if (client) return std::move(*client);
+    fail_transport(client.error());
+    return std::nullopt;
+}
+
+std::optional<VarlinkReply> CliContext::call(VarlinkClient& client, const std::string& method,
+                                             const nlohmann::json& parameters) {
+    auto reply = client.call(method, parameters);
+    if (!reply) {
+        fail_transport(reply.error());
+        return std::nullopt;
+    }
+    if (reply->failed()) {
+        fail_reply(*reply);
+        return std::nullopt;
+    }
+    return std::move(*reply);
+}
+
+void CliContext::fail(int code, const std::string& what) {
+    std::cerr << "infervisorctl: " << what << "\n";
+    exit_code = code;
+}
+
+void CliContext::fail_transport(const Error& error) {
+    switch (error.code) {
+        case ENOENT:
+        case ECONNREFUSED:
+            return fail(kNotRunning,
+                        "infervisord is not running (nothing listens on " + socket.string() + ")");
+        case EACCES:
+        case EPERM:
+            return fail(kPermissionDenied, "no permission to open " + socket.string());
+        default:
+            return fail(kFailure, error.message());
+    }
+}
+
+void CliContext::fail_reply(const VarlinkReply& reply) {
+    const auto& p = reply.parameters;
+    if (reply.error == err::kWorkerNotFound)
+        return fail(kUnknownWorker, "no worker named '" + p.value("name", "") + "'");
+    if (reply.error == err::kPermissionDenied)
+        return fail(kPermissionDenied,
+                    "permission denied: changing workers needs root or the daemon's control group");
+    if (reply.error == err::kActionFailed)
+        return fail(kFailure, p.value("name", "") + ": " + p.value("reason", "failed"));
+    if (reply.error == err::kConfigInvalid) {
+        for (const auto& e : p.value("errors", nlohmann::json::array()))
+            if (e.is_string()) std::cerr << e.get<std::string>() << "\n";
+        return fail(kFailure, "the configuration is invalid; nothing was changed");
+    }
+    fail(kFailure, "the daemon answered " + reply.error + " " + dump_json(p));
+}
+
+bool colour_wanted(int fd) {
+    const char* no_colour = std::getenv("NO_COLOR");
+    if (no_colour && *no_colour) return false;
+    return ::isatty(fd) == 1;
+}
+
+}  // namespace infervisor::cli

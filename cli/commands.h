@@ -1,0 +1,18 @@
+// Each infervisorctl command registers itself on the CLI11 app; its callback
+// runs the command and leaves the exit code in the context.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli_context.h"
+
+namespace infervisor::cli {
+
+void add_status_commands(CLI::App& app, CliContext& ctx);  // status, show
+void add_action_commands(CLI::App& app, CliContext& ctx);  // start, stop, restart, kill, reload
+void add_events_command(CLI::App& app, CliContext& ctx);
+void add_logs_command(CLI::App& app, CliContext& ctx);
+void add_config_command(CLI::App& app, CliContext& ctx);
+void add_top_command(CLI::App& app, CliContext& ctx);
+
+}  // namespace infervisor::cli

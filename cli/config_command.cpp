@@ -1,0 +1,67 @@
+// config check [FILE]
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "commands.h"
+#include "control/varlink_message.h"
+
+namespace infervisor::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::optional<std::string> read_text(CliContext& ctx, const std::string& file) {
+    if (file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+        ctx.fail(kFailure, "cannot read " + file);
+        return std::nullopt;
+    }
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The text goes to the daemon, which parses it with its own parser: the
+// client reads the file with the caller's rights, never the daemon's.
+void run_check(CliContext& ctx, const std::string& file) {
+    auto text = read_text(ctx, file);
+    if (!text) return;
+    auto client = ctx.connect();
+    if (!client) return;
+    std::string name = file == "-" ? "<stdin>" : file;
+    auto reply =
+        ctx.call(*client, "io.infervisor.Supervisor.Validate", {{"config", *text}, {"file", name}});
+    if (!reply) return;
+    bool valid = reply->parameters.value("valid", false);
+    if (ctx.json) {
+        std::cout << dump_json(reply->parameters, 2) << "\n";
+    } else if (valid) {
+        std::cout << name << ": OK\n";
+    } else {
+        for (const auto& e : reply->parameters.value("errors", json::array()))
+            if (e.is_string()) std::cout << e.get<std::string>() << "\n";
+    }
+    if (!valid) ctx.exit_code = kFailure;
+}
+
+}  // namespace
+
+void add_config_command(CLI::App& app, CliContext& ctx) {
+    auto* config = app.add_subcommand("config", "Work with configuration files");
+    config->require_subcommand(1);
+    auto file = std::make_shared<std::string>("/etc/infervisor/infervisor.yaml");
+    auto* check = config->add_subcommand("check", "Check a configuration file for errors");
+    check->add_option("FILE", *file, "The file ('-' for standard input)")->capture_default_str();
+    check->add_flag("--json", ctx.json, "Print the daemon's verdict as JSON");
+    check->footer(
+        "The running daemon checks the text with its own parser; nothing is applied.\n"
+        "Errors are printed as FILE:LINE:COLUMN: MESSAGE and the exit code is 1.\n\n"
+        "Examples:\n  infervisorctl config check\n"
+        "  infervisorctl config check /etc/infervisor/infervisor.yaml.new\n"
+        "  infervisorctl config check - < candidate.yaml");
+    check->callback([&ctx, file] { run_check(ctx, *file); });
+}
+
+}  // namespace infervisor::cli

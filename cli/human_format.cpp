@@ -1,0 +1,58 @@
+#include "human_format.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+namespace infervisor::cli {
+
+std::string human_bytes(std::optional<uint64_t> bytes) {
+    if (!bytes) return "-";
+    static const char* units[] = {"B", "K", "M", "G", "T", "P"};
+    if (*bytes < 1024) return fmt::format("{}B", *bytes);
+    double value = static_cast<double>(*bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 5) {
+        value /= 1024;
+        ++unit;
+    }
+    if (value == static_cast<double>(static_cast<uint64_t>(value)))
+        return fmt::format("{:.0f}{}", value, units[unit]);  // "8G", not "8.0G"
+    return fmt::format("{:.1f}{}", value, units[unit]);
+}
+
+std::string human_limit(std::optional<uint64_t> bytes) {
+    return bytes ? human_bytes(bytes) : "max";
+}
+
+std::string human_uptime(std::optional<uint64_t> usec) {
+    if (!usec) return "-";
+    uint64_t s = *usec / 1000000;
+    const uint64_t d = s / 86400, h = s % 86400 / 3600, m = s % 3600 / 60, sec = s % 60;
+    if (d) return fmt::format("{}d{}h", d, h);
+    if (h) return fmt::format("{}h{}m", h, m);
+    if (m) return fmt::format("{}m{}s", m, sec);
+    return fmt::format("{}s", sec);
+}
+
+std::string human_percent(std::optional<double> value) {
+    return value ? fmt::format("{:.2f}", *value) : "-";
+}
+
+std::string local_time(uint64_t usec) {
+    std::time_t seconds = static_cast<std::time_t>(usec / 1000000);
+    std::tm tm{};
+    ::localtime_r(&seconds, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+    return text;
+}
+
+const char* state_colour(const std::string& state) {
+    if (state == "ready" || state == "running") return "\x1b[32m";
+    if (state == "starting" || state == "stopping" || state == "backoff") return "\x1b[33m";
+    if (state == "failed") return "\x1b[1;31m";
+    return "\x1b[2m";
+}
+
+}  // namespace infervisor::cli

@@ -1,0 +1,84 @@
+// status [NAME...], show NAME
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "control/status_json.h"
+#include "status_table.h"
+
+namespace infervisor::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct StatusArgs {
+    std::vector<std::string> names;
+};
+
+void run_status(CliContext& ctx, const StatusArgs& args) {
+    auto client = ctx.connect();
+    if (!client) return;
+    auto reply = ctx.call(*client, "io.infervisor.Supervisor.List");
+    if (!reply) return;
+    json shown = json::array();
+    std::vector<WorkerStatus> workers;
+    for (const auto& item : reply->parameters.value("workers", json::array())) {
+        auto status = worker_status_from_json(item);
+        if (!args.names.empty() &&
+            std::find(args.names.begin(), args.names.end(), status.name) == args.names.end())
+            continue;
+        shown.push_back(item);
+        workers.push_back(std::move(status));
+    }
+    if (ctx.json)
+        std::cout << dump_json({{"workers", shown}}, 2) << "\n";
+    else
+        print_status_table(std::cout, workers, ctx.colour);
+    for (const auto& name : args.names) {
+        bool found = std::any_of(workers.begin(), workers.end(),
+                                 [&](const WorkerStatus& w) { return w.name == name; });
+        if (!found) ctx.fail(kUnknownWorker, "no worker named '" + name + "'");
+    }
+}
+
+void run_show(CliContext& ctx, const std::string& name) {
+    auto client = ctx.connect();
+    if (!client) return;
+    auto reply = ctx.call(*client, "io.infervisor.Supervisor.Get", {{"name", name}});
+    if (!reply) return;
+    if (ctx.json) {
+        std::cout << dump_json(reply->parameters, 2) << "\n";
+        return;
+    }
+    WorkerDetail detail{worker_status_from_json(reply->parameters.value("worker", json())),
+                        reply->parameters.value("spec", json::object())};
+    print_worker_detail(std::cout, detail, ctx.colour);
+}
+
+}  // namespace
+
+void add_status_commands(CLI::App& app, CliContext& ctx) {
+    auto args = std::make_shared<StatusArgs>();
+    auto* status = app.add_subcommand("status", "Show the workers' state and measurements");
+    status->add_option("NAME", args->names, "Only these workers");
+    status->add_flag("--json", ctx.json, "Print the daemon's reply as JSON");
+    status->footer(
+        "A * after a name marks a protected worker. HIGH/MAX/SWAP are the cgroup limits;\n"
+        "PSI10 is memory pressure (some, avg10, percent).\n\n"
+        "Examples:\n"
+        "  infervisorctl status\n"
+        "  infervisorctl status llama whisper\n"
+        "  infervisorctl status --json | jq '.workers[] | select(.state == \"failed\")'");
+    status->callback([&ctx, args] { run_status(ctx, *args); });
+
+    auto name = std::make_shared<std::string>();
+    auto* show = app.add_subcommand("show", "Show one worker in detail, with its configuration");
+    show->add_option("NAME", *name, "The worker")->required();
+    show->add_flag("--json", ctx.json, "Print the daemon's reply as JSON");
+    show->footer("Examples:\n  infervisorctl show llama\n  infervisorctl show llama --json");
+    show->callback([&ctx, name] { run_show(ctx, *name); });
+}
+
+}  // namespace infervisor::cli

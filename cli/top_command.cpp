@@ -1,0 +1,108 @@
+// top [--iterations N]: the status table, redrawn every second until q or Ctrl-C.
+#include <poll.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "control/status_json.h"
+#include "status_table.h"
+
+namespace infervisor::cli {
+
+namespace {
+
+using nlohmann::json;
+
+volatile std::sig_atomic_t interrupted = 0;
+void on_interrupt(int) { interrupted = 1; }
+
+// Keys without Enter and without echo while top runs; restored on any exit.
+class RawKeyboard {
+  public:
+    RawKeyboard() {
+        if (::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+        termios raw = saved_;
+        raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    ~RawKeyboard() {
+        if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    }
+    RawKeyboard(const RawKeyboard&) = delete;
+    RawKeyboard& operator=(const RawKeyboard&) = delete;
+
+  private:
+    termios saved_{};
+    bool active_ = false;
+};
+
+// Waits up to a second; true when the user asked to quit (q, Q, Ctrl-C).
+bool wait_for_quit(bool keyboard) {
+    pollfd pfd{STDIN_FILENO, POLLIN, 0};
+    int rc = ::poll(&pfd, keyboard ? 1 : 0, 1000);
+    if (interrupted) return true;
+    if (rc <= 0) return false;
+    char key = 0;
+    if (::read(STDIN_FILENO, &key, 1) != 1) return true;  // stdin closed
+    return key == 'q' || key == 'Q';
+}
+
+bool draw(CliContext& ctx, VarlinkClient& client, bool terminal) {
+    auto reply = ctx.call(client, "io.infervisor.Supervisor.List");
+    if (!reply) return false;
+    std::vector<WorkerStatus> workers;
+    for (const auto& item : reply->parameters.value("workers", json::array()))
+        workers.push_back(worker_status_from_json(item));
+    if (terminal) std::cout << "\x1b[H\x1b[2J";  // home, clear
+    std::time_t now = std::time(nullptr);
+    char clock[16];
+    std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
+    std::cout << "infervisor: " << workers.size() << " workers, " << clock
+              << (terminal ? "   (q to quit)" : "") << "\n\n";
+    print_status_table(std::cout, workers, ctx.colour);
+    std::cout << std::flush;
+    return true;
+}
+
+void run_top(CliContext& ctx, int iterations) {
+    auto client = ctx.connect();
+    if (!client) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;  // no SA_RESTART: poll() returns at once
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    bool terminal = ::isatty(STDOUT_FILENO) == 1;
+    bool keyboard = ::isatty(STDIN_FILENO) == 1;
+    std::unique_ptr<RawKeyboard> raw;
+    if (keyboard) raw = std::make_unique<RawKeyboard>();
+    if (terminal) std::cout << "\x1b[?1049h";  // alternate screen
+    for (int i = 0; iterations == 0 || i < iterations; ++i) {
+        if (!draw(ctx, *client, terminal)) break;
+        if (iterations != 0 && i + 1 == iterations) break;
+        if (wait_for_quit(keyboard)) break;
+    }
+    if (terminal) std::cout << "\x1b[?1049l" << std::flush;
+}
+
+}  // namespace
+
+void add_top_command(CLI::App& app, CliContext& ctx) {
+    auto iterations = std::make_shared<int>(0);
+    auto* top =
+        app.add_subcommand("top", "Watch the workers: the status table, redrawn every second");
+    top->add_option("-i,--iterations", *iterations, "Stop after N redraws (default: until q)")
+        ->check(CLI::NonNegativeNumber);
+    top->footer(
+        "Press q or Ctrl-C to quit.\n\n"
+        "Examples:\n  infervisorctl top\n  infervisorctl top --iterations 1 > snapshot.txt");
+    top->callback([&ctx, iterations] { run_top(ctx, *iterations); });
+}
+
+}  // namespace infervisor::cli

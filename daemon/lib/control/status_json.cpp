@@ -1,0 +1,106 @@
+#include "control/status_json.h"
+
+namespace infervisor {
+
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json nullable(const std::optional<T>& value) {
+    return value ? json(*value) : json(nullptr);
+}
+
+const json* member(const json& obj, const char* key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+}
+
+void read(const json& obj, const char* key, std::string& out) {
+    if (auto v = member(obj, key); v && v->is_string()) out = v->get<std::string>();
+}
+
+void read(const json& obj, const char* key, bool& out) {
+    if (auto v = member(obj, key); v && v->is_boolean()) out = v->get<bool>();
+}
+
+template <class T>
+void read(const json& obj, const char* key, T& out) {
+    if (auto v = member(obj, key); v && v->is_number_integer()) out = v->get<T>();
+}
+
+template <class T>
+void read(const json& obj, const char* key, std::optional<T>& out) {
+    auto v = member(obj, key);
+    if (!v) return;
+    if constexpr (std::is_floating_point_v<T>) {
+        if (v->is_number()) out = v->get<T>();
+    } else {
+        if (v->is_number_integer()) out = v->get<T>();
+    }
+}
+
+}  // namespace
+
+json to_json(const WorkerStatus& s) {
+    return {
+        {"name", s.name},
+        {"state", s.state},
+        {"main_pid", nullable(s.main_pid)},
+        {"uptime_usec", nullable(s.uptime_usec)},
+        {"restarts", s.restarts},
+        {"memory_current", nullable(s.memory_current)},
+        {"memory_high", nullable(s.memory_high)},
+        {"memory_max", nullable(s.memory_max)},
+        {"memory_peak", nullable(s.memory_peak)},
+        {"swap_current", nullable(s.swap_current)},
+        {"swap_max", nullable(s.swap_max)},
+        {"memory_pressure_some_avg10", nullable(s.memory_pressure_some_avg10)},
+        {"last_exit", s.last_exit},
+        {"status_text", s.status_text},
+        {"protected", s.is_protected},
+    };
+}
+
+json to_json(const ControlEvent& e) {
+    return {
+        {"time_usec", e.time_usec}, {"worker", e.worker}, {"kind", e.kind},
+        {"message", e.message},     {"fields", e.fields},
+    };
+}
+
+WorkerStatus worker_status_from_json(const json& v) {
+    WorkerStatus s;
+    read(v, "name", s.name);
+    read(v, "state", s.state);
+    read(v, "main_pid", s.main_pid);
+    read(v, "uptime_usec", s.uptime_usec);
+    read(v, "restarts", s.restarts);
+    read(v, "memory_current", s.memory_current);
+    read(v, "memory_high", s.memory_high);
+    read(v, "memory_max", s.memory_max);
+    read(v, "memory_peak", s.memory_peak);
+    read(v, "swap_current", s.swap_current);
+    read(v, "swap_max", s.swap_max);
+    read(v, "memory_pressure_some_avg10", s.memory_pressure_some_avg10);
+    read(v, "last_exit", s.last_exit);
+    read(v, "status_text", s.status_text);
+    read(v, "protected", s.is_protected);
+    return s;
+}
+
+ControlEvent event_from_json(const json& v) {
+    ControlEvent e;
+    read(v, "time_usec", e.time_usec);
+    read(v, "worker", e.worker);
+    read(v, "kind", e.kind);
+    read(v, "message", e.message);
+    if (auto fields = member(v, "fields"); fields && fields->is_object()) {
+        for (const auto& [key, value] : fields->items())
+            if (value.is_string()) e.fields[key] = value.get<std::string>();
+    }
+    return e;
+}
+
+}  // namespace infervisor

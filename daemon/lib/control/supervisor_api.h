@@ -1,0 +1,157 @@
+// SupervisorApi: what the control socket may ask of the supervisor, and the
+// plain data it gets back. The control server depends on this interface only;
+// the daemon's supervisor implements it, tests use a FakeSupervisor.
+//
+// Threading: every member is called on the event-loop thread and every
+// callback is invoked on that thread. Nothing here may block.
+//
+// Acting calls are asynchronous: they take a completion callback that is
+// invoked exactly once when the action has settled (start: the worker is
+// running/ready or has failed; stop: it is stopped; restart: both; kill: the
+// signal was sent). It may be invoked synchronously, from inside the call —
+// e.g. for an unknown name — or later from the loop. Name lists are all or
+// nothing: when any name is unknown the callback gets worker_not_found for
+// the first unknown name and nothing is done. The control server keeps a
+// connection busy (without blocking the loop) until the callback runs, and
+// drops the reply when the client has gone by then; the supervisor must not
+// rely on the client still being there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace infervisor {
+
+// One worker as `infervisorctl status` shows it. Optional members are null
+// when unknown or not applicable (no process, controller missing); for the
+// limits (high, max, swap_max) null means "max", i.e. no limit.
+struct WorkerStatus {
+    std::string name;
+    // stopped, starting, running, ready, stopping, backoff, failed, parked
+    std::string state;
+    std::optional<pid_t> main_pid;
+    std::optional<uint64_t> uptime_usec;  // of the current process
+    uint64_t restarts = 0;
+    std::optional<uint64_t> memory_current;
+    std::optional<uint64_t> memory_high;
+    std::optional<uint64_t> memory_max;
+    std::optional<uint64_t> memory_peak;
+    std::optional<uint64_t> swap_current;
+    std::optional<uint64_t> swap_max;
+    std::optional<double> memory_pressure_some_avg10;  // percent, from memory.pressure
+    std::string last_exit;      // e.g. "exited 0", "killed by SIGKILL (memory.max)"; "" if none
+    std::string status_text;    // the worker's last STATUS= notification; "" if none
+    bool is_protected = false;  // exempt from policy kills
+
+    bool operator==(const WorkerStatus&) const = default;
+};
+
+// `infervisorctl show`: the status plus the worker's spec, rendered by the
+// supervisor as a JSON object (keys as in the YAML configuration).
+struct WorkerDetail {
+    WorkerStatus status;
+    nlohmann::json spec = nlohmann::json::object();
+};
+
+// A lifecycle or policy event, as the journal records it.
+struct ControlEvent {
+    uint64_t time_usec = 0;  // CLOCK_REALTIME, microseconds since the epoch
+    std::string worker;      // "" for host-wide events
+    std::string kind;        // e.g. "started", "exited", "killed", "throttled"
+    std::string message;
+    std::map<std::string, std::string> fields;  // the measurements behind it
+
+    bool operator==(const ControlEvent&) const = default;
+};
+
+// The outcome of an acting call.
+struct ActionOutcome {
+    enum class Kind { ok, worker_not_found, failed };
+    Kind kind = Kind::ok;
+    std::string worker;  // the worker concerned, when one is
+    std::string reason;  // human-readable, for failed
+
+    static ActionOutcome success() { return {}; }
+    static ActionOutcome not_found(std::string name) {
+        return {Kind::worker_not_found, std::move(name), {}};
+    }
+    static ActionOutcome failure(std::string name, std::string why) {
+        return {Kind::failed, std::move(name), std::move(why)};
+    }
+    bool ok() const { return kind == Kind::ok; }
+};
+
+struct ReloadOutcome {
+    bool applied = false;                              // false: config invalid, nothing changed
+    std::vector<std::string> errors;                   // "file:line:col: message", when not applied
+    std::vector<std::string> added, removed, changed;  // worker names, when applied
+};
+
+// Ends an event subscription when destroyed. Move-only.
+class Subscription {
+  public:
+    Subscription() = default;
+    explicit Subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+    Subscription(Subscription&& other) noexcept : cancel_(std::exchange(other.cancel_, {})) {}
+    Subscription& operator=(Subscription&& other) noexcept {
+        if (this != &other) {
+            reset();
+            cancel_ = std::exchange(other.cancel_, {});
+        }
+        return *this;
+    }
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+    ~Subscription() { reset(); }
+
+    void reset() {
+        if (auto cancel = std::exchange(cancel_, {})) cancel();
+    }
+    bool active() const { return static_cast<bool>(cancel_); }
+
+  private:
+    std::function<void()> cancel_;
+};
+
+class SupervisorApi {
+  public:
+    using ActionDone = std::function<void(ActionOutcome)>;
+    using ReloadDone = std::function<void(ReloadOutcome)>;
+    using EventSink = std::function<void(const ControlEvent&)>;
+
+    virtual ~SupervisorApi() = default;
+
+    // Reading: synchronous snapshots of current state.
+    virtual std::vector<WorkerStatus> list_workers() const = 0;
+    virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
+    // The newest `limit` events, oldest first (the supervisor keeps a ring).
+    virtual std::vector<ControlEvent> recent_events(std::size_t limit) const = 0;
+    // Validates configuration text as a main config file named `name`;
+    // returns the errors as "name:line:col: message", empty when valid.
+    virtual std::vector<std::string> validate_config(const std::string& text,
+                                                     const std::string& name) const = 0;
+
+    // Acting: see the contract at the top of this file.
+    virtual void start(const std::vector<std::string>& names, ActionDone done) = 0;
+    virtual void stop(const std::vector<std::string>& names, ActionDone done) = 0;
+    virtual void restart(const std::vector<std::string>& names, ActionDone done) = 0;
+    virtual void kill(const std::string& name, int signal, ActionDone done) = 0;
+    virtual void reload(ReloadDone done) = 0;
+
+    // Every later event goes to `sink` until the Subscription is destroyed.
+    // The sink must not be called after that. A Subscription may be destroyed
+    // from inside any sink (one client's overflow ends its own subscription
+    // while events are being delivered), so deliver from a copy of the list.
+    virtual Subscription subscribe(EventSink sink) = 0;
+};
+
+}  // namespace infervisor

@@ -1,0 +1,21 @@
+// The Varlink error names the control socket uses: the standard ones of
+// org.varlink.service (as systemd's varlinkctl knows them) and those declared
+// in io.infervisor.Supervisor.varlink.
+#pragma once
+
+#include <string_view>
+
+namespace infervisor::varlink_error {
+
+inline constexpr std::string_view kInterfaceNotFound = "org.varlink.service.InterfaceNotFound";
+inline constexpr std::string_view kMethodNotFound = "org.varlink.service.MethodNotFound";
+inline constexpr std::string_view kInvalidParameter = "org.varlink.service.InvalidParameter";
+inline constexpr std::string_view kExpectedMore = "org.varlink.service.ExpectedMore";
+
+inline constexpr std::string_view kWorkerNotFound = "io.infervisor.Supervisor.WorkerNotFound";
+inline constexpr std::string_view kPermissionDenied = "io.infervisor.Supervisor.PermissionDenied";
+inline constexpr std::string_view kConfigInvalid = "io.infervisor.Supervisor.ConfigInvalid";
+inline constexpr std::string_view kActionFailed = "io.infervisor.Supervisor.ActionFailed";
+inline constexpr std::string_view kProtocolError = "io.infervisor.Supervisor.ProtocolError";
+
+}  // namespace infervisor::varlink_error

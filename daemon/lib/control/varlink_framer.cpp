@@ -1,0 +1,38 @@
+#include "control/varlink_framer.h"
+
+namespace infervisor {
+
+bool VarlinkFramer::feed(std::string_view bytes) {
+    if (overflowed_) return false;
+    if (bytes.size() > max_buffered_ - buffered()) {
+        overflowed_ = true;
+        buffer_.clear();
+        start_ = 0;
+        return false;
+    }
+    if (start_ > 0 && start_ >= buffer_.size() / 2) {
+        buffer_.erase(0, start_);
+        start_ = 0;
+    }
+    buffer_.append(bytes);
+    return true;
+}
+
+std::optional<std::string> VarlinkFramer::next() {
+    if (overflowed_) return std::nullopt;
+    auto end = buffer_.find('\0', start_);
+    if (end == std::string::npos) return std::nullopt;
+    std::string message = buffer_.substr(start_, end - start_);
+    start_ = end + 1;
+    if (start_ == buffer_.size()) {
+        buffer_.clear();
+        start_ = 0;
+    }
+    return message;
+}
+
+bool VarlinkFramer::has_partial() const {
+    return buffered() > 0 && buffer_.find('\0', start_) == std::string::npos;
+}
+
+}  // namespace infervisor

@@ -1,0 +1,250 @@
+#include "control/varlink_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <exception>
+#include <map>
+
+#include "control/call_parameters.h"
+#include "control/status_json.h"
+#include "control/varlink_errors.h"
+#include "control/varlink_interfaces.h"
+
+namespace infervisor {
+
+namespace {
+
+using nlohmann::json;
+namespace err = varlink_error;
+
+constexpr int64_t kMaxEventsPerCall = 10000;
+
+// Replies to a call whose parameters were wrong; true when it did.
+bool rejected(CallParameters& params, const std::shared_ptr<ReplySink>& sink) {
+    if (params.finish()) return false;
+    sink->fail(err::kInvalidParameter, {{"parameter", params.bad()}});
+    return true;
+}
+
+json names_json(const std::vector<std::string>& names) { return json(names); }
+
+// Turns an ActionOutcome into the call's final reply, if the caller is still there.
+SupervisorApi::ActionDone complete_action(const std::shared_ptr<ReplySink>& sink) {
+    return [weak = std::weak_ptr<ReplySink>(sink)](ActionOutcome outcome) {
+        auto target = weak.lock();
+        if (!target) return;
+        switch (outcome.kind) {
+            case ActionOutcome::Kind::ok:
+                target->reply(json::object(), false);
+                break;
+            case ActionOutcome::Kind::worker_not_found:
+                target->fail(err::kWorkerNotFound, {{"name", outcome.worker}});
+                break;
+            case ActionOutcome::Kind::failed:
+                target->fail(err::kActionFailed,
+                             {{"name", outcome.worker}, {"reason", outcome.reason}});
+                break;
+        }
+    };
+}
+
+std::string describe(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+    return out;
+}
+
+}  // namespace
+
+VarlinkService::VarlinkService(SupervisorApi& supervisor, AccessPolicy policy, ServiceInfo info)
+    : supervisor_(supervisor), policy_(policy), info_(std::move(info)) {
+    if (info_.version.empty()) info_.version = INFERVISOR_VERSION;
+}
+
+const VarlinkService::Method* VarlinkService::find_method(std::string_view name) {
+    static const std::map<std::string_view, Method> methods = {
+        {"org.varlink.service.GetInfo", {false, &VarlinkService::get_info}},
+        {"org.varlink.service.GetInterfaceDescription",
+         {false, &VarlinkService::get_interface_description}},
+        {"io.infervisor.Supervisor.List", {false, &VarlinkService::list}},
+        {"io.infervisor.Supervisor.Get", {false, &VarlinkService::get}},
+        {"io.infervisor.Supervisor.Start", {true, &VarlinkService::start}},
+        {"io.infervisor.Supervisor.Stop", {true, &VarlinkService::stop}},
+        {"io.infervisor.Supervisor.Restart", {true, &VarlinkService::restart}},
+        {"io.infervisor.Supervisor.Kill", {true, &VarlinkService::kill}},
+        {"io.infervisor.Supervisor.Reload", {true, &VarlinkService::reload}},
+        {"io.infervisor.Supervisor.Validate", {false, &VarlinkService::validate}},
+        {"io.infervisor.Supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
+        {"io.infervisor.Supervisor.Subscribe", {false, &VarlinkService::subscribe}},
+    };
+    auto it = methods.find(name);
+    return it == methods.end() ? nullptr : &it->second;
+}
+
+bool VarlinkService::changes_state(std::string_view method) {
+    auto m = find_method(method);
+    return m && m->changes_state;
+}
+
+void VarlinkService::handle(const VarlinkCall& call, const PeerCredentials& peer,
+                            const Sink& sink) {
+    try {
+        dispatch(call, peer, sink);
+    } catch (const std::exception& e) {
+        // The daemon outlives any one call; a throwing supervisor is a bug to log.
+        spdlog::error("control: {} failed: {}", call.method, e.what());
+        sink->fail(err::kActionFailed, {{"name", ""}, {"reason", e.what()}});
+    }
+}
+
+void VarlinkService::dispatch(const VarlinkCall& call, const PeerCredentials& peer,
+                              const Sink& sink) {
+    const Method* method = find_method(call.method);
+    if (!method) {
+        auto iface = call.interface_name();
+        if (iface != kSupervisorInterface && iface != kServiceInterface)
+            return sink->fail(err::kInterfaceNotFound, {{"interface", iface}});
+        return sink->fail(err::kMethodNotFound, {{"method", call.method}});
+    }
+    if (method->changes_state) {
+        if (!policy_.may_change(peer)) {
+            spdlog::warn("control: denied {} to uid {} pid {}", call.method, peer.uid, peer.pid);
+            return sink->fail(err::kPermissionDenied, json::object());
+        }
+        spdlog::info("control: {} {} from uid {} pid {}", call.member_name(),
+                     dump_json(call.parameters), peer.uid, peer.pid);
+    }
+    (this->*method->handler)(call, sink);
+}
+
+void VarlinkService::get_info(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    sink->reply({{"vendor", info_.vendor},
+                 {"product", info_.product},
+                 {"version", info_.version},
+                 {"url", info_.url},
+                 {"interfaces", json::array({kServiceInterface, kSupervisorInterface})}},
+                false);
+}
+
+void VarlinkService::get_interface_description(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string iface;
+    params.string("interface", iface, true);
+    if (rejected(params, sink)) return;
+    if (iface == kSupervisorInterface)
+        return sink->reply({{"description", supervisor_interface_description()}}, false);
+    if (iface == kServiceInterface)
+        return sink->reply({{"description", service_interface_description()}}, false);
+    sink->fail(err::kInterfaceNotFound, {{"interface", iface}});
+}
+
+void VarlinkService::list(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    json workers = json::array();
+    for (const auto& status : supervisor_.list_workers()) workers.push_back(to_json(status));
+    sink->reply({{"workers", std::move(workers)}}, false);
+}
+
+void VarlinkService::get(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    params.string("name", name, true);
+    if (rejected(params, sink)) return;
+    auto detail = supervisor_.get_worker(name);
+    if (!detail) return sink->fail(err::kWorkerNotFound, {{"name", name}});
+    json spec = detail->spec.is_object() ? detail->spec : json::object();
+    sink->reply({{"worker", to_json(detail->status)}, {"spec", std::move(spec)}}, false);
+}
+
+void VarlinkService::start(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.start(names, complete_action(sink));
+}
+
+void VarlinkService::stop(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.stop(names, complete_action(sink));
+}
+
+void VarlinkService::restart(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.restart(names, complete_action(sink));
+}
+
+void VarlinkService::kill(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    std::optional<int64_t> signal;
+    params.string("name", name, true);
+    params.optional_integer("signal", signal, 1, SIGRTMAX);
+    if (rejected(params, sink)) return;
+    supervisor_.kill(name, static_cast<int>(signal.value_or(SIGTERM)), complete_action(sink));
+}
+
+void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    supervisor_.reload([weak = std::weak_ptr<ReplySink>(sink)](ReloadOutcome outcome) {
+        auto target = weak.lock();
+        if (!target) return;
+        if (!outcome.applied)
+            return target->fail(err::kConfigInvalid, {{"errors", outcome.errors}});
+        spdlog::info("control: reload applied (added: {}; removed: {}; changed: {})",
+                     describe(outcome.added), describe(outcome.removed), describe(outcome.changed));
+        target->reply({{"added", names_json(outcome.added)},
+                       {"removed", names_json(outcome.removed)},
+                       {"changed", names_json(outcome.changed)}},
+                      false);
+    });
+}
+
+void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string text;
+    std::optional<std::string> file;
+    params.string("config", text, true);
+    params.optional_string("file", file);
+    if (rejected(params, sink)) return;
+    auto errors = supervisor_.validate_config(text, file.value_or("<stdin>"));
+    bool valid = errors.empty();
+    sink->reply({{"valid", valid}, {"errors", std::move(errors)}}, false);
+}
+
+void VarlinkService::recent_events(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::optional<int64_t> limit;
+    params.optional_integer("limit", limit, 0, kMaxEventsPerCall);
+    if (rejected(params, sink)) return;
+    json events = json::array();
+    for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(limit.value_or(100))))
+        events.push_back(to_json(e));
+    sink->reply({{"events", std::move(events)}}, false);
+}
+
+void VarlinkService::subscribe(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::optional<int64_t> history;
+    params.optional_integer("history", history, 0, kMaxEventsPerCall);
+    if (rejected(params, sink)) return;
+    if (!call.more) return sink->fail(err::kExpectedMore, json::object());
+    for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(history.value_or(0))))
+        sink->reply({{"event", to_json(e)}}, true);
+    sink->hold(supervisor_.subscribe([weak = std::weak_ptr<ReplySink>(sink)](const ControlEvent& e) {
+        if (auto target = weak.lock()) target->reply({{"event", to_json(e)}}, true);
+    }));
+}
+
+}  // namespace infervisor

@@ -1,0 +1,84 @@
+// VarlinkService: answers Varlink calls of io.infervisor.Supervisor and
+// org.varlink.service by asking a SupervisorApi. No sockets here: a session
+// hands in parsed calls with the caller's credentials and a ReplySink, which
+// keeps it testable and fuzzable without I/O.
+//
+// Contract of handle(): every call gets exactly one final reply (a reply
+// with continues=false, or an error) through its sink, synchronously or
+// later — except Subscribe with "more", which streams until the connection
+// ends. Parameters are checked strictly (unknown, missing, mistyped →
+// org.varlink.service.InvalidParameter naming it). Calls that change state
+// are authorized by AccessPolicy first; a refusal is answered with
+// io.infervisor.Supervisor.PermissionDenied and logged with uid and pid.
+// A sink that has expired by the time an action completes is skipped.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "control/access_policy.h"
+#include "control/peer_credentials.h"
+#include "control/supervisor_api.h"
+#include "control/varlink_message.h"
+
+namespace infervisor {
+
+class ReplySink {
+  public:
+    virtual ~ReplySink() = default;
+    // continues=true only in answer to a call with "more".
+    virtual void reply(const nlohmann::json& parameters, bool continues) = 0;
+    virtual void fail(std::string_view error, const nlohmann::json& parameters) = 0;
+    // Keeps an event subscription for as long as the connection lasts.
+    virtual void hold(Subscription subscription) = 0;
+};
+
+// What org.varlink.service.GetInfo reports.
+struct ServiceInfo {
+    std::string vendor = "infervisor";
+    std::string product = "infervisord";
+    std::string version;  // empty: this build's version
+    std::string url;
+};
+
+class VarlinkService {
+  public:
+    VarlinkService(SupervisorApi& supervisor, AccessPolicy policy, ServiceInfo info = {});
+
+    void handle(const VarlinkCall& call, const PeerCredentials& peer,
+                const std::shared_ptr<ReplySink>& sink);
+
+    // True for methods that change state (and so need authorization).
+    static bool changes_state(std::string_view method);
+
+  private:
+    using Sink = std::shared_ptr<ReplySink>;
+    using Handler = void (VarlinkService::*)(const VarlinkCall&, const Sink&);
+    struct Method {
+        bool changes_state;
+        Handler handler;
+    };
+    static const Method* find_method(std::string_view name);
+
+    void dispatch(const VarlinkCall& call, const PeerCredentials& peer, const Sink& sink);
+    void get_info(const VarlinkCall& call, const Sink& sink);
+    void get_interface_description(const VarlinkCall& call, const Sink& sink);
+    void list(const VarlinkCall& call, const Sink& sink);
+    void get(const VarlinkCall& call, const Sink& sink);
+    void start(const VarlinkCall& call, const Sink& sink);
+    void stop(const VarlinkCall& call, const Sink& sink);
+    void restart(const VarlinkCall& call, const Sink& sink);
+    void kill(const VarlinkCall& call, const Sink& sink);
+    void reload(const VarlinkCall& call, const Sink& sink);
+    void validate(const VarlinkCall& call, const Sink& sink);
+    void recent_events(const VarlinkCall& call, const Sink& sink);
+    void subscribe(const VarlinkCall& call, const Sink& sink);
+
+    SupervisorApi& supervisor_;
+    AccessPolicy policy_;
+    ServiceInfo info_;
+};
+
+}  // namespace infervisor

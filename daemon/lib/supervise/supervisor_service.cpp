@@ -1,0 +1,204 @@
+#include "supervise/supervisor_service.h"
+
+#include "base/signal_names.h"
+#include "config/config_loader.h"
+#include "policy/psi_reader.h"
+
+namespace infervisor {
+
+namespace {
+
+constexpr size_t kRecentEvents = 1000;
+
+bool settled(WorkerState s) {
+    return s == WorkerState::running || s == WorkerState::failed || s == WorkerState::parked ||
+           s == WorkerState::stopped;
+}
+
+nlohmann::json size_json(ByteLimit v) { return format_size(v); }
+
+const char* restart_mode_name(RestartMode m) {
+    switch (m) {
+        case RestartMode::never: return "never";
+        case RestartMode::on_failure: return "on-failure";
+        case RestartMode::always: return "always";
+    }
+    return "?";
+}
+
+}  // namespace
+
+ControlEvent to_control_event(const Event& e) {
+    ControlEvent out;
+    out.time_usec = e.realtime_usec;
+    out.worker = e.worker;
+    out.kind = std::string(event_name(e.kind));
+    out.message = e.message;
+    for (const auto& [k, v] : e.fields) out.fields[k] = v;
+    return out;
+}
+
+nlohmann::json spec_to_json(const WorkerSpec& s) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& r : s.rules) rules.push_back(r.name);
+    return {
+        {"name", s.name},
+        {"command", s.command},
+        {"environment", s.environment},
+        {"user", s.user},
+        {"group", s.group},
+        {"supplementary_groups", s.supplementary_groups},
+        {"memory", {{"max", size_json(s.memory.max)}, {"high", size_json(s.memory.high)},
+                    {"swap_max", size_json(s.memory.swap_max)}}},
+        {"pids_max", s.pids_max ? nlohmann::json(*s.pids_max) : nlohmann::json("max")},
+        {"cpu_weight", s.cpu_weight ? nlohmann::json(*s.cpu_weight) : nlohmann::json(nullptr)},
+        {"oom_score_adj", s.oom_score_adj},
+        {"restart", {{"policy", restart_mode_name(s.restart.mode)},
+                     {"backoff_initial", format_duration(s.restart.backoff_initial)},
+                     {"backoff_max", format_duration(s.restart.backoff_max)},
+                     {"start_limit_burst", s.restart.start_limit_burst},
+                     {"start_limit_interval", format_duration(s.restart.start_limit_interval)}}},
+        {"stop", {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
+        {"notify", s.notify},
+        {"watchdog", format_duration(s.watchdog)},
+        {"priority", s.priority},
+        {"protected", s.is_protected},
+        {"workdir", s.workdir.workdir.string()},
+        {"rules", rules},
+    };
+}
+
+SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload)
+    : ctx_(ctx), supervisor_(supervisor), reload_(std::move(reload)) {
+    recorder_ = ctx_.events.subscribe([this](const Event& e) {
+        recent_.push_back(to_control_event(e));
+        if (recent_.size() > kRecentEvents) recent_.pop_front();
+    });
+}
+
+SupervisorService::~SupervisorService() { ctx_.events.unsubscribe(recorder_); }
+
+WorkerStatus SupervisorService::status_of(const Worker& w) const {
+    WorkerSnapshot snap = w.snapshot();
+    WorkerStatus s;
+    s.name = snap.name;
+    s.state = std::string(state_name(snap.state));
+    if (snap.pid) s.main_pid = snap.pid;
+    if (snap.started_at)
+        s.uptime_usec = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                  ctx_.clock.now() - *snap.started_at)
+                                                  .count());
+    s.restarts = snap.restarts;
+    s.memory_current = snap.memory_current;
+    s.memory_peak = snap.memory_peak;
+    s.swap_current = snap.swap_current;
+    s.memory_high = w.spec().memory.high;
+    s.memory_max = w.spec().memory.max;
+    s.swap_max = w.spec().memory.swap_max;
+    if (snap.pid) {
+        auto psi = read_psi(w.cgroup().path() / "memory.pressure");
+        if (psi) s.memory_pressure_some_avg10 = psi->some.avg10;
+    }
+    s.last_exit = snap.last_exit;
+    s.status_text = snap.status_text;
+    s.is_protected = w.spec().is_protected;
+    return s;
+}
+
+std::vector<WorkerStatus> SupervisorService::list_workers() const {
+    std::vector<WorkerStatus> out;
+    for (const Worker* w : supervisor_.workers()) out.push_back(status_of(*w));
+    return out;
+}
+
+std::optional<WorkerDetail> SupervisorService::get_worker(const std::string& name) const {
+    for (const Worker* w : supervisor_.workers())
+        if (w->name() == name) return WorkerDetail{status_of(*w), spec_to_json(w->spec())};
+    return std::nullopt;
+}
+
+std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) const {
+    size_t n = std::min(limit, recent_.size());
+    return {recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end()};
+}
+
+std::vector<std::string> SupervisorService::validate_config(const std::string& text,
+                                                            const std::string& name) const {
+    auto loaded = load_config_text(text, name);
+    std::vector<std::string> out;
+    for (const auto& e : loaded.errors.all()) out.push_back(e.format());
+    return out;
+}
+
+std::optional<std::vector<Worker*>> SupervisorService::resolve(const std::vector<std::string>& names,
+                                                               ActionDone& done) {
+    std::vector<Worker*> out;
+    for (const auto& n : names) {
+        Worker* w = supervisor_.find(n);
+        if (!w) {
+            done(ActionOutcome::not_found(n));
+            return std::nullopt;
+        }
+        out.push_back(w);
+    }
+    return out;
+}
+
+void SupervisorService::when_settled(std::vector<std::string> names, ActionDone done) {
+    auto check = [this, names]() {
+        for (const auto& n : names) {
+            Worker* w = supervisor_.find(n);
+            if (w && !settled(w->state())) return false;
+        }
+        return true;
+    };
+    if (check()) return done(ActionOutcome::success());
+    auto id = std::make_shared<EventBus::SinkId>(0);
+    *id = ctx_.events.subscribe([this, check, done, id](const Event&) {
+        if (*id == 0 || !check()) return;
+        ctx_.events.unsubscribe(*id);
+        *id = 0;
+        done(ActionOutcome::success());
+    });
+}
+
+void SupervisorService::start(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    for (Worker* w : *workers) w->start();
+    when_settled(names, std::move(done));
+}
+
+void SupervisorService::restart(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    for (Worker* w : *workers) w->restart();
+    when_settled(names, std::move(done));
+}
+
+void SupervisorService::stop(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    if (workers->empty()) return done(ActionOutcome::success());
+    auto remaining = std::make_shared<size_t>(workers->size());
+    for (Worker* w : *workers)
+        w->stop([remaining, done] {
+            if (--*remaining == 0) done(ActionOutcome::success());
+        });
+}
+
+void SupervisorService::kill(const std::string& name, int signal, ActionDone done) {
+    Worker* w = supervisor_.find(name);
+    if (!w) return done(ActionOutcome::not_found(name));
+    auto r = w->kill(signal);
+    done(r ? ActionOutcome::success() : ActionOutcome::failure(name, r.error().message()));
+}
+
+void SupervisorService::reload(ReloadDone done) { done(reload_()); }
+
+Subscription SupervisorService::subscribe(EventSink sink) {
+    auto id = ctx_.events.subscribe([sink](const Event& e) { sink(to_control_event(e)); });
+    return Subscription([this, id] { ctx_.events.unsubscribe(id); });
+}
+
+}  // namespace infervisor

@@ -1,0 +1,54 @@
+// SupervisorService: the Supervisor as the control socket sees it
+// (control/supervisor_api.h): status snapshots, acting calls that complete
+// when the workers have settled, reload, config validation, and the event
+// stream (journal events converted, with a ring of recent ones).
+#pragma once
+
+#include <deque>
+#include <functional>
+
+#include "control/supervisor_api.h"
+#include "supervise/supervisor.h"
+
+namespace infervisor {
+
+class SupervisorService final : public SupervisorApi {
+public:
+    using ReloadFunction = std::function<ReloadOutcome()>;
+
+    SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload);
+    ~SupervisorService() override;
+
+    std::vector<WorkerStatus> list_workers() const override;
+    std::optional<WorkerDetail> get_worker(const std::string& name) const override;
+    std::vector<ControlEvent> recent_events(std::size_t limit) const override;
+    std::vector<std::string> validate_config(const std::string& text,
+                                             const std::string& name) const override;
+    void start(const std::vector<std::string>& names, ActionDone done) override;
+    void stop(const std::vector<std::string>& names, ActionDone done) override;
+    void restart(const std::vector<std::string>& names, ActionDone done) override;
+    void kill(const std::string& name, int signal, ActionDone done) override;
+    void reload(ReloadDone done) override;
+    Subscription subscribe(EventSink sink) override;
+
+private:
+    // Null (and `done` called with worker_not_found) when a name is unknown.
+    std::optional<std::vector<Worker*>> resolve(const std::vector<std::string>& names, ActionDone& done);
+    // Calls `done` once every worker in `names` has reached a settled state
+    // (running, failed, parked, stopped).
+    void when_settled(std::vector<std::string> names, ActionDone done);
+    WorkerStatus status_of(const Worker& worker) const;
+
+    WorkerContext& ctx_;
+    Supervisor& supervisor_;
+    ReloadFunction reload_;
+    std::deque<ControlEvent> recent_;
+    EventBus::SinkId recorder_ = 0;
+};
+
+// A journal Event as control clients see it.
+ControlEvent to_control_event(const Event& event);
+// The spec as `infervisorctl show` prints it (keys as in the YAML config).
+nlohmann::json spec_to_json(const WorkerSpec& spec);
+
+}  // namespace infervisor

@@ -1,0 +1,264 @@
+#include "control/control_server.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+#include "control/varlink_client.h"
+#include "control/varlink_errors.h"
+#include "raw_client.h"
+#include "server_fixture.h"
+
+namespace infervisor {
+namespace {
+
+using namespace std::string_literals;
+using nlohmann::json;
+using testing::FakeSupervisor;
+using testing::RawClient;
+using testing::ServerFixture;
+namespace err = varlink_error;
+
+json parsed(const std::optional<std::string>& message) {
+    return message ? json::parse(*message) : json();
+}
+
+std::string call_bytes(const std::string& method, json params = json::object()) {
+    return encode_call({method, std::move(params), false, false});
+}
+
+TEST(ControlServer, AnswersOverARealSocket) {
+    ServerFixture server;
+    auto client = VarlinkClient::connect(server.socket_path());
+    ASSERT_TRUE(client.ok()) << client.error().message();
+    auto reply = client->call("io.infervisor.Supervisor.List");
+    ASSERT_TRUE(reply.ok()) << reply.error().message();
+    EXPECT_EQ(reply->parameters["workers"][0]["name"], "llama");
+    EXPECT_EQ(reply->parameters["workers"][0]["main_pid"], 4242);
+    auto again = client->call("io.infervisor.Supervisor.Get", {{"name", "whisper"}});
+    EXPECT_EQ(again->parameters["worker"]["state"], "stopped");
+}
+
+TEST(ControlServer, MalformedJsonGetsAnErrorThenTheConnectionCloses) {
+    ServerFixture server;
+    RawClient client(server.socket_path());
+    ASSERT_TRUE(client.send("{\"method\": nope\0"s));
+    auto reply = parsed(client.read_message());
+    EXPECT_EQ(reply["error"], err::kProtocolError);
+    EXPECT_TRUE(client.closed_by_peer());
+}
+
+TEST(ControlServer, OversizedMessageClosesTheConnection) {
+    ControlServerOptions options;
+    options.max_message_size = 4096;
+    ServerFixture server(options);
+    RawClient client(server.socket_path());
+    client.send(std::string(8192, ' '));  // may fail midway when closed: fine
+    EXPECT_TRUE(client.closed_by_peer());
+    // A message of exactly the limit is fine.
+    RawClient fits(server.socket_path());
+    std::string call = call_bytes("io.infervisor.Supervisor.List");
+    call.insert(call.size() - 2, 4096 - (call.size() - 1), ' ');  // pad inside the object
+    ASSERT_EQ(call.size(), 4097u);
+    ASSERT_TRUE(fits.send(call));
+    EXPECT_TRUE(parsed(fits.read_message()).contains("parameters"));
+}
+
+TEST(ControlServer, UnknownMethodsAndBadParametersKeepTheConnection) {
+    ServerFixture server;
+    RawClient client(server.socket_path());
+    client.send(call_bytes("io.infervisor.Supervisor.Explode"));
+    EXPECT_EQ(parsed(client.read_message())["error"], err::kMethodNotFound);
+    client.send(call_bytes("io.infervisor.Supervisor.Get", {{"name", 5}}));
+    auto bad = parsed(client.read_message());
+    EXPECT_EQ(bad["error"], err::kInvalidParameter);
+    EXPECT_EQ(bad["parameters"]["parameter"], "name");
+    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    EXPECT_TRUE(parsed(client.read_message()).contains("parameters"));
+}
+
+TEST(ControlServer, PipelinedCallsAreAnsweredInOrder) {
+    ServerFixture server;
+    RawClient client(server.socket_path());
+    client.send(
+        call_bytes("io.infervisor.Supervisor.Get", {{"name", "llama"}}) +
+        call_bytes("io.infervisor.Supervisor.Get", {{"name", "nope"}}) +
+        encode_call({"io.infervisor.Supervisor.Stop", {{"names", {"whisper"}}}, false, true}) +
+        call_bytes("io.infervisor.Supervisor.List"));
+    EXPECT_EQ(parsed(client.read_message())["parameters"]["worker"]["name"], "llama");
+    EXPECT_EQ(parsed(client.read_message())["error"], err::kWorkerNotFound);
+    // The oneway Stop got no reply but was done before the List.
+    EXPECT_EQ(parsed(client.read_message())["parameters"]["workers"][1]["state"], "stopped");
+}
+
+TEST(ControlServer, IdleClientsAreClosed) {
+    ControlServerOptions options;
+    options.idle_timeout = std::chrono::milliseconds(100);
+    ServerFixture server(options);
+    RawClient silent(server.socket_path());
+    EXPECT_TRUE(silent.closed_by_peer());
+    RawClient halfway(server.socket_path());
+    halfway.send("{\"method\":");
+    EXPECT_TRUE(halfway.closed_by_peer());
+}
+
+TEST(ControlServer, ACallInProgressIsNotIdle) {
+    ControlServerOptions options;
+    options.idle_timeout = std::chrono::milliseconds(50);
+    ServerFixture server(options);
+    server.on_loop([](FakeSupervisor& fake) { fake.hold_actions = true; });
+    RawClient client(server.socket_path());
+    client.send(call_bytes("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}));
+    ASSERT_TRUE(
+        server.eventually([](FakeSupervisor& f, ControlServer&) { return !f.actions.empty(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several idle periods
+    server.on_loop([](FakeSupervisor& fake) { fake.complete_pending(); });
+    auto reply = parsed(client.read_message());
+    EXPECT_TRUE(reply.contains("parameters")) << reply;
+}
+
+TEST(ControlServer, AClientThatNeverReadsIsClosed) {
+    ControlServerOptions options;
+    options.max_output = 64 << 10;
+    ServerFixture server(options);
+    RawClient client(server.socket_path());
+    ::fcntl(client.fd(), F_SETFL, O_NONBLOCK);
+    std::string call = call_bytes("io.infervisor.Supervisor.List");
+    bool server_closed = false;
+    for (int i = 0; i < 100000 && !server_closed; ++i) {
+        ssize_t n = ::send(client.fd(), call.data(), call.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EAGAIN) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            server_closed = server.connection_count() == 0;
+        } else if (n < 0) {
+            server_closed = true;  // EPIPE/ECONNRESET
+        }
+    }
+    EXPECT_TRUE(server_closed);
+    EXPECT_TRUE(server.eventually(
+        [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
+}
+
+TEST(ControlServer, ConnectionsBeyondTheLimitAreClosedAtOnce) {
+    ControlServerOptions options;
+    options.max_connections = 4;
+    ServerFixture server(options);
+    std::vector<VarlinkClient> admitted;
+    for (int i = 0; i < 4; ++i) {
+        auto c = VarlinkClient::connect(server.socket_path());
+        ASSERT_TRUE(c.ok());
+        ASSERT_TRUE(c->call("io.infervisor.Supervisor.List").ok());
+        admitted.push_back(std::move(*c));
+    }
+    std::vector<std::unique_ptr<RawClient>> excess;
+    for (int i = 0; i < 50; ++i)
+        excess.push_back(std::make_unique<RawClient>(server.socket_path()));
+    for (auto& c : excess) EXPECT_TRUE(c->closed_by_peer());
+    for (auto& c : admitted) EXPECT_TRUE(c.call("io.infervisor.Supervisor.List").ok());
+    admitted.clear();
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
+    auto later = VarlinkClient::connect(server.socket_path());
+    ASSERT_TRUE(later.ok());
+    EXPECT_TRUE(later->call("io.infervisor.Supervisor.List").ok());
+}
+
+// As uid 65534: calls `method` and returns 0 if the reply's error is `expected`.
+int call_as_nobody(const ServerFixture& server, std::vector<gid_t> groups,
+                   const std::string& method, json params, std::string_view expected) {
+    auto path = server.socket_path();
+    return testing::run_as_nobody(groups, [&] {
+        auto client = VarlinkClient::connect(path);
+        if (!client) return 10;
+        auto reply = client->call(method, params);
+        if (!reply) return 11;
+        return reply->error == expected ? 0 : 12;
+    });
+}
+
+TEST(ControlServer, UnprivilegedCallersMayReadButNotChange) {
+    ServerFixture server;
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.List", json::object(), ""), 0);
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.Stop", {{"names", {"llama"}}},
+                             err::kPermissionDenied),
+              0);
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.Reload", json::object(),
+                             err::kPermissionDenied),
+              0);
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
+}
+
+TEST(ControlServer, TheControlGroupMayChange) {
+    ControlServerOptions options;
+    options.control_group = 4242;
+    ServerFixture server(options);
+    EXPECT_EQ(
+        call_as_nobody(server, {4242}, "io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}, ""),
+        0);
+    EXPECT_EQ(call_as_nobody(server, {4243}, "io.infervisor.Supervisor.Stop",
+                             {{"names", {"llama"}}}, err::kPermissionDenied),
+              0);
+    server.on_loop([](FakeSupervisor& fake) {
+        EXPECT_EQ(fake.actions, std::vector<std::string>{"stop llama"});
+    });
+}
+
+TEST(ControlServer, AClientLeavingDuringAPendingCallIsHarmless) {
+    ServerFixture server;
+    server.on_loop([](FakeSupervisor& fake) { fake.hold_actions = true; });
+    {
+        RawClient client(server.socket_path());
+        client.send(call_bytes("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}));
+        ASSERT_TRUE(server.eventually(
+            [](FakeSupervisor& f, ControlServer&) { return !f.actions.empty(); }));
+    }
+    server.on_loop([](FakeSupervisor& fake) { fake.complete_pending(); });
+    auto other = VarlinkClient::connect(server.socket_path());
+    ASSERT_TRUE(other.ok());
+    auto reply = other->call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    EXPECT_EQ(reply->parameters["worker"]["state"], "stopped");
+}
+
+TEST(ControlServer, StreamsEventsUntilTheClientLeaves) {
+    ServerFixture server;
+    auto client = std::make_unique<RawClient>(server.socket_path());
+    client->send(encode_call({"io.infervisor.Supervisor.Subscribe", json::object(), true, false}));
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.emit({1700000000000000, "llama", "killed", "memory.max reached", {{"pid", "4242"}}});
+    });
+    auto reply = parsed(client->read_message());
+    EXPECT_EQ(reply["continues"], true);
+    EXPECT_EQ(reply["parameters"]["event"]["kind"], "killed");
+    EXPECT_EQ(reply["parameters"]["event"]["fields"]["pid"], "4242");
+    client.reset();
+    EXPECT_TRUE(server.eventually([](FakeSupervisor& f, ControlServer& s) {
+        return f.subscriber_count() == 0 && s.connection_count() == 0;
+    }));
+}
+
+TEST(ControlServer, HalfClosedClientsStillGetTheirReplies) {
+    ServerFixture server;
+    RawClient client(server.socket_path());
+    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    client.shutdown_write();
+    EXPECT_TRUE(parsed(client.read_message()).contains("parameters"));
+    EXPECT_TRUE(client.closed_by_peer());
+}
+
+TEST(ControlServer, StopClosesSessionsAndRemovesTheSocket) {
+    ServerFixture server;
+    RawClient client(server.socket_path());
+    client.send(encode_call({"io.infervisor.Supervisor.Subscribe", json::object(), true, false}));
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
+    server.stop();  // returns only once the loop has drained by itself
+    EXPECT_TRUE(client.closed_by_peer());
+    EXPECT_FALSE(std::filesystem::exists(server.socket_path()));
+}
+
+}  // namespace
+}  // namespace infervisor

@@ -1,0 +1,136 @@
+#include "fake_supervisor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace infervisor::testing {
+
+WorkerStatus& FakeSupervisor::add_worker(const std::string& name, const std::string& state) {
+    WorkerDetail detail;
+    detail.status.name = name;
+    detail.status.state = state;
+    detail.spec = {{"name", name}, {"command", {"/usr/bin/" + name, "--serve"}}};
+    workers_.push_back(std::move(detail));
+    return workers_.back().status;
+}
+
+void FakeSupervisor::add_workers(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& s = add_worker(fmt::format("worker-{:03}", i), i % 7 ? "ready" : "backoff");
+        s.main_pid = static_cast<pid_t>(10000 + i);
+        s.uptime_usec = 3600'000'000ull + i;
+        s.restarts = i % 3;
+        s.memory_current = (512ull << 20) + i * 4096;
+        s.memory_high = 6ull << 30;
+        s.memory_max = 8ull << 30;
+        s.memory_peak = 7ull << 30;
+        s.swap_current = 0;
+        s.memory_pressure_some_avg10 = 0.25 * static_cast<double>(i % 5);
+        s.last_exit = "exited 0";
+    }
+}
+
+WorkerDetail* FakeSupervisor::find(const std::string& name) {
+    auto it = std::find_if(workers_.begin(), workers_.end(),
+                           [&](const WorkerDetail& w) { return w.status.name == name; });
+    return it == workers_.end() ? nullptr : &*it;
+}
+
+std::vector<WorkerStatus> FakeSupervisor::list_workers() const {
+    std::vector<WorkerStatus> out;
+    for (const auto& w : workers_) out.push_back(w.status);
+    return out;
+}
+
+std::optional<WorkerDetail> FakeSupervisor::get_worker(const std::string& name) const {
+    for (const auto& w : workers_)
+        if (w.status.name == name) return w;
+    return std::nullopt;
+}
+
+std::vector<ControlEvent> FakeSupervisor::recent_events(std::size_t limit) const {
+    auto first =
+        events_.size() > limit ? events_.end() - static_cast<long>(limit) : events_.begin();
+    return {first, events_.end()};
+}
+
+std::vector<std::string> FakeSupervisor::validate_config(const std::string& text,
+                                                         const std::string& name) const {
+    // Every line that says "bad" is an error there.
+    std::vector<std::string> errors;
+    int line = 1;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (text.compare(start, end - start, "bad") == 0)
+            errors.push_back(fmt::format("{}:{}:1: bad line", name, line));
+        start = end + 1;
+        ++line;
+    }
+    return errors;
+}
+
+void FakeSupervisor::act(const std::string& verb, const std::vector<std::string>& names,
+                         const std::string& new_state, ActionDone done) {
+    for (const auto& n : names)
+        if (!find(n)) return done(ActionOutcome::not_found(n));
+    std::string record = verb;
+    for (const auto& n : names) record += " " + n;
+    actions.push_back(record);
+    auto finish = [this, names, new_state, done = std::move(done)] {
+        for (const auto& n : names)
+            if (auto* w = find(n)) w->status.state = new_state;
+        done(ActionOutcome::success());
+    };
+    if (hold_actions) {
+        pending_.push_back(std::move(finish));
+    } else {
+        finish();
+    }
+}
+
+void FakeSupervisor::start(const std::vector<std::string>& names, ActionDone done) {
+    act("start", names, "running", std::move(done));
+}
+
+void FakeSupervisor::stop(const std::vector<std::string>& names, ActionDone done) {
+    act("stop", names, "stopped", std::move(done));
+}
+
+void FakeSupervisor::restart(const std::vector<std::string>& names, ActionDone done) {
+    act("restart", names, "running", std::move(done));
+}
+
+void FakeSupervisor::kill(const std::string& name, int signal, ActionDone done) {
+    if (!find(name)) return done(ActionOutcome::not_found(name));
+    actions.push_back(fmt::format("kill {} {}", name, signal));
+    done(ActionOutcome::success());
+}
+
+void FakeSupervisor::reload(ReloadDone done) {
+    actions.push_back("reload");
+    done(next_reload);
+}
+
+Subscription FakeSupervisor::subscribe(EventSink sink) {
+    int id = next_subscriber_++;
+    subscribers_[id] = std::move(sink);
+    return Subscription([this, id] { subscribers_.erase(id); });
+}
+
+void FakeSupervisor::emit(ControlEvent event) {
+    events_.push_back(event);
+    auto targets = subscribers_;  // a sink may end any subscription
+    for (const auto& [id, sink] : targets)
+        if (subscribers_.count(id)) sink(event);
+}
+
+void FakeSupervisor::complete_pending() {
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& finish : pending) finish();
+}
+
+}  // namespace infervisor::testing

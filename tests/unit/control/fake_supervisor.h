@@ -1,0 +1,62 @@
+// FakeSupervisor: an in-memory SupervisorApi for the control tests, the
+// fuzzer and the benchmark. Not thread-safe: call it on the loop thread
+// (tests post to the io_context).
+//
+// Actions complete synchronously by default; with hold_actions they wait in
+// pending until complete_pending(), as a real stop waits for the worker.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "control/supervisor_api.h"
+
+namespace infervisor::testing {
+
+class FakeSupervisor : public SupervisorApi {
+  public:
+    // Adds a worker in state `state` with a small spec.
+    WorkerStatus& add_worker(const std::string& name, const std::string& state = "running");
+    // n workers "worker-000".. with plausible measurements (for the benchmark).
+    void add_workers(std::size_t n);
+
+    std::vector<WorkerStatus> list_workers() const override;
+    std::optional<WorkerDetail> get_worker(const std::string& name) const override;
+    std::vector<ControlEvent> recent_events(std::size_t limit) const override;
+    std::vector<std::string> validate_config(const std::string& text,
+                                             const std::string& name) const override;
+
+    void start(const std::vector<std::string>& names, ActionDone done) override;
+    void stop(const std::vector<std::string>& names, ActionDone done) override;
+    void restart(const std::vector<std::string>& names, ActionDone done) override;
+    void kill(const std::string& name, int signal, ActionDone done) override;
+    void reload(ReloadDone done) override;
+    Subscription subscribe(EventSink sink) override;
+
+    // Records the event and delivers it to every subscriber.
+    void emit(ControlEvent event);
+    std::size_t subscriber_count() const { return subscribers_.size(); }
+
+    // Completes held actions, in order.
+    void complete_pending();
+
+    bool hold_actions = false;
+    ReloadOutcome next_reload{true, {}, {}, {}, {}};
+    std::vector<std::string> actions;  // "stop a b", "kill a 9", "reload", in order
+
+  private:
+    void act(const std::string& verb, const std::vector<std::string>& names,
+             const std::string& new_state, ActionDone done);
+    WorkerDetail* find(const std::string& name);
+
+    std::vector<WorkerDetail> workers_;
+    std::vector<ControlEvent> events_;
+    std::map<int, EventSink> subscribers_;
+    int next_subscriber_ = 0;
+    std::vector<std::function<void()>> pending_;
+};
+
+}  // namespace infervisor::testing

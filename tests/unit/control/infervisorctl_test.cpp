@@ -1,0 +1,232 @@
+// The real infervisorctl binary against a ControlServer with a FakeSupervisor.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ctl_process.h"
+#include "server_fixture.h"
+
+namespace infervisor {
+namespace {
+
+using nlohmann::json;
+using testing::CtlOptions;
+using testing::CtlResult;
+using testing::FakeSupervisor;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::run_ctl;
+using testing::ServerFixture;
+
+class InfervisorctlTest : public ::testing::Test {
+  protected:
+    CtlResult ctl(std::vector<std::string> args, CtlOptions options = {}) {
+        args.insert(args.begin(), {"--socket", server.socket_path().string()});
+        return run_ctl(args, options);
+    }
+
+    ServerFixture server;
+};
+
+TEST_F(InfervisorctlTest, StatusPrintsATable) {
+    auto r = ctl({"status"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("NAME"));
+    EXPECT_THAT(r.out, HasSubstr("llama"));
+    EXPECT_THAT(r.out, HasSubstr("4242"));
+    EXPECT_THAT(r.out, HasSubstr("whisper"));
+    EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));  // not a terminal: no colour
+}
+
+TEST_F(InfervisorctlTest, StatusAsJsonAndForSomeWorkers) {
+    auto r = ctl({"status", "--json", "whisper"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto doc = json::parse(r.out);
+    ASSERT_EQ(doc["workers"].size(), 1u);
+    EXPECT_EQ(doc["workers"][0]["state"], "stopped");
+}
+
+TEST_F(InfervisorctlTest, UnknownWorkersExitWith3) {
+    auto status = ctl({"status", "llama", "nope"});
+    EXPECT_EQ(status.exit_code, 3);
+    EXPECT_THAT(status.err, HasSubstr("no worker named 'nope'"));
+    EXPECT_EQ(ctl({"show", "nope"}).exit_code, 3);
+    EXPECT_EQ(ctl({"stop", "llama", "nope"}).exit_code, 3);
+    EXPECT_EQ(ctl({"kill", "nope"}).exit_code, 3);
+}
+
+TEST_F(InfervisorctlTest, ShowsOneWorker) {
+    auto r = ctl({"show", "llama"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("llama - ready"));
+    EXPECT_THAT(r.out, HasSubstr("/usr/bin/llama"));
+    auto j = ctl({"show", "--json", "llama"});
+    EXPECT_EQ(json::parse(j.out)["spec"]["name"], "llama");
+}
+
+TEST_F(InfervisorctlTest, StartsStopsRestartsAndKills) {
+    EXPECT_EQ(ctl({"stop", "llama"}).exit_code, 0);
+    EXPECT_EQ(json::parse(ctl({"status", "--json", "llama"}).out)["workers"][0]["state"],
+              "stopped");
+    EXPECT_EQ(ctl({"start", "llama", "whisper"}).exit_code, 0);
+    EXPECT_EQ(ctl({"restart", "whisper"}).exit_code, 0);
+    EXPECT_EQ(ctl({"kill", "llama"}).exit_code, 0);
+    EXPECT_EQ(ctl({"kill", "--signal", "KILL", "llama"}).exit_code, 0);
+    EXPECT_EQ(ctl({"kill", "-s", "SIGUSR1", "llama"}).exit_code, 0);
+    server.on_loop([](FakeSupervisor& fake) {
+        EXPECT_EQ(fake.actions,
+                  (std::vector<std::string>{"stop llama", "start llama whisper", "restart whisper",
+                                            "kill llama 15", "kill llama 9", "kill llama 10"}));
+    });
+}
+
+TEST_F(InfervisorctlTest, UsageErrorsExitWith2) {
+    EXPECT_EQ(run_ctl({}).exit_code, 2);
+    EXPECT_EQ(ctl({"frobnicate"}).exit_code, 2);
+    EXPECT_EQ(ctl({"stop"}).exit_code, 2);
+    EXPECT_EQ(ctl({"kill", "--signal", "NOPE", "llama"}).exit_code, 2);
+    EXPECT_EQ(ctl({"config"}).exit_code, 2);
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
+}
+
+TEST_F(InfervisorctlTest, HelpHasExitCodesAndExamples) {
+    auto top = run_ctl({"--help"});
+    EXPECT_EQ(top.exit_code, 0);
+    EXPECT_THAT(top.out, HasSubstr("4 daemon not running"));
+    auto stop = run_ctl({"stop", "--help"});
+    EXPECT_EQ(stop.exit_code, 0);
+    EXPECT_THAT(stop.out, HasSubstr("Examples:"));
+    EXPECT_EQ(run_ctl({"--version"}).exit_code, 0);
+}
+
+TEST_F(InfervisorctlTest, ADaemonThatIsNotRunningExitsWith4) {
+    auto r = run_ctl({"--socket", "/nonexistent/io.infervisor", "status"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_THAT(r.err, HasSubstr("not running"));
+}
+
+TEST_F(InfervisorctlTest, TheSocketMayComeFromTheEnvironment) {
+    auto r = run_ctl({"status"}, {.env = {{"INFERVISOR_SOCKET", server.socket_path()}}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
+    CtlOptions nobody{.as_nobody = true};
+    EXPECT_EQ(ctl({"status"}, nobody).exit_code, 0);
+    auto stop = ctl({"stop", "llama"}, nobody);
+    EXPECT_EQ(stop.exit_code, 5);
+    EXPECT_THAT(stop.err, HasSubstr("permission denied"));
+    EXPECT_EQ(ctl({"reload"}, nobody).exit_code, 5);
+    EXPECT_EQ(ctl({"kill", "llama"}, nobody).exit_code, 5);
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
+}
+
+TEST_F(InfervisorctlTest, ReloadPrintsChangesOrErrors) {
+    server.on_loop([](FakeSupervisor& fake) { fake.next_reload = {true, {}, {"new"}, {}, {}}; });
+    auto ok = ctl({"reload"});
+    EXPECT_EQ(ok.exit_code, 0);
+    EXPECT_THAT(ok.out, HasSubstr("added new"));
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.next_reload = {
+            false, {"/etc/infervisor/infervisor.yaml:3:5: unknown key"}, {}, {}, {}};
+    });
+    auto bad = ctl({"reload"});
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_THAT(bad.err, HasSubstr("infervisor.yaml:3:5: unknown key"));
+}
+
+TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {
+    testing::TempDir dir;
+    auto good = dir.write("good.yaml", "workers: []\n");
+    auto bad = dir.write("bad.yaml", "ok\nbad\n");
+    auto r = ctl({"config", "check", good.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("OK"));
+    auto b = ctl({"config", "check", bad.string()});
+    EXPECT_EQ(b.exit_code, 1);
+    EXPECT_THAT(b.out, HasSubstr(bad.string() + ":2:1: bad line"));
+    auto in = ctl({"config", "check", "-"}, {.stdin_text = "bad\n"});
+    EXPECT_EQ(in.exit_code, 1);
+    EXPECT_THAT(in.out, HasSubstr("<stdin>:1:1: bad line"));
+    EXPECT_EQ(ctl({"config", "check", (dir.path() / "missing.yaml").string()}).exit_code, 1);
+}
+
+TEST_F(InfervisorctlTest, EventsPastAndFollowed) {
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.emit({1700000000000000, "llama", "started", "started pid 4242", {}});
+        fake.emit({1700000001000000, "llama", "killed", "memory.max", {{"memory_current", "8G"}}});
+    });
+    auto r = ctl({"events"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_THAT(r.out, HasSubstr("2023-11-14 22:13:20 llama started: started pid 4242\n"));
+    EXPECT_THAT(r.out, HasSubstr("llama killed: memory.max (memory_current=8G)"));
+    auto j = ctl({"events", "--json", "-n", "1"});
+    EXPECT_EQ(json::parse(j.out)["kind"], "killed");
+
+    auto follower = testing::start_ctl(
+        {"--socket", server.socket_path().string(), "events", "--follow", "-n", "0"});
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.emit({1700000002000000, "whisper", "exited", "exited 1", {}});
+    });
+    EXPECT_EQ(follower.read_line(), "2023-11-14 22:13:22 whisper exited: exited 1");
+    follower.stop();
+}
+
+TEST_F(InfervisorctlTest, TopDrawsTheTable) {
+    auto r = ctl({"top", "--iterations", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("infervisor: 2 workers"));
+    EXPECT_THAT(r.out, HasSubstr("llama"));
+}
+
+TEST_F(InfervisorctlTest, ColourOnlyOnATerminalAndNotWithNoColor) {
+    auto tty = ctl({"status"}, {.stdout_on_pty = true});
+    EXPECT_EQ(tty.exit_code, 0);
+    EXPECT_THAT(tty.out, HasSubstr("\x1b[32mready"));
+    auto no_colour = ctl({"status"}, {.stdout_on_pty = true, .env = {{"NO_COLOR", "1"}}});
+    EXPECT_THAT(no_colour.out, HasSubstr("ready"));
+    EXPECT_THAT(no_colour.out, Not(HasSubstr("\x1b[")));
+}
+
+// `logs` reads journal files; systemd-journal-remote makes one from export format.
+TEST(InfervisorctlLogs, ReadsAWorkersEntriesFromTheJournal) {
+    const char* remote = "/lib/systemd/systemd-journal-remote";
+    if (::access(remote, X_OK) != 0) GTEST_SKIP() << "needs systemd-journal-remote";
+    testing::TempDir dir;
+    std::string entries;
+    auto entry = [&](int i, const std::string& fields) {
+        entries += "__REALTIME_TIMESTAMP=" + std::to_string(1700000000000000 + i * 1000000) +
+                   "\n__MONOTONIC_TIMESTAMP=" + std::to_string(1000 + i) +
+                   "\n_BOOT_ID=0123456789abcdef0123456789abcdef\n" + fields + "\n";
+    };
+    entry(0, "MESSAGE=loading model\nSYSLOG_IDENTIFIER=infervisor-worker-llama\n_PID=42\n");
+    entry(1, "MESSAGE=unrelated\nSYSLOG_IDENTIFIER=cron\n");
+    entry(2, "MESSAGE=llama killed\nSYSLOG_IDENTIFIER=infervisord\nINFERVISOR_WORKER=llama\n");
+    entry(3, "MESSAGE=whisper says hi\nSYSLOG_IDENTIFIER=infervisor-worker-whisper\n");
+    entry(4, "MESSAGE=ready\nSYSLOG_IDENTIFIER=infervisor-worker-llama\n_PID=42\n");
+    auto input = dir.write("entries.export", entries);
+    auto journal_dir = dir.mkdir("journal");
+    std::string make = std::string(remote) + " -o " + (journal_dir / "w.journal").string() +
+                       " - < " + input.string() + " 2>/dev/null";
+    ASSERT_EQ(std::system(make.c_str()), 0);
+
+    auto all = run_ctl({"logs", "-D", journal_dir.string(), "llama"});
+    EXPECT_EQ(all.exit_code, 0) << all.err;
+    EXPECT_EQ(all.out,
+              "2023-11-14 22:13:20 infervisor-worker-llama[42]: loading model\n"
+              "2023-11-14 22:13:22 infervisord: llama killed\n"
+              "2023-11-14 22:13:24 infervisor-worker-llama[42]: ready\n");
+    auto last = run_ctl({"logs", "-D", journal_dir.string(), "-n", "1", "llama"});
+    EXPECT_EQ(last.out, "2023-11-14 22:13:24 infervisor-worker-llama[42]: ready\n");
+    auto more_than_there = run_ctl({"logs", "-D", journal_dir.string(), "-n", "9", "llama"});
+    EXPECT_EQ(more_than_there.out, all.out);
+    auto json_lines = run_ctl({"logs", "--json", "-D", journal_dir.string(), "whisper"});
+    EXPECT_EQ(json::parse(json_lines.out)["message"], "whisper says hi");
+}
+
+}  // namespace
+}  // namespace infervisor

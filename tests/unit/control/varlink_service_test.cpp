@@ -1,0 +1,224 @@
+#include "control/varlink_service.h"
+
+#include <gtest/gtest.h>
+
+#include "control/status_json.h"
+#include "control/varlink_errors.h"
+#include "control/varlink_interfaces.h"
+#include "fake_supervisor.h"
+#include "recording_sink.h"
+
+namespace infervisor {
+namespace {
+
+using nlohmann::json;
+using testing::FakeSupervisor;
+using testing::RecordingSink;
+namespace err = varlink_error;
+
+constexpr gid_t kControlGroup = 4242;
+
+class VarlinkServiceTest : public ::testing::Test {
+  protected:
+    VarlinkServiceTest() {
+        fake.add_worker("llama", "ready");
+        fake.add_worker("whisper", "stopped");
+    }
+
+    // Calls `method` as `peer` and returns the sink with its replies.
+    std::shared_ptr<RecordingSink> call(const std::string& method, json params = json::object(),
+                                        bool more = false) {
+        auto sink = std::make_shared<RecordingSink>();
+        service.handle({method, std::move(params), more, false}, peer, sink);
+        return sink;
+    }
+
+    FakeSupervisor fake;
+    VarlinkService service{fake, AccessPolicy{kControlGroup}};
+    PeerCredentials peer{0, 0, 1, {}};
+};
+
+TEST_F(VarlinkServiceTest, ListsWorkers) {
+    auto sink = call("io.infervisor.Supervisor.List");
+    ASSERT_EQ(sink->entries.size(), 1u);
+    const auto& workers = sink->last().parameters["workers"];
+    ASSERT_EQ(workers.size(), 2u);
+    EXPECT_EQ(workers[0]["name"], "llama");
+    EXPECT_EQ(workers[0]["state"], "ready");
+    EXPECT_TRUE(workers[0]["memory_max"].is_null());
+}
+
+TEST_F(VarlinkServiceTest, GetsOneWorkerWithItsSpec) {
+    auto sink = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    EXPECT_EQ(sink->last().error, "");
+    EXPECT_EQ(sink->last().parameters["worker"]["name"], "llama");
+    EXPECT_EQ(sink->last().parameters["spec"]["name"], "llama");
+    auto missing = call("io.infervisor.Supervisor.Get", {{"name", "nope"}});
+    EXPECT_EQ(missing->last().error, err::kWorkerNotFound);
+    EXPECT_EQ(missing->last().parameters["name"], "nope");
+}
+
+TEST_F(VarlinkServiceTest, UnknownMethodsAndInterfaces) {
+    auto m = call("io.infervisor.Supervisor.Explode");
+    EXPECT_EQ(m->last().error, err::kMethodNotFound);
+    EXPECT_EQ(m->last().parameters["method"], "io.infervisor.Supervisor.Explode");
+    auto i = call("com.example.Thing.Do");
+    EXPECT_EQ(i->last().error, err::kInterfaceNotFound);
+    EXPECT_EQ(i->last().parameters["interface"], "com.example.Thing");
+}
+
+TEST_F(VarlinkServiceTest, InvalidParametersAreNamed) {
+    struct Case {
+        const char* method;
+        json params;
+        const char* bad;
+    };
+    const Case cases[] = {
+        {"io.infervisor.Supervisor.Get", json::object(), "name"},
+        {"io.infervisor.Supervisor.Get", {{"name", 7}}, "name"},
+        {"io.infervisor.Supervisor.Get", {{"name", "llama"}, {"extra", 1}}, "extra"},
+        {"io.infervisor.Supervisor.Stop", {{"names", "llama"}}, "names"},
+        {"io.infervisor.Supervisor.Stop", {{"names", json::array()}}, "names"},
+        {"io.infervisor.Supervisor.Stop", {{"names", {"llama", 3}}}, "names"},
+        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", "TERM"}}, "signal"},
+        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 0}}, "signal"},
+        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 1e10}}, "signal"},
+        {"io.infervisor.Supervisor.Kill",
+         {{"name", "llama"}, {"signal", 18446744073709551615ull}},
+         "signal"},
+        {"io.infervisor.Supervisor.Validate", {{"config", true}}, "config"},
+        {"io.infervisor.Supervisor.RecentEvents", {{"limit", -1}}, "limit"},
+        {"io.infervisor.Supervisor.List", {{"filter", "x"}}, "filter"},
+        {"org.varlink.service.GetInterfaceDescription", json::object(), "interface"},
+    };
+    for (const auto& c : cases) {
+        auto sink = call(c.method, c.params);
+        ASSERT_EQ(sink->entries.size(), 1u) << c.method;
+        EXPECT_EQ(sink->last().error, err::kInvalidParameter) << c.method << " " << c.params;
+        EXPECT_EQ(sink->last().parameters["parameter"], c.bad) << c.method << " " << c.params;
+    }
+    EXPECT_TRUE(fake.actions.empty());
+}
+
+TEST_F(VarlinkServiceTest, ActsAndCompletes) {
+    auto sink = call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}});
+    ASSERT_EQ(sink->entries.size(), 1u);
+    EXPECT_EQ(sink->last().error, "");
+    EXPECT_EQ(fake.list_workers()[0].state, "stopped");
+    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 9}});
+    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}});
+    EXPECT_EQ(fake.actions,
+              (std::vector<std::string>{"stop llama", "kill llama 9", "kill llama 15"}));
+}
+
+TEST_F(VarlinkServiceTest, UnknownNameFailsTheWholeCall) {
+    auto sink = call("io.infervisor.Supervisor.Start", {{"names", {"llama", "nope"}}});
+    EXPECT_EQ(sink->last().error, err::kWorkerNotFound);
+    EXPECT_EQ(sink->last().parameters["name"], "nope");
+    EXPECT_TRUE(fake.actions.empty());
+}
+
+TEST_F(VarlinkServiceTest, CompletesLaterAndSkipsACallerThatLeft) {
+    fake.hold_actions = true;
+    auto sink = call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}});
+    auto gone = call("io.infervisor.Supervisor.Restart", {{"names", {"whisper"}}});
+    EXPECT_TRUE(sink->entries.empty());
+    gone.reset();
+    fake.complete_pending();
+    ASSERT_EQ(sink->entries.size(), 1u);
+    EXPECT_EQ(sink->last().error, "");
+}
+
+TEST_F(VarlinkServiceTest, ChangesNeedRootOrTheControlGroup) {
+    peer = {1000, 1000, 77, {10, 20}};
+    for (const char* method : {"Start", "Stop", "Restart"}) {
+        auto sink = call(std::string("io.infervisor.Supervisor.") + method, {{"names", {"llama"}}});
+        EXPECT_EQ(sink->last().error, err::kPermissionDenied) << method;
+    }
+    EXPECT_EQ(call("io.infervisor.Supervisor.Kill", {{"name", "llama"}})->last().error,
+              err::kPermissionDenied);
+    EXPECT_EQ(call("io.infervisor.Supervisor.Reload")->last().error, err::kPermissionDenied);
+    EXPECT_TRUE(fake.actions.empty());
+    // Reading stays open.
+    EXPECT_EQ(call("io.infervisor.Supervisor.List")->last().error, "");
+    EXPECT_EQ(call("io.infervisor.Supervisor.Validate", {{"config", "x"}})->last().error, "");
+
+    peer.groups.push_back(kControlGroup);
+    EXPECT_EQ(call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}})->last().error, "");
+    peer = {1000, kControlGroup, 77, {}};
+    EXPECT_EQ(call("io.infervisor.Supervisor.Start", {{"names", {"llama"}}})->last().error, "");
+}
+
+TEST(AccessPolicy, WithoutAGroupOnlyRootMayChange) {
+    AccessPolicy policy;
+    EXPECT_TRUE(policy.may_change({0, 0, 1, {}}));
+    EXPECT_FALSE(policy.may_change({1000, 0, 1, {0}}));
+}
+
+TEST_F(VarlinkServiceTest, ReloadReportsErrorsOrChanges) {
+    fake.next_reload = {false, {"a.yaml:3:1: bad"}, {}, {}, {}};
+    auto bad = call("io.infervisor.Supervisor.Reload");
+    EXPECT_EQ(bad->last().error, err::kConfigInvalid);
+    EXPECT_EQ(bad->last().parameters["errors"], json({"a.yaml:3:1: bad"}));
+    fake.next_reload = {true, {}, {"new"}, {}, {"llama"}};
+    auto good = call("io.infervisor.Supervisor.Reload");
+    EXPECT_EQ(good->last().parameters["added"], json({"new"}));
+    EXPECT_EQ(good->last().parameters["changed"], json({"llama"}));
+}
+
+TEST_F(VarlinkServiceTest, ValidatesConfigText) {
+    auto sink = call("io.infervisor.Supervisor.Validate", {{"config", "ok\nbad\n"}, {"file", "x"}});
+    EXPECT_EQ(sink->last().parameters["valid"], false);
+    EXPECT_EQ(sink->last().parameters["errors"], json({"x:2:1: bad line"}));
+}
+
+TEST_F(VarlinkServiceTest, SubscribeNeedsMoreAndStreamsHistoryThenLiveEvents) {
+    EXPECT_EQ(call("io.infervisor.Supervisor.Subscribe")->last().error, err::kExpectedMore);
+    fake.emit({1, "llama", "started", "started", {}});
+    fake.emit({2, "llama", "ready", "ready", {}});
+    auto sink = call("io.infervisor.Supervisor.Subscribe", {{"history", 1}}, true);
+    ASSERT_EQ(sink->entries.size(), 1u);
+    EXPECT_EQ(sink->last().parameters["event"]["kind"], "ready");
+    EXPECT_TRUE(sink->last().continues);
+    fake.emit({3, "llama", "killed", "over memory.max", {{"memory_current", "9G"}}});
+    ASSERT_EQ(sink->entries.size(), 2u);
+    EXPECT_EQ(event_from_json(sink->last().parameters["event"]).fields.at("memory_current"), "9G");
+    sink->subscription.reset();
+    EXPECT_EQ(fake.subscriber_count(), 0u);
+}
+
+TEST_F(VarlinkServiceTest, IntrospectionForGenericVarlinkTools) {
+    auto info = call("org.varlink.service.GetInfo");
+    EXPECT_EQ(info->last().parameters["interfaces"],
+              json({"org.varlink.service", "io.infervisor.Supervisor"}));
+    auto desc = call("org.varlink.service.GetInterfaceDescription",
+                     {{"interface", "io.infervisor.Supervisor"}});
+    std::string text = desc->last().parameters["description"];
+    EXPECT_NE(text.find("interface io.infervisor.Supervisor\n"), std::string::npos);
+    EXPECT_NE(text.find("method List() -> (workers: []WorkerStatus)"), std::string::npos);
+    EXPECT_EQ(text, supervisor_interface_description());
+    auto none = call("org.varlink.service.GetInterfaceDescription", {{"interface", "x.Y"}});
+    EXPECT_EQ(none->last().error, err::kInterfaceNotFound);
+}
+
+TEST(StatusJson, RoundTripsAWorkerStatus) {
+    WorkerStatus s;
+    s.name = "llama";
+    s.state = "ready";
+    s.main_pid = 42;
+    s.memory_current = 1ull << 33;
+    s.memory_pressure_some_avg10 = 1.5;
+    s.last_exit = "exited 1";
+    s.is_protected = true;
+    EXPECT_EQ(worker_status_from_json(to_json(s)), s);
+}
+
+TEST(StatusJson, ReadsLenientlyWhatItDoesNotKnow) {
+    auto s = worker_status_from_json({{"name", 3}, {"state", "ready"}, {"new_field", 1}});
+    EXPECT_EQ(s.name, "");
+    EXPECT_EQ(s.state, "ready");
+    EXPECT_EQ(worker_status_from_json(json::array()).name, "");
+}
+
+}  // namespace
+}  // namespace infervisor
