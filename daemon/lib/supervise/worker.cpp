@@ -288,7 +288,8 @@ void Worker::on_watchdog_expired() {
     killed_by_policy_ = true;
     emit(EventKind::policy_action,
          "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
-         {{"RULE", "watchdog"}, {"ACTION", "kill"}, {"WATCHDOG_MS", ms(spec_.watchdog)}});
+         {{"RULE", "watchdog"}, {"ACTION", "kill"}, {"THEN", "worker_policy"}, {"DRY_RUN", "0"},
+          {"RESULT", "done"}, {"WATCHDOG_MS", ms(spec_.watchdog)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
