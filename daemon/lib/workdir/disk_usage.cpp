@@ -1,5 +1,7 @@
 #include "workdir/disk_usage.h"
 
+#include "workdir/dir_entries.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -42,22 +44,7 @@ bool is_other_mount(const struct statx& sx, const UsageWalk& walk) {
 Result<std::vector<std::string>> list_names(int dir_fd) {
     UniqueFd own = open_dir_noatime(dir_fd, ".");
     if (!own) return errno_error("open directory");
-    DIR* dir = ::fdopendir(own.get());
-    if (!dir) return errno_error("fdopendir");
-    own.release();
-    std::vector<std::string> names;
-    errno = 0;
-    while (dirent* e = ::readdir(dir)) {
-        std::string name = e->d_name;
-        if (name != "." && name != "..") names.push_back(std::move(name));
-    }
-    int read_errno = errno;
-    ::closedir(dir);
-    if (read_errno != 0) {
-        errno = read_errno;
-        return errno_error("read directory");
-    }
-    return names;
+    return read_dir_names(std::move(own), "directory");
 }
 
 void count(const struct statx& sx, UsageWalk& walk) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "workdir/dir_entries.h"
 #include "workdir/safe_path.h"
 
 namespace infervisor {
@@ -23,20 +24,7 @@ struct Device {
 Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown) {
     UniqueFd own(::openat(dir_fd, ".", kOpenDir));
     if (!own) return errno_error("open " + shown);
-    DIR* dir = ::fdopendir(own.get());
-    if (!dir) return errno_error("read " + shown);
-    own.release();
-    std::vector<std::string> names;
-    errno = 0;
-    while (dirent* e = ::readdir(dir)) {
-        std::string name = e->d_name;
-        if (name != "." && name != "..") names.push_back(std::move(name));
-    }
-    int read_errno = errno;
-    ::closedir(dir);
-    errno = read_errno;
-    if (read_errno != 0) return errno_error("read " + shown);
-    return names;
+    return read_dir_names(std::move(own), shown);
 }
 
 Result<void> unlink_entry(int dir_fd, const std::string& name, const std::string& shown,
