@@ -90,7 +90,9 @@ void add_psi_metrics(std::vector<Metric>& out, const std::string& prefix) {
             for (int window : {10, 60, 300}) {
                 std::string name = prefix + resource + ".pressure." + (full ? "full" : "some") +
                                    ".avg" + std::to_string(window);
-                out.push_back({info(name, MetricUnit::percent), [=](const auto& in) {
+                // Explicit captures: clang 14 cannot capture structured bindings.
+                out.push_back({info(name, MetricUnit::percent),
+                               [field = field, full, window](const auto& in) {
                                    return psi_field(in.sample.*field, full, window);
                                }});
             }
