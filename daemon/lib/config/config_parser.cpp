@@ -24,9 +24,12 @@ void parse_memory(YamlMap& worker, MemorySpec& memory, ConfigErrors& errors) {
 void parse_restart_mode(YamlMap& map, RestartMode& mode, ConfigErrors& errors) {
     std::string text;
     if (!map.get_string("policy", text)) return;
-    if (text == "never") mode = RestartMode::never;
-    else if (text == "on-failure") mode = RestartMode::on_failure;
-    else if (text == "always") mode = RestartMode::always;
+    if (text == "never")
+        mode = RestartMode::never;
+    else if (text == "on-failure")
+        mode = RestartMode::on_failure;
+    else if (text == "always")
+        mode = RestartMode::always;
     else
         errors.add(map.take("policy")->Mark(),
                    "restart policy must be never, on-failure or always, not '" + text + "'");
@@ -50,8 +53,10 @@ void parse_stop(YamlMap& worker, WorkerSpec& spec, ConfigErrors& errors) {
     YamlMap map(*node, errors, "'stop'");
     std::string signal;
     if (map.get_string("signal", signal)) {
-        if (auto sig = parse_signal(signal)) spec.stop_signal = *sig;
-        else errors.add(map.take("signal")->Mark(), "unknown signal '" + signal + "'");
+        if (auto sig = parse_signal(signal))
+            spec.stop_signal = *sig;
+        else
+            errors.add(map.take("signal")->Mark(), "unknown signal '" + signal + "'");
     }
     map.get_duration("timeout", spec.stop_timeout);
     map.finish();
@@ -87,6 +92,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_stop(map, spec, errors);
     map.get_bool("notify", spec.notify);
     map.get_duration("watchdog", spec.watchdog);
+    map.get_duration("start_timeout", spec.start_timeout);
     map.get_int("priority", spec.priority, -1000, 1000);
     map.get_bool("protected", spec.is_protected);
     if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
@@ -110,9 +116,12 @@ void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErro
     }
 }
 
-void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out,
-                                         ConfigErrors& errors, YamlMap& map) {
-    (void)root;
+void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, ConfigErrors& errors,
+                                         YamlMap& map) {
+    for (const auto& entry : root)
+        if (entry.first.IsScalar())
+            out.setting_locations[entry.first.Scalar()] = {
+                errors.file(), entry.first.Mark().line + 1, entry.first.Mark().column + 1};
     DaemonSettings& d = out.daemon;
     std::string path;
     map.get_string("log_level", d.log_level);
@@ -122,6 +131,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out,
     map.get_string("control_group", d.control_group);
     map.get_bool("dry_run", d.dry_run);
     map.get_duration("sample_interval", d.sample_interval);
+    map.get_duration("growth_window", d.growth_window);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);
         out.default_rules = defaults_.rules;
@@ -140,7 +150,8 @@ void ConfigParser::parse(std::string_view text, const std::string& file, ConfigF
         return;
     }
     if (root.IsNull()) return;  // an empty file defines nothing
-    YamlMap map(root, errors, kind == ConfigFileKind::main ? "the configuration" : "a workers file");
+    YamlMap map(root, errors,
+                kind == ConfigFileKind::main ? "the configuration" : "a workers file");
     if (!map.valid()) return;
     if (kind == ConfigFileKind::main) parse_daemon_settings(root, out, errors, map);
     if (auto workers = map.take("workers")) parse_workers(*workers, out, errors);

@@ -14,7 +14,7 @@ namespace infervisor {
 namespace {
 
 class WorkerChecker {
-public:
+  public:
     WorkerChecker(const WorkerSpec& spec, const SourceLocation& at, ConfigErrors& errors)
         : spec_(spec), at_(at), errors_(errors) {}
 
@@ -23,9 +23,10 @@ public:
         check_memory();
         check_identity();
         check_times();
+        check_environment();
     }
 
-private:
+  private:
     void fail(const std::string& message) {
         errors_.add_at(at_.file, at_.line, at_.column, "worker '" + spec_.name + "': " + message);
     }
@@ -34,7 +35,8 @@ private:
         if (spec_.command.empty()) return;  // reported by the parser as missing
         const std::string& exe = spec_.command.front();
         if (exe.empty() || exe.front() != '/')
-            fail("command[0] must be an absolute path (no PATH search, no shell), not '" + exe + "'");
+            fail("command[0] must be an absolute path (no PATH search, no shell), not '" + exe +
+                 "'");
     }
 
     void check_memory() {
@@ -55,7 +57,8 @@ private:
         if (!spec_.group.empty() && !::getgrnam(spec_.group.c_str()))
             fail("group '" + spec_.group + "' does not exist on this host");
         for (const auto& g : spec_.supplementary_groups)
-            if (!::getgrnam(g.c_str())) fail("supplementary group '" + g + "' does not exist on this host");
+            if (!::getgrnam(g.c_str()))
+                fail("supplementary group '" + g + "' does not exist on this host");
     }
 
     void check_times() {
@@ -64,10 +67,23 @@ private:
         if (r.backoff_initial > r.backoff_max)
             fail("restart.backoff_initial (" + format_duration(r.backoff_initial) +
                  ") is above restart.backoff_max (" + format_duration(r.backoff_max) + ")");
-        if (r.start_limit_interval.count() <= 0) fail("restart.start_limit_interval must be above 0s");
+        if (r.start_limit_interval.count() <= 0)
+            fail("restart.start_limit_interval must be above 0s");
         if (spec_.stop_timeout.count() <= 0) fail("stop.timeout must be above 0s");
         if (spec_.watchdog.count() != 0 && spec_.watchdog < std::chrono::seconds(1))
             fail("watchdog must be 0s (off) or at least 1s");
+        if (spec_.start_timeout.count() < 0) fail("start_timeout must be 0s (none) or above");
+    }
+
+    void check_environment() {
+        for (const auto& [key, value] : spec_.environment) {
+            if (key.empty() || key.find('=') != std::string::npos ||
+                key.find('\0') != std::string::npos)
+                fail("environment variable name '" + key +
+                     "' is invalid: it must be non-empty, without '='");
+            if (value.find('\0') != std::string::npos)
+                fail("environment variable '" + key + "' contains a NUL byte");
+        }
     }
 
     const WorkerSpec& spec_;
@@ -75,35 +91,69 @@ private:
     ConfigErrors& errors_;
 };
 
-void check_settings(const DaemonSettings& d, ConfigErrors& errors) {
-    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
-    bool known = false;
-    for (const char* level : kLevels) known |= d.log_level == level;
-    if (!known)
-        errors.add_unplaced("log_level must be one of trace, debug, info, warn, error, not '" +
-                            d.log_level + "'");
-    if (d.sample_interval < std::chrono::milliseconds(100))
-        errors.add_unplaced("sample_interval must be at least 100ms, not " + format_duration(d.sample_interval));
-    for (const auto& p : {d.runtime_dir, d.state_dir})
-        if (!p.is_absolute()) errors.add_unplaced("'" + p.string() + "' must be an absolute path");
-    if (!d.cgroup_root.empty() && !d.cgroup_root.is_absolute())
-        errors.add_unplaced("cgroup_root must be an absolute path, not '" + d.cgroup_root.string() + "'");
-}
+// Reports a problem with the daemon setting `key` where it was written (the
+// main file's line), or unplaced when it was not written at all.
+class SettingsChecker {
+  public:
+    SettingsChecker(const Config& config, ConfigErrors& errors)
+        : config_(config), errors_(errors) {}
+
+    void check() {
+        const DaemonSettings& d = config_.daemon;
+        static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+        bool known = false;
+        for (const char* level : kLevels) known |= d.log_level == level;
+        if (!known)
+            fail("log_level", "log_level must be one of trace, debug, info, warn, error, not '" +
+                                  d.log_level + "'");
+        if (d.sample_interval < std::chrono::milliseconds(100))
+            fail("sample_interval", "sample_interval must be at least 100ms, not " +
+                                        format_duration(d.sample_interval));
+        if (!d.runtime_dir.is_absolute())
+            fail("runtime_dir",
+                 "runtime_dir must be an absolute path, not '" + d.runtime_dir.string() + "'");
+        if (!d.state_dir.is_absolute())
+            fail("state_dir",
+                 "state_dir must be an absolute path, not '" + d.state_dir.string() + "'");
+        if (!d.cgroup_root.empty() && !d.cgroup_root.is_absolute())
+            fail("cgroup_root",
+                 "cgroup_root must be an absolute path, not '" + d.cgroup_root.string() + "'");
+    }
+
+  private:
+    void fail(const std::string& key, std::string message) {
+        auto at = config_.setting_locations.find(key);
+        if (at == config_.setting_locations.end()) return errors_.add_unplaced(std::move(message));
+        errors_.add_at(at->second.file, at->second.line, at->second.column, std::move(message));
+    }
+
+    const Config& config_;
+    ConfigErrors& errors_;
+};
 
 }  // namespace
 
 bool is_valid_worker_name(const std::string& name) {
-    if (name.empty() || name.size() > 64 || name.front() == '.' || name.front() == '-') return false;
+    if (name.empty() || name.size() > 64 || name.front() == '.' || name.front() == '-')
+        return false;
     for (char c : name) {
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '_' || c == '-' || c == '.';
         if (!ok) return false;
     }
-    return true;
+    return !is_cgroup_interface_name(name);
+}
+
+bool is_cgroup_interface_name(const std::string& name) {
+    static const char* kPrefixes[] = {"cgroup.", "cpu.",  "cpuset.",  "io.",   "memory.",
+                                      "pids.",   "rdma.", "hugetlb.", "misc.", "irq."};
+    for (const char* prefix : kPrefixes)
+        if (name.rfind(prefix, 0) == 0) return true;
+    return false;
 }
 
 void validate_config(const Config& config, ConfigErrors& errors) {
-    check_settings(config.daemon, errors);
+    SettingsChecker(config, errors).check();
     validate_rules(config.default_rules, errors);
     validate_rules(config.host_rules, errors);
     std::vector<WorkDirSpec> workdirs;
@@ -118,8 +168,13 @@ void validate_config(const Config& config, ConfigErrors& errors) {
         if (spec.name.empty()) continue;  // reported by the parser
         if (!is_valid_worker_name(spec.name)) {
             errors.add_at(at.file, at.line, at.column,
-                          "invalid worker name '" + spec.name +
-                              "': use 1-64 letters, digits, '_', '-' or '.', not starting with '.' or '-'");
+                          "invalid worker name '" + spec.name + "': " +
+                              (is_cgroup_interface_name(spec.name)
+                                   ? "names starting with a cgroup controller prefix (memory., "
+                                     "cpu., cgroup., ...) "
+                                     "would clash with the kernel's cgroup files"
+                                   : "use 1-64 letters, digits, '_', '-' or '.', not starting with "
+                                     "'.' or '-'"));
             continue;
         }
         auto [it, inserted] = seen.emplace(spec.name, &at);

@@ -12,7 +12,10 @@ namespace infervisor {
 void validate_config(const Config& config, ConfigErrors& errors);
 
 // Worker names become cgroup and file names: 1-64 of [A-Za-z0-9_.-], not
-// starting with '.' or '-'.
+// starting with '.' or '-', and not starting with a cgroup controller prefix
+// ("memory.max" would name the parent's interface file, not a new cgroup).
 bool is_valid_worker_name(const std::string& name);
+// True for names like "memory.max" or "cgroup.procs": a cgroup's own files.
+bool is_cgroup_interface_name(const std::string& name);
 
 }  // namespace infervisor

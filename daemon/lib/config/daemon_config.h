@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,12 @@ struct DaemonSettings {
     std::filesystem::path cgroup_root;
     std::filesystem::path runtime_dir = "/run/infervisor";
     std::filesystem::path state_dir = "/var/lib/infervisor";
-    std::string control_group = "infervisor";  // may change things over the socket
-    bool dry_run = false;                       // policy actions are logged, not taken
+    std::string control_group = "infervisor";            // may change things over the socket
+    bool dry_run = false;                                // policy actions are logged, not taken
     Duration sample_interval = std::chrono::seconds(2);  // policy sampling tick
+    // memory.growth is measured over this window and answers once samples
+    // span half of it; at least 2 x sample_interval.
+    Duration growth_window = std::chrono::seconds(60);
 
     bool operator==(const DaemonSettings&) const = default;
 };
@@ -25,10 +29,13 @@ struct DaemonSettings {
 struct Config {
     DaemonSettings daemon;
     std::vector<WorkerSpec> workers;
-    std::vector<RuleSpec> default_rules;  // `defaults: rules:`, for every worker
-    std::vector<RuleSpec> host_rules;     // `host_rules:`, over host measurements
+    std::vector<RuleSpec> default_rules;           // `defaults: rules:`, for every worker
+    std::vector<RuleSpec> host_rules;              // `host_rules:`, over host measurements
     std::vector<SourceLocation> worker_locations;  // parallel to workers
     std::vector<std::filesystem::path> files;      // what was read, in order
+    // Where each top-level key of the main file was written ("sample_interval"
+    // → file:line:column), so that a bad daemon setting is reported there.
+    std::map<std::string, SourceLocation> setting_locations;
 
     const WorkerSpec* find(const std::string& name) const;
 };

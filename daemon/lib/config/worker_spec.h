@@ -65,6 +65,10 @@ struct WorkerSpec {
     // true: the worker is "running" only after it sends READY=1 on NOTIFY_SOCKET
     // (systemd Type=notify semantics); false: as soon as it has been executed.
     bool notify = false;
+    // Notify workers only: a run without READY=1 within this time is a failed
+    // start (cgroup killed; restart policy and start limit apply). 0 = wait
+    // forever. Default as systemd's TimeoutStartSec.
+    Duration start_timeout = 90s;
     // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
     Duration watchdog = 0ms;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.

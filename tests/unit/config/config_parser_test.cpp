@@ -148,10 +148,38 @@ TEST(ConfigValidator, RejectsImpossibleCombinations) {
         HasSubstr("test.yaml:10:5: invalid worker name '../evil'")));
 }
 
-TEST(ConfigValidator, RejectsBadDaemonSettings) {
-    auto errors = errors_of("log_level: loud\nruntime_dir: run\n");
-    EXPECT_THAT(errors, ElementsAre(HasSubstr("log_level must be one of"),
-                                    "test.yaml: 'run' must be an absolute path"));
+TEST(ConfigValidator, ReportsBadDaemonSettingsWhereTheyAreWritten) {
+    auto errors = errors_of("dry_run: false\nlog_level: loud\nruntime_dir: run\n");
+    EXPECT_THAT(errors, ElementsAre(HasSubstr("test.yaml:2:1: log_level must be one of"),
+                                    "test.yaml:3:1: runtime_dir must be an absolute path, not 'run'"));
+}
+
+TEST(ConfigValidator, RejectsNamesOfCgroupFiles) {
+    auto errors = errors_of(R"(workers:
+  - name: memory.max
+    command: [/bin/a]
+    memory: {max: 1G}
+  - name: llama-3.1
+    command: [/bin/a]
+    memory: {max: 1G}
+)");
+    EXPECT_THAT(errors, ElementsAre(HasSubstr(
+                            "test.yaml:2:5: invalid worker name 'memory.max': names starting with a cgroup "
+                            "controller prefix")));
+}
+
+TEST(ConfigValidator, RejectsEnvironmentNamesWithEquals) {
+    auto errors = errors_of(R"(workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G}
+    environment: {"A=B": "1", "": "2", OK: "3"}
+)");
+    EXPECT_THAT(errors,
+                ElementsAre("test.yaml:2:5: worker 'a': environment variable name '' is invalid: it must "
+                            "be non-empty, without '='",
+                            "test.yaml:2:5: worker 'a': environment variable name 'A=B' is invalid: it "
+                            "must be non-empty, without '='"));
 }
 
 TEST(ConfigParser, EmptyDocumentIsEmptyConfig) {
