@@ -14,6 +14,7 @@
 
 #include "base/file_io.h"
 #include "cgroup/cgroup_discovery.h"
+#include "cgroup/delegation.h"
 #include "config/config_loader.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
@@ -44,7 +45,13 @@ Result<fs::path> cgroup_root_for(const DaemonSettings& d, const fs::path& procfs
     if (!d.cgroup_root.empty()) return d.cgroup_root;
     auto own = discover_own_cgroup(procfs);
     if (!own) return own.error();
-    return CgroupTree::root_from_own_cgroup(*own);
+    fs::path root = CgroupTree::root_from_own_cgroup(*own);
+    if (delegation_mark(root) == DelegationMark::absent)
+        spdlog::warn("cgroup {} is not marked as delegated (no trusted.delegate xattr): unless this "
+                     "is a container or systemd < 251, systemd may move or kill the workers; run "
+                     "infervisord through infervisord.service (Delegate=yes) or pass --cgroup-root",
+                     root.string());
+    return root;
 }
 
 Result<void> make_runtime_dirs(const Paths& paths) {

@@ -1,20 +1,21 @@
 // Against this host's real cgroup2 hierarchy. Our development machines mount
 // cgroup2 without the memory controller, but cgroup.kill, cgroup.events and
 // cgroup.procs work there, and those are what stopping a worker relies on.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
-#include "cgroup/cgroup_discovery.h"
 #include "cgroup/cgroup_dir.h"
+#include "cgroup/cgroup_discovery.h"
+#include "cgroup/delegation.h"
 
 namespace infervisor {
 namespace {
 
 class RealCgroup : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto own = discover_own_cgroup("/proc");
         if (!own) GTEST_SKIP() << "no cgroup2 here: " << own.error().message();
@@ -75,6 +76,19 @@ TEST_F(RealCgroup, RemoveFailsWhilePopulated) {
     (void)dir_->kill();
     waitpid(child, nullptr, 0);
     for (int i = 0; i < 10000 && *dir_->populated(); ++i) usleep(1000);
+}
+
+// systemd >= 251 marks a Delegate=yes cgroup with trusted.delegate=1; the
+// kernel's cgroupfs keeps trusted.* attributes, so set them as systemd would.
+TEST_F(RealCgroup, DelegationMarkIsSystemdsTrustedDelegateAttribute) {
+    EXPECT_EQ(delegation_mark(dir_->path()), DelegationMark::absent);
+    ASSERT_EQ(::setxattr(dir_->path().c_str(), "trusted.delegate", "0", 1, 0), 0)
+        << strerror(errno);
+    EXPECT_EQ(delegation_mark(dir_->path()), DelegationMark::absent);
+    ASSERT_EQ(::setxattr(dir_->path().c_str(), "trusted.delegate", "1", 1, 0), 0)
+        << strerror(errno);
+    EXPECT_EQ(delegation_mark(dir_->path()), DelegationMark::present);
+    EXPECT_EQ(delegation_mark(dir_->path() / "no-such-cgroup"), DelegationMark::unknown);
 }
 
 }  // namespace
