@@ -1,12 +1,14 @@
 #include "process/child_setup.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
 
 namespace infervisor {
 
@@ -98,8 +100,23 @@ void set_oom_score_adj(const ChildPlan& plan) noexcept {
     if (fd < 0) fail(plan, ChildStep::oom_score_adj);
     size_t len = 0;
     while (plan.oom_score_adj[len]) ++len;
-    if (::write(fd, plan.oom_score_adj, len) != static_cast<ssize_t>(len)) fail(plan, ChildStep::oom_score_adj);
+    if (::write(fd, plan.oom_score_adj, len) != static_cast<ssize_t>(len))
+        fail(plan, ChildStep::oom_score_adj);
     ::close(fd);
+}
+
+// The daemon keeps CAP_SYS_ADMIN (fanotify naming who deleted a protected
+// file) and CAP_SETPCAP (to drop it here) in its bounding set; a worker, even
+// one running as root, gets neither. CAP_SETPCAP goes last: dropping needs it.
+// An unprivileged caller (tests) holds no capabilities to hand on: its EPERM
+// is not an error.
+void drop_supervisor_capabilities(const ChildPlan& plan) noexcept {
+    for (int cap : {CAP_SYS_ADMIN, CAP_SETPCAP}) {
+        if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1) continue;
+        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+        if (errno == EPERM && ::geteuid() != 0) return;
+        fail(plan, ChildStep::drop_capabilities);
+    }
 }
 
 }  // namespace
@@ -110,6 +127,7 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     if (::setsid() < 0) fail(plan, ChildStep::setsid);
     set_oom_score_adj(plan);
     install_stdio(plan);
+    drop_supervisor_capabilities(plan);
     if (plan.change_credentials) change_credentials(plan);
     if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         fail(plan, ChildStep::no_new_privileges);

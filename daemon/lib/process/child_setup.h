@@ -29,6 +29,7 @@ enum class ChildStep : int {
     setresgid,
     setresuid,
     verify_credentials,
+    drop_capabilities,
     no_new_privileges,
     chdir,
     close_fds,
@@ -58,7 +59,7 @@ struct ChildPlan {
     size_t group_count = 0;
     bool no_new_privileges = true;
     const char* oom_score_adj = nullptr;  // decimal text, or nullptr to inherit
-    int max_fd = 1024;  // close loop bound when close_range is unavailable
+    int max_fd = 1024;                    // close loop bound when close_range is unavailable
 };
 
 // Never returns. `join_cgroup`: write this process into plan.cgroup_fd's

@@ -122,6 +122,8 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
         case ChildStep::verify_credentials:
             return "verify credentials (uid " + optional_id(request.uid) + ", gid " +
                    optional_id(request.gid) + ")";
+        case ChildStep::drop_capabilities:
+            return "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN/CAP_SETPCAP)";
         case ChildStep::no_new_privileges:
             return "prctl(PR_SET_NO_NEW_PRIVS)";
         case ChildStep::chdir:

@@ -5,6 +5,7 @@
 #include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,6 +252,20 @@ TEST(Spawn, NoNewPrivilegesIsSetUnlessDisabled) {
     finished = run_captured(request);
     ASSERT_TRUE(finished);
     EXPECT_EQ(status_line(finished->output, "NoNewPrivs"), "NoNewPrivs:\t0");
+}
+
+TEST(Spawn, WorkersNeverGetCapSysAdminOrCapSetpcap) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to hold capabilities to drop";
+    if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 1)
+        GTEST_SKIP() << "this test process has no CAP_SYS_ADMIN to hand on";
+    auto finished = run_captured(command({"/bin/cat", "/proc/self/status"}));
+    ASSERT_TRUE(finished);
+    std::string line = status_line(finished->output, "CapBnd");
+    ASSERT_EQ(line.rfind("CapBnd:\t", 0), 0u) << finished->output;
+    uint64_t bounding = std::stoull(line.substr(8), nullptr, 16);
+    EXPECT_EQ(bounding & (1ull << CAP_SYS_ADMIN), 0u) << line;
+    EXPECT_EQ(bounding & (1ull << CAP_SETPCAP), 0u) << line;
+    EXPECT_NE(bounding & (1ull << CAP_KILL), 0u) << line;  // the rest is left alone
 }
 
 TEST(Spawn, DropsToAnUnprivilegedUserWithExactlyTheGivenGroups) {
