@@ -65,6 +65,13 @@ void CliContext::fail_reply(const VarlinkReply& reply) {
             if (e.is_string()) std::cerr << e.get<std::string>() << "\n";
         return fail(kFailure, "the configuration is invalid; nothing was changed");
     }
+    if (reply.error == err::kTooManyConnections)
+        return fail(kFailure,
+                    "the daemon refused the connection: " +
+                        std::string(p.value("scope", "") == "uid" ? "this user already holds"
+                                                                  : "it already serves") +
+                        " its limit of " + std::to_string(p.value("limit", 0)) +
+                        " control connections; try again later");
     fail(kFailure, "the daemon answered " + reply.error + " " + dump_json(p));
 }
 

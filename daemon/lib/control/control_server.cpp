@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <variant>
 #include <vector>
+
+#include "control/refused_connections.h"
 
 namespace infervisor {
 
@@ -13,14 +16,12 @@ using Protocol = asio::local::stream_protocol;
 // The accepting side; shared with the accept coroutine so that it stays
 // valid until that coroutine has seen the acceptor closed.
 struct ControlListener {
-    ControlListener(asio::io_context& io, std::shared_ptr<SessionHub> session_hub, std::size_t max)
-        : acceptor(io), hub(std::move(session_hub)), max_connections(max) {}
+    ControlListener(asio::io_context& io, std::shared_ptr<SessionHub> session_hub)
+        : acceptor(io), hub(std::move(session_hub)) {}
 
     Protocol::acceptor acceptor;
     std::shared_ptr<SessionHub> hub;
-    std::size_t max_connections;
-    std::size_t refused = 0;  // since the last warning
-    std::chrono::steady_clock::time_point last_warning;
+    std::shared_ptr<RefusedConnections> refused = std::make_shared<RefusedConnections>();
 };
 
 namespace {
@@ -32,25 +33,21 @@ bool transient_accept_error(const error_code& ec) {
            ec == asio::error::no_memory || ec.value() == ENFILE;
 }
 
-void refuse(ControlListener& listener, Protocol::socket& socket) {
-    error_code ignored;
-    socket.close(ignored);
-    ++listener.refused;
-    auto now = std::chrono::steady_clock::now();
-    if (now - listener.last_warning < std::chrono::seconds(10)) return;
-    spdlog::warn("control: {} connections open; refused {} connection(s)",
-                 listener.hub->sessions.size(), listener.refused);
-    listener.refused = 0;
-    listener.last_warning = now;
-}
-
-void serve(std::shared_ptr<SessionHub> hub, Protocol::socket socket) {
+// Admits the connection under its peer's quota, or turns it away.
+void serve(ControlListener& listener, Protocol::socket socket) {
     auto peer = read_peer_credentials(socket.native_handle());
     if (!peer) {
         spdlog::warn("control: dropping connection: {}", peer.error().message());
         return;
     }
-    std::make_shared<ControlSession>(std::move(socket), std::move(*peer), std::move(hub))->start();
+    auto admitted = listener.hub->quota.admit(peer->uid);
+    if (auto* refusal = std::get_if<ConnectionRefusal>(&admitted)) {
+        listener.refused->refuse(std::move(socket), *peer, *refusal);
+        return;
+    }
+    std::make_shared<ControlSession>(std::move(socket), std::move(*peer), listener.hub,
+                                     std::move(std::get<ConnectionQuota::Slot>(admitted)))
+        ->start();
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<ControlListener> listener) {
@@ -68,11 +65,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<ControlListener> listener) {
             }
             continue;
         }
-        if (listener->hub->sessions.size() >= listener->max_connections) {
-            refuse(*listener, socket);
-            continue;
-        }
-        serve(listener->hub, std::move(socket));
+        serve(*listener, std::move(socket));
     }
 }
 
@@ -88,7 +81,9 @@ ControlServer::ControlServer(asio::io_context& io, SupervisorApi& supervisor,
       options_(std::move(options)),
       hub_(std::make_shared<SessionHub>(
           supervisor, AccessPolicy{options_.control_group},
-          SessionLimits{options_.idle_timeout, options_.max_message_size, options_.max_output})) {}
+          SessionLimits{options_.idle_timeout, options_.max_message_size, options_.max_output},
+          ConnectionLimits{options_.max_connections, options_.max_connections_per_uid,
+                           options_.root_reserved_connections})) {}
 
 ControlServer::~ControlServer() { stop(); }
 
@@ -96,7 +91,7 @@ Result<void> ControlServer::start() {
     if (listener_) return plain_error("control server already started");
     auto bound = bind_control_socket(options_.path, options_.socket_mode);
     if (!bound) return bound.error();
-    auto listener = std::make_shared<ControlListener>(io_, hub_, options_.max_connections);
+    auto listener = std::make_shared<ControlListener>(io_, hub_);
     error_code ec;
     listener->acceptor.assign(Protocol(), bound->fd.get(), ec);
     if (ec) {
@@ -115,6 +110,7 @@ void ControlServer::stop() {
     if (!listener_) return;
     error_code ignored;
     listener_->acceptor.close(ignored);
+    listener_->refused->close_all();
     listener_.reset();
     std::vector<ControlSession*> sessions(hub_->sessions.begin(), hub_->sessions.end());
     for (auto* session : sessions) session->close();

@@ -4,7 +4,9 @@
 // Access: the socket file is mode 0666 by default, so any local user may
 // read status (as with `systemctl status`); every call that changes state is
 // authorized per call from the peer's kernel credentials (see AccessPolicy,
-// PeerCredentials). Connections beyond max_connections are closed at once.
+// PeerCredentials). How many connections a client may hold is limited per
+// uid and in total (ConnectionQuota); a connection over a limit gets a
+// TooManyConnections error and is closed (RefusedConnections).
 //
 // stop() closes the acceptor and every session and unlinks the socket file;
 // the io_context then drains by itself (io_context::stop() is not needed).
@@ -23,6 +25,7 @@
 #include "base/paths.h"
 #include "base/result.h"
 #include "control/asio_coro.h"
+#include "control/connection_quota.h"
 #include "control/control_session.h"
 #include "control/control_socket.h"
 #include "control/supervisor_api.h"
@@ -33,7 +36,9 @@ struct ControlServerOptions {
     std::filesystem::path path = "/run/infervisor/io.infervisor";
     std::optional<gid_t> control_group;  // may change things besides root
     Duration idle_timeout = std::chrono::seconds(30);
-    std::size_t max_connections = 256;
+    std::size_t max_connections = 256;           // all clients together
+    std::size_t max_connections_per_uid = 32;    // each uid but root
+    std::size_t root_reserved_connections = 16;  // of max_connections
     std::size_t max_message_size = 1 << 20;
     // Unsent bytes per connection; must exceed the largest reply (a List
     // costs about 320 bytes per worker).
@@ -60,6 +65,8 @@ class ControlServer {
     void stop();
 
     std::size_t connection_count() const { return hub_->sessions.size(); }
+    // Connections of `uid` counted against its quota.
+    std::size_t connection_count(uid_t uid) const { return hub_->quota.held_by(uid); }
 
   private:
     boost::asio::io_context& io_;

@@ -53,10 +53,12 @@ class ControlSession::CallSink final : public ReplySink {
     bool finished_ = false;
 };
 
-ControlSession::ControlSession(Socket socket, PeerCredentials peer, std::shared_ptr<SessionHub> hub)
+ControlSession::ControlSession(Socket socket, PeerCredentials peer, std::shared_ptr<SessionHub> hub,
+                               ConnectionQuota::Slot slot)
     : socket_(std::move(socket)),
       peer_(std::move(peer)),
       hub_(std::move(hub)),
+      slot_(std::move(slot)),
       framer_(hub_->limits.max_message_size + 1),  // + the NUL
       idle_timer_(socket_.get_executor()),
       write_wakeup_(socket_.get_executor()) {}

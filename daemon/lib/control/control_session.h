@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "control/asio_coro.h"
+#include "control/connection_quota.h"
 #include "control/peer_credentials.h"
 #include "control/varlink_framer.h"
 #include "control/varlink_service.h"
@@ -38,10 +39,12 @@ class ControlSession;
 // What all sessions of one server share; outlives the server object while
 // any session is still winding down.
 struct SessionHub {
-    SessionHub(SupervisorApi& supervisor, AccessPolicy policy, SessionLimits session_limits)
-        : service(supervisor, policy), limits(session_limits) {}
+    SessionHub(SupervisorApi& supervisor, AccessPolicy policy, SessionLimits session_limits,
+               ConnectionLimits connection_limits)
+        : service(supervisor, policy), limits(session_limits), quota(connection_limits) {}
     VarlinkService service;
     SessionLimits limits;
+    ConnectionQuota quota;
     std::unordered_set<ControlSession*> sessions;
 };
 
@@ -49,7 +52,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   public:
     using Socket = boost::asio::local::stream_protocol::socket;
 
-    ControlSession(Socket socket, PeerCredentials peer, std::shared_ptr<SessionHub> hub);
+    // `slot` counts the connection against its peer's quota in the hub.
+    ControlSession(Socket socket, PeerCredentials peer, std::shared_ptr<SessionHub> hub,
+                   ConnectionQuota::Slot slot);
     ~ControlSession();
     ControlSession(const ControlSession&) = delete;
     ControlSession& operator=(const ControlSession&) = delete;
@@ -78,6 +83,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     Socket socket_;
     PeerCredentials peer_;
     std::shared_ptr<SessionHub> hub_;
+    ConnectionQuota::Slot slot_;  // after hub_: released before the hub may go
     VarlinkFramer framer_;
     boost::asio::steady_timer idle_timer_;
     boost::asio::steady_timer write_wakeup_;

@@ -17,5 +17,9 @@ inline constexpr std::string_view kPermissionDenied = "io.infervisor.Supervisor.
 inline constexpr std::string_view kConfigInvalid = "io.infervisor.Supervisor.ConfigInvalid";
 inline constexpr std::string_view kActionFailed = "io.infervisor.Supervisor.ActionFailed";
 inline constexpr std::string_view kProtocolError = "io.infervisor.Supervisor.ProtocolError";
+// Sent instead of any reply to a connection over a ConnectionQuota limit,
+// with parameters {scope: "uid"|"total", limit: int}; then the server closes.
+inline constexpr std::string_view kTooManyConnections =
+    "io.infervisor.Supervisor.TooManyConnections";
 
 }  // namespace infervisor::varlink_error

@@ -141,7 +141,7 @@ TEST(ControlServer, AClientThatNeverReadsIsClosed) {
         [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
 }
 
-TEST(ControlServer, ConnectionsBeyondTheLimitAreClosedAtOnce) {
+TEST(ControlServer, ConnectionsBeyondTheLimitGetAnErrorAndAreClosed) {
     ControlServerOptions options;
     options.max_connections = 4;
     ServerFixture server(options);
@@ -155,7 +155,12 @@ TEST(ControlServer, ConnectionsBeyondTheLimitAreClosedAtOnce) {
     std::vector<std::unique_ptr<RawClient>> excess;
     for (int i = 0; i < 50; ++i)
         excess.push_back(std::make_unique<RawClient>(server.socket_path()));
-    for (auto& c : excess) EXPECT_TRUE(c->closed_by_peer());
+    for (auto& c : excess) {
+        auto refused = parsed(c->read_message());
+        EXPECT_EQ(refused["error"], err::kTooManyConnections);
+        EXPECT_EQ(refused["parameters"], json({{"scope", "total"}, {"limit", 4}}));
+        EXPECT_TRUE(c->closed_by_peer());
+    }
     for (auto& c : admitted) EXPECT_TRUE(c.call("io.infervisor.Supervisor.List").ok());
     admitted.clear();
     ASSERT_TRUE(server.eventually(
@@ -163,6 +168,92 @@ TEST(ControlServer, ConnectionsBeyondTheLimitAreClosedAtOnce) {
     auto later = VarlinkClient::connect(server.socket_path());
     ASSERT_TRUE(later.ok());
     EXPECT_TRUE(later->call("io.infervisor.Supervisor.List").ok());
+}
+
+// As uid 65534, with a per-uid limit of 2: returns 0 when the third
+// connection is refused with the limit, the first two keep working, and one
+// of them closed makes room again; otherwise the step that failed.
+int crowd_as_nobody(const ServerFixture& server) {
+    auto path = server.socket_path();
+    auto list = [](VarlinkClient& c) {
+        auto reply = c.call("io.infervisor.Supervisor.List");
+        return reply.ok() && !reply->failed();
+    };
+    return testing::run_as_nobody({}, [&] {
+        std::vector<VarlinkClient> held;
+        for (int i = 0; i < 2; ++i) {
+            auto c = VarlinkClient::connect(path);
+            if (!c || !list(*c)) return 10;
+            held.push_back(std::move(*c));
+        }
+        auto extra = VarlinkClient::connect(path);
+        if (!extra) return 11;
+        auto refused = extra->call("io.infervisor.Supervisor.List");
+        if (!refused) return 12;  // the error must arrive, not a reset
+        if (refused->error != err::kTooManyConnections) return 13;
+        if (refused->parameters != json({{"scope", "uid"}, {"limit", 2}})) return 14;
+        if (extra->call("io.infervisor.Supervisor.List").ok()) return 15;  // and it is closed
+        for (auto& c : held)
+            if (!list(c)) return 16;
+        held.pop_back();
+        for (int attempt = 0; attempt < 2000; ++attempt) {  // until the server saw it go
+            auto again = VarlinkClient::connect(path);
+            if (again && list(*again)) return 0;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return 17;
+    });
+}
+
+TEST(ControlServer, OneUidCannotTakeEveryConnection) {
+    ControlServerOptions options;
+    options.max_connections = 16;
+    options.max_connections_per_uid = 2;
+    options.root_reserved_connections = 0;
+    ServerFixture server(options);
+    std::vector<VarlinkClient> root;  // root is exempt from the per-uid limit
+    for (int i = 0; i < 3; ++i) {
+        auto c = VarlinkClient::connect(server.socket_path());
+        ASSERT_TRUE(c.ok());
+        ASSERT_FALSE(c->call("io.infervisor.Supervisor.List")->failed());
+        root.push_back(std::move(*c));
+    }
+    EXPECT_EQ(crowd_as_nobody(server), 0);
+    EXPECT_TRUE(server.eventually([](FakeSupervisor&, ControlServer& s) {
+        return s.connection_count(testing::kNobody) == 0;
+    }));
+    for (auto& c : root) EXPECT_FALSE(c.call("io.infervisor.Supervisor.List")->failed());
+}
+
+TEST(ControlServer, TheLastConnectionsAreKeptForRoot) {
+    ControlServerOptions options;
+    options.max_connections = 3;
+    options.root_reserved_connections = 2;
+    ServerFixture server(options);
+    auto path = server.socket_path();
+    // Unprivileged clients get max_connections - root_reserved = 1 ...
+    int rc = testing::run_as_nobody({}, [&] {
+        auto first = VarlinkClient::connect(path);
+        if (!first || first->call("io.infervisor.Supervisor.List")->failed()) return 10;
+        auto second = VarlinkClient::connect(path);
+        if (!second) return 11;
+        auto refused = second->call("io.infervisor.Supervisor.List");
+        if (!refused || refused->error != err::kTooManyConnections) return 12;
+        return refused->parameters == json({{"scope", "total"}, {"limit", 1}}) ? 0 : 13;
+    });
+    EXPECT_EQ(rc, 0);
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
+    // ... root all of them.
+    std::vector<VarlinkClient> root;
+    for (int i = 0; i < 3; ++i) {
+        auto c = VarlinkClient::connect(server.socket_path());
+        ASSERT_TRUE(c.ok());
+        auto reply = c->call("io.infervisor.Supervisor.List");
+        ASSERT_TRUE(reply.ok()) << reply.error().message();
+        EXPECT_FALSE(reply->failed()) << reply->error;
+        root.push_back(std::move(*c));
+    }
 }
 
 // As uid 65534: calls `method` and returns 0 if the reply's error is `expected`.
