@@ -52,6 +52,11 @@ const std::vector<RuleSpec>& PolicyEngine::rules_for(const std::string& worker) 
     return it == effective_.end() ? defaults_ : it->second;
 }
 
+void PolicyEngine::set_growth_window(Duration window) {
+    options_.growth_window = window;
+    for (auto& [name, state] : workers_) state.growth.set_window(window);
+}
+
 PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
     auto it = workers_.find(worker);
     if (it == workers_.end()) {

@@ -57,6 +57,9 @@ class PolicyEngine {
     void set_worker_rules(const std::string& worker, std::vector<RuleSpec> own);
     void set_host_rules(std::vector<RuleSpec> rules);
     void set_dry_run(bool dry_run) { options_.dry_run = dry_run; }
+    // memory.growth's window, for workers tracked now and later. A shorter
+    // window answers sooner (after half of it) but follows noise more.
+    void set_growth_window(Duration window);
 
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
                                    TimePoint now);

@@ -29,6 +29,8 @@ class GrowthTracker {
     std::optional<double> per_minute() const;
 
     Duration window() const { return window_; }
+    // A new window applies from the next add(); the samples kept so far stay.
+    void set_window(Duration window) { window_ = window; }
     void clear() { samples_.clear(); }
 
   private:

@@ -1,8 +1,12 @@
 #include "supervise/exit_reason.h"
 
+#include "base/units.h"
+
 namespace infervisor {
 
 std::string ExitReason::describe() const {
+    // Our kill, not a crash: say why we killed it.
+    if (no_ready_within) return "no READY=1 within " + format_duration(*no_ready_within);
     if (oom_killed()) return "oom-killed (memory.max reached)";
     return status.describe();
 }

@@ -3,7 +3,10 @@
 // oom_kill count in memory.events).
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include "base/clock.h"
 
 #include "process/exit_status.h"
 #include "supervise/restart_tracker.h"
@@ -15,14 +18,18 @@ struct ExitReason {
     long long oom_kills = 0;       // memory.events oom_kill (+ oom_group_kill) of this run
     bool stop_requested = false;   // the daemon asked it to stop
     bool killed_by_policy = false; // a rule or the watchdog killed it
+    // Set when a notify worker was killed for sending no READY=1 within this.
+    std::optional<Duration> no_ready_within;
 
     bool oom_killed() const {
         return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled && status.signal == SIGKILL;
     }
     ExitClass exit_class() const {
-        return status.success() && !oom_killed() ? ExitClass::clean : ExitClass::failure;
+        return status.success() && !oom_killed() && !no_ready_within ? ExitClass::clean
+                                                                     : ExitClass::failure;
     }
-    // "oom-killed", "exited with code 3", "killed by SIGSEGV (core dumped)".
+    // "no READY=1 within 1m30s", "oom-killed (memory.max reached)",
+    // "exited with code 3", "killed by SIGSEGV (core dumped)".
     std::string describe() const;
 };
 

@@ -2,24 +2,67 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+
 #include "policy/sampler.h"
 
 namespace infervisor {
 
 namespace asio = boost::asio;
 
+namespace {
+// "Stalled 15 % of a second": the same trigger as the host's.
+const PsiTriggerSpec kPressureTrigger{PsiLine::some, std::chrono::milliseconds(150),
+                                      std::chrono::seconds(1)};
+}  // namespace
+
 PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
-    : ctx_(ctx), supervisor_(supervisor), tick_(ctx.io) {
-    // A new run starts with a clean slate: growth, held conditions, counters.
-    subscription_ = ctx_.events.subscribe([this](const Event& e) {
-        if (e.kind == EventKind::started) engine_.forget(e.worker);
-    });
+    : ctx_(ctx), supervisor_(supervisor), tick_(ctx.io), wake_timer_(ctx.io) {
+    subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
+}
+
+PolicyRunner::~PolicyRunner() {
+    ctx_.events.unsubscribe(subscription_);
+    alive_.reset();
+}
+
+void PolicyRunner::on_event(const Event& e) {
+    switch (e.kind) {
+        case EventKind::started:
+            // A new run starts with a clean slate: growth, held conditions, counters.
+            engine_.forget(e.worker);
+            if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
+            return;
+        case EventKind::exited:
+            watches_.erase(e.worker);  // before the cgroup is removed
+            return;
+        default:
+            return;
+    }
+}
+
+void PolicyRunner::open_watch(const Worker& worker) {
+    const std::string& name = worker.name();
+    auto watch = std::make_unique<WorkerSignalWatch>(
+        ctx_.io, worker.cgroup().path(), kPressureTrigger,
+        [this, name](std::string_view file) {
+            request_evaluation(name + ": " + std::string(file));
+        },
+        signal_files_);
+    // One line per worker at info, and again only when the choice changes.
+    std::string& logged = watch_logged_[name];
+    auto level = logged == watch->description() ? spdlog::level::debug : spdlog::level::info;
+    spdlog::log(level, "{}: wake-ups from {}; otherwise sampled every {}", name,
+                watch->description(), format_duration(interval_));
+    logged = watch->description();
+    watches_[name] = std::move(watch);
 }
 
 void PolicyRunner::configure(const Config& config) {
     engine_.set_dry_run(config.daemon.dry_run);
     engine_.set_default_rules(config.default_rules);
     engine_.set_host_rules(config.host_rules);
+    engine_.set_growth_window(config.daemon.growth_window);
     interval_ = config.daemon.sample_interval;
     std::set<std::string> now;
     for (const auto& w : config.workers) {
@@ -27,18 +70,24 @@ void PolicyRunner::configure(const Config& config) {
         now.insert(w.name);
     }
     for (const auto& name : known_)
-        if (!now.count(name)) engine_.remove_worker(name);
+        if (!now.count(name)) {
+            engine_.remove_worker(name);
+            watch_logged_.erase(name);
+        }
     known_ = std::move(now);
 }
 
 void PolicyRunner::start() {
     running_ = true;
     arm_tick();
-    auto trigger = open_psi_trigger(ctx_.paths.procfs / "pressure/memory",
-                                    {PsiLine::some, std::chrono::milliseconds(150), std::chrono::seconds(1)});
+    for (const Worker* w : supervisor_.workers())
+        if ((w->state() == WorkerState::running || w->state() == WorkerState::starting) &&
+            !w->exiting() && !watches_.count(w->name()))
+            open_watch(*w);
+    auto trigger = open_psi_trigger(ctx_.paths.procfs / "pressure/memory", kPressureTrigger);
     if (!trigger) {
-        spdlog::info("no host memory PSI trigger ({}); sampling every {}", trigger.error().message(),
-                     format_duration(interval_));
+        spdlog::info("no host memory PSI trigger ({}); sampling every {}",
+                     trigger.error().message(), format_duration(interval_));
         return;
     }
     psi_.emplace(std::move(*trigger));
@@ -51,7 +100,10 @@ void PolicyRunner::start() {
 void PolicyRunner::stop() {
     running_ = false;
     tick_.cancel();
+    wake_timer_.cancel();
+    evaluation_queued_ = false;
     if (psi_watch_) psi_watch_->cancel();
+    watches_.clear();
 }
 
 void PolicyRunner::arm_tick() {
@@ -67,14 +119,39 @@ void PolicyRunner::arm_psi() {
     psi_watch_->async_wait(asio::posix::stream_descriptor::wait_error,
                            [this](const boost::system::error_code& ec) {
                                if (ec || !running_) return;
-                               spdlog::debug("host memory pressure trigger fired");
-                               evaluate_now();
                                arm_psi();
+                               request_evaluation("host memory pressure");
                            });
+}
+
+void PolicyRunner::request_evaluation(std::string_view why) {
+    spdlog::debug("wake-up: {}{}", why, evaluation_queued_ ? " (evaluation already queued)" : "");
+    if (!running_ || evaluation_queued_) return;
+    evaluation_queued_ = true;
+    TimePoint now = ctx_.clock.now();
+    std::weak_ptr<char> alive = alive_;
+    if (!last_evaluation_ || now - *last_evaluation_ >= kMinWakeGap) {
+        asio::post(ctx_.io, [this, alive] {
+            if (!alive.expired()) run_queued_evaluation();
+        });
+        return;
+    }
+    wake_timer_.expires_after(kMinWakeGap - (now - *last_evaluation_));
+    wake_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+        if (!ec && !alive.expired()) run_queued_evaluation();
+    });
+}
+
+void PolicyRunner::run_queued_evaluation() {
+    if (!evaluation_queued_) return;  // stop() came in between
+    evaluation_queued_ = false;
+    if (running_) evaluate_now();
 }
 
 void PolicyRunner::evaluate_now() {
     TimePoint now = ctx_.clock.now();
+    last_evaluation_ = now;
+    ++evaluations_;
     std::vector<Decision> decisions;
     std::vector<WorkerCandidate> candidates;
     for (const Worker* w : supervisor_.workers()) {
@@ -83,9 +160,11 @@ void PolicyRunner::evaluate_now() {
         WorkerSample sample = sample_worker(w->cgroup().path(), now);
         sample.started_at = w->started_at();
         sample.last_heartbeat = w->last_heartbeat();
+        supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
         for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
-        candidates.push_back({w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
+        candidates.push_back(
+            {w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
     }
     HostSample host = sample_host(ctx_.paths.procfs, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
@@ -94,13 +173,17 @@ void PolicyRunner::evaluate_now() {
 
 Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
     switch (d.action) {
-        case Action::log: return {};
+        case Action::log:
+            return {};
         case Action::throttle:
             if (!d.memory_high) return plain_error("no memory.high value to throttle to");
             return worker.throttle(*d.memory_high);
-        case Action::freeze: return worker.freeze();
-        case Action::checkpoint: return worker.stop_by_policy(d.then);
-        case Action::kill: return worker.kill_by_policy(d.then);
+        case Action::freeze:
+            return worker.freeze();
+        case Action::checkpoint:
+            return worker.stop_by_policy(d.then, d.rule);
+        case Action::kill:
+            return worker.kill_by_policy(d.then, d.rule);
     }
     return {};
 }
@@ -109,8 +192,10 @@ void PolicyRunner::execute(const Decision& d) {
     std::string result = d.dry_run ? "dry-run: not taken" : "done";
     Worker* worker = d.worker.empty() ? nullptr : supervisor_.find(d.worker);
     if (!d.dry_run && d.action != Action::log) {
-        if (!worker) result = "no such worker";
-        else if (auto r = carry_out(*worker, d); !r) result = "failed: " + r.error().message();
+        if (!worker)
+            result = "no such worker";
+        else if (auto r = carry_out(*worker, d); !r)
+            result = "failed: " + r.error().message();
     }
     std::vector<std::pair<std::string, std::string>> fields = {
         {"RULE", d.rule},

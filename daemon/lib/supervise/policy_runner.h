@@ -1,41 +1,70 @@
-// PolicyRunner: drives the pure PolicyEngine from the event loop. Every
-// sample_interval, and at once when the host's memory PSI trigger fires, it
-// samples each running worker and the host, asks the engine for decisions,
-// and carries them out through the Worker (throttle, freeze, checkpoint —
-// for now a clean stop —, kill) or only logs them in dry-run mode. Every
-// decision is a `policy-action` journal entry with the rule, the action, the
-// measured values and the result.
+// PolicyRunner: drives the pure PolicyEngine from the event loop. It samples
+// each running worker and the host, asks the engine for decisions, and
+// carries them out through the Worker (throttle, freeze, checkpoint — for now
+// a clean stop —, kill) or only logs them in dry-run mode. Every decision is
+// a `policy-action` journal entry with the rule, the action, the measured
+// values and the result.
+//
+// When it evaluates: every sample_interval (the tick), and at once when the
+// kernel reports something — the host's /proc/pressure/memory trigger, or a
+// running worker's memory.pressure trigger or memory.events change (see
+// worker_signal_watch.h; a worker's watch lives from its `started` event to
+// its `exited` event). Wake-ups are coalesced: at most one evaluation is
+// queued, and evaluations are at least kMinWakeGap apart, so a burst of
+// notifications (a worker pinned at memory.high notifies up to 50 times a
+// second) costs at most 1 / kMinWakeGap evaluations a second while a quiet
+// system still reacts within one event-loop turn.
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "config/daemon_config.h"
 #include "policy/policy_engine.h"
 #include "policy/psi_trigger.h"
 #include "supervise/supervisor.h"
+#include "supervise/worker_signal_watch.h"
 
 namespace infervisor {
 
 class PolicyRunner {
-public:
-    PolicyRunner(WorkerContext& ctx, Supervisor& supervisor);
+  public:
+    // Shortest time between two evaluations started by kernel wake-ups.
+    static constexpr Duration kMinWakeGap{50};
 
-    // Takes the rules, host rules, dry-run flag and sampling interval of a
-    // (new) configuration. Workers no longer configured are forgotten.
+    PolicyRunner(WorkerContext& ctx, Supervisor& supervisor);
+    ~PolicyRunner();
+    PolicyRunner(const PolicyRunner&) = delete;
+    PolicyRunner& operator=(const PolicyRunner&) = delete;
+
+    // Takes the rules, host rules, dry-run flag, sampling interval and growth
+    // window of a (new) configuration. Workers no longer configured are
+    // forgotten.
     void configure(const Config& config);
-    // Starts the tick and the host PSI trigger (if the kernel offers one).
+    // Starts the tick, the host PSI trigger (if the kernel offers one) and the
+    // watches of workers already running.
     void start();
     void stop();
 
     // One evaluation round; public for tests.
     void evaluate_now();
+    // Queues one evaluation (coalesced, see above); `why` is for the debug log.
+    void request_evaluation(std::string_view why);
+    // Evaluation rounds so far (tick and wake-ups), for tests and status.
+    size_t evaluations() const { return evaluations_; }
+    // Which files of a worker's cgroup are watched; a seam for tests.
+    void set_signal_files(SignalWatchFiles files) { signal_files_ = std::move(files); }
 
-private:
+  private:
     void arm_tick();
     void arm_psi();
+    void on_event(const Event& e);
+    void open_watch(const Worker& worker);
+    void run_queued_evaluation();
     void execute(const Decision& decision);
     Result<void> carry_out(Worker& worker, const Decision& decision);
 
@@ -45,10 +74,19 @@ private:
     Duration interval_ = std::chrono::seconds(2);
     std::set<std::string> known_;
     boost::asio::steady_timer tick_;
+    boost::asio::steady_timer wake_timer_;
     std::optional<PsiTrigger> psi_;
     std::unique_ptr<boost::asio::posix::stream_descriptor> psi_watch_;
+    std::map<std::string, std::unique_ptr<WorkerSignalWatch>> watches_;
+    std::map<std::string, std::string> watch_logged_;  // worker → description last logged
+    SignalWatchFiles signal_files_;
     EventBus::SinkId subscription_ = 0;
     bool running_ = false;
+    bool evaluation_queued_ = false;
+    std::optional<TimePoint> last_evaluation_;
+    size_t evaluations_ = 0;
+    // Expires with the runner: posted handlers check it first.
+    std::shared_ptr<char> alive_ = std::make_shared<char>();
 };
 
 }  // namespace infervisor

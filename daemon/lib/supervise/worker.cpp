@@ -46,12 +46,14 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
       stop_timer_(ctx.io),
       restart_timer_(ctx.io),
       watchdog_timer_(ctx.io),
+      start_timer_(ctx.io),
       empty_timer_(ctx.io) {}
 
 Worker::~Worker() {
     stop_timer_.cancel();
     restart_timer_.cancel();
     watchdog_timer_.cancel();
+    start_timer_.cancel();
     empty_timer_.cancel();
 }
 
@@ -134,6 +136,8 @@ void Worker::launch() {
     }
     killed_by_policy_ = false;
     policy_then_.reset();
+    policy_rule_.clear();
+    start_timed_out_ = false;
     last_heartbeat_.reset();
     auto fail = [this](const Error& error) {
         emit(EventKind::start_failed, "could not start: " + error.message());
@@ -158,6 +162,7 @@ void Worker::launch() {
     if (!spec_.notify) emit(EventKind::ready, "running", {{"PID", std::to_string(pid_)}});
     watch_exit();
     arm_watchdog();
+    arm_start_timeout();
 }
 
 Result<void> Worker::prepare_cgroup() {
@@ -270,6 +275,7 @@ void Worker::handle_notify(const NotifyDatagram& d) {
         arm_watchdog();
     }
     if (msg->has("READY", "1") && state_ == WorkerState::starting) {
+        start_timer_.cancel();
         set_state(WorkerState::running);
         emit(EventKind::ready, "ready (READY=1)", {{"PID", std::to_string(pid_)}});
     }
@@ -293,6 +299,23 @@ void Worker::on_watchdog_expired() {
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
+void Worker::arm_start_timeout() {
+    if (!spec_.notify || spec_.start_timeout.count() <= 0 || pid_ == 0) return;
+    start_timer_.expires_after(spec_.start_timeout);
+    start_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) on_start_timeout();
+    });
+}
+
+void Worker::on_start_timeout() {
+    if (pid_ == 0 || exiting_ || state_ != WorkerState::starting) return;
+    start_timed_out_ = true;
+    emit(EventKind::start_failed,
+         "no READY=1 within " + format_duration(spec_.start_timeout) + "; killing its cgroup",
+         {{"PID", std::to_string(pid_)}, {"START_TIMEOUT_MS", ms(spec_.start_timeout)}});
+    if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
+}
+
 void Worker::on_exit() {
     auto status = reap(pidfd_watch_->native_handle());
     if (!status || !*status) {
@@ -313,8 +336,10 @@ void Worker::on_exit() {
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.stop_requested = stop_requested_;
     reason.killed_by_policy = killed_by_policy_;
+    if (start_timed_out_) reason.no_ready_within = spec_.start_timeout;
     pidfd_watch_.reset();
     watchdog_timer_.cancel();
+    start_timer_.cancel();
     stop_timer_.cancel();
 
     Duration ran = started_at_ ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
@@ -378,7 +403,7 @@ void Worker::finish_run(const ExitReason& reason) {
     }
     // A run a policy rule ended counts as a failure; its `then` may park the
     // worker or force a restart that the restart policy would not make.
-    if (policy_then_ == Then::park) return set_state(WorkerState::parked);
+    if (policy_then_ == Then::park) return park(reason);
     RestartVerdict verdict =
         tracker_.on_exit(killed_by_policy_ ? ExitClass::failure : reason.exit_class());
     if (policy_then_ == Then::restart && verdict.action == RestartVerdict::Action::stay_stopped)
@@ -396,6 +421,15 @@ void Worker::finish_run(const ExitReason& reason) {
                   {"LAST_EXIT", reason.describe()}});
             return;
     }
+}
+
+void Worker::park(const ExitReason& reason) {
+    set_state(WorkerState::parked);
+    std::string rule = policy_rule_.empty() ? "a policy rule" : "rule '" + policy_rule_ + "'";
+    emit(EventKind::parked,
+         "parked: " + rule + " ended the run (" + reason.describe() +
+             ") with then: park; not restarting until `infervisorctl start " + spec_.name + "`",
+         {{"RULE", policy_rule_}, {"LAST_EXIT", reason.describe()}});
 }
 
 void Worker::schedule_restart(const RestartVerdict& verdict) {
@@ -442,6 +476,7 @@ void Worker::stop(Done done) {
 void Worker::begin_stop() {
     set_state(WorkerState::stopping);
     watchdog_timer_.cancel();
+    start_timer_.cancel();
     if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);
     (void)cgroup().set_frozen(false);  // a frozen worker could not act on the signal
     stop_timer_.expires_after(spec_.stop_timeout);
@@ -469,10 +504,11 @@ Result<void> Worker::freeze() {
     return cgroup().set_frozen(true);
 }
 
-Result<void> Worker::kill_by_policy(Then then) {
+Result<void> Worker::kill_by_policy(Then then, std::string rule) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
     killed_by_policy_ = true;
     policy_then_ = then;
+    policy_rule_ = std::move(rule);
     auto r = cgroup().kill();
     // Free the memory now rather than when the dying process gets scheduled:
     // the host may be short of it.
@@ -480,10 +516,11 @@ Result<void> Worker::kill_by_policy(Then then) {
     return r;
 }
 
-Result<void> Worker::stop_by_policy(Then then) {
+Result<void> Worker::stop_by_policy(Then then, std::string rule) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
     killed_by_policy_ = true;
     policy_then_ = then;
+    policy_rule_ = std::move(rule);
     begin_stop();
     return {};
 }

@@ -2,9 +2,10 @@
 // and the state machine that starts, watches, stops and restarts it.
 //
 // Contract: all methods run on the event loop thread; none blocks. A run:
-//   start → cgroup created with limits → process born inside it → (READY=1)
-//   → exit (pidfd readable) → remaining processes killed → cgroup empty
-//   (cgroup.events populated 0) → cgroup removed → restart by policy, or not.
+//   start → cgroup created with limits → process born inside it → (READY=1;
+//   none within start_timeout is a failed start: cgroup killed) → exit (pidfd
+//   readable) → remaining processes killed → cgroup empty (cgroup.events
+//   populated 0) → cgroup removed → restart by policy, or not.
 // stop(): stop signal to the main process, stop timeout, then cgroup.kill;
 // the callback runs once the cgroup is gone. A Worker must be stopped before
 // it is destroyed (the Supervisor does so).
@@ -66,14 +67,15 @@ public:
     Result<void> kill(int sig);
 
     // Policy actions (PolicyRunner). `then` decides what follows the end of
-    // the run: the restart policy, a restart regardless of it, or `parked`.
+    // the run: the restart policy, a restart regardless of it, or `parked`
+    // (with a `parked` event naming `rule`).
     Result<void> throttle(uint64_t memory_high);
     Result<void> freeze();
     // cgroup.kill, then process_mrelease of the main process.
-    Result<void> kill_by_policy(Then then);
+    Result<void> kill_by_policy(Then then, std::string rule = {});
     // A clean stop (stop signal, timeout, cgroup.kill) until checkpointing
     // exists; `then` as above.
-    Result<void> stop_by_policy(Then then);
+    Result<void> stop_by_policy(Then then, std::string rule = {});
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // The main process has exited and the run is being wound up.
@@ -92,6 +94,9 @@ private:
     void handle_notify(const NotifyDatagram& datagram);
     void arm_watchdog();
     void on_watchdog_expired();
+    void arm_start_timeout();
+    void on_start_timeout();
+    void park(const ExitReason& reason);
     void after_empty(Done next, int polls = 0);
     void finish_run(const ExitReason& reason);
     void begin_stop();
@@ -112,6 +117,7 @@ private:
     boost::asio::steady_timer stop_timer_;
     boost::asio::steady_timer restart_timer_;
     boost::asio::steady_timer watchdog_timer_;
+    boost::asio::steady_timer start_timer_;  // start_timeout of a notify worker
     boost::asio::steady_timer empty_timer_;
 
     pid_t pid_ = 0;
@@ -121,6 +127,8 @@ private:
     bool killed_by_policy_ = false;
     bool exiting_ = false;  // the main process has exited; the run is being wound up
     std::optional<Then> policy_then_;
+    std::string policy_rule_;     // the rule behind policy_then_
+    bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed
     std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;
     std::string status_text_;

@@ -99,6 +99,31 @@ TEST(PolicyEngine, LinearLeakUnderACapFires) {
     EXPECT_NEAR(*engine.growth_percent_per_min("llama"), 117.19, 0.01);
 }
 
+TEST(PolicyEngine, AShortGrowthWindowStopsA20MiBPerSecondLeakEarly) {
+    // The issue's case: 20 MiB/s under a 1 GiB cap, starting from 100 MiB.
+    PolicyEngine engine(PolicyOptions{.growth_window = 10s});
+    engine.set_default_rules(rules(R"(
+- {name: leak, when: memory.growth > 15%/min for 3s, action: kill, then: park})"));
+    Trace trace(engine);
+    trace.run(30s, [&](long s) { trace.base().memory_current = 100 * MiB + s * 20 * MiB; });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    auto& [when, d] = trace.decisions()[0];
+    EXPECT_EQ(when, 8s);  // answered after 5 s (half the window), then held 3 s
+    EXPECT_EQ(measurement(d, "MEMORY_CURRENT_BYTES"), std::to_string(260 * MiB));
+}
+
+TEST(PolicyEngine, SetGrowthWindowAppliesToWorkersAlreadyTracked) {
+    PolicyEngine engine;
+    engine.set_default_rules(rules(R"(
+- {name: leak, when: memory.growth > 15%/min for 0s, action: log})"));
+    Trace trace(engine);
+    trace.run(10s, [&](long s) { trace.base().memory_current = 100 * MiB + s * 20 * MiB; });
+    EXPECT_TRUE(trace.decisions().empty()) << "60 s window: no answer after 10 s";
+    engine.set_growth_window(10s);
+    trace.run(1s, [&](long s) { trace.base().memory_current = 100 * MiB + s * 20 * MiB; });
+    EXPECT_EQ(trace.decisions().size(), 1u);
+}
+
 TEST(PolicyEngine, FlatWorkerNeverFires) {
     PolicyEngine engine;
     engine.set_default_rules(rules(R"(

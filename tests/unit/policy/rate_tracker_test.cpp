@@ -46,6 +46,20 @@ TEST(GrowthTracker, IgnoresSamplesOutOfOrder) {
     EXPECT_DOUBLE_EQ(*g.per_minute(), 600.0);
 }
 
+TEST(GrowthTracker, AShorterWindowAnswersSoonerAndAppliesFromTheNextSample) {
+    GrowthTracker g(60s);
+    g.add(t0, 0);
+    g.add(t0 + 5s, 50);
+    EXPECT_FALSE(g.per_minute());
+    g.set_window(10s);
+    EXPECT_EQ(g.window(), 10s);
+    ASSERT_TRUE(g.per_minute()) << "5 s of history is half of the new window";
+    EXPECT_DOUBLE_EQ(*g.per_minute(), 600.0);
+    // A slope change is seen after one short window, not one long one.
+    for (int s = 6; s <= 20; ++s) g.add(t0 + std::chrono::seconds(s), 50);
+    EXPECT_DOUBLE_EQ(*g.per_minute(), 0.0);
+}
+
 TEST(CounterRate, MeasuresPerSecondBetweenSamples) {
     CounterRate r(1s);
     r.add(t0, 1000);

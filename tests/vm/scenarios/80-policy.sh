@@ -1,12 +1,15 @@
 #!/bin/bash
-# Policy rules on a real kernel: a memory-growth rule kills a leaking worker
-# long before the kernel's OOM killer would, and parks it; a worker that stops
-# sending heartbeats is killed by its watchdog and restarted by its policy; in
-# dry-run mode the same growth rule only journals what it would do.
+# Policy rules on a real kernel: a memory-growth rule kills a worker leaking
+# ~20 MiB/s under a 1 GiB cap before the kernel's OOM killer would, and parks
+# it while its sibling keeps serving; a worker that stops sending heartbeats is
+# killed by its watchdog and restarted by its policy; in dry-run mode the same
+# growth rule only journals what it would do.
 #
-# The guest has 1 GiB of RAM in all, so the leakers leak slowly (5 MiB/s):
-# memory.growth is measured over a 60 s window and answers only once the
-# samples span half of it, so the rule fires after ~35 s, at ~200 MiB.
+# The guest has 1 GiB of RAM in all, less than the leaker's cap, so the rule
+# must act within seconds: growth_window is 10 s (memory.growth answers once
+# the samples span half of it), the rule holds 3 s, so it fires ~8 s into the
+# leak, at ~250 MiB. With the default 60 s window it would fire after ~40 s,
+# at ~900 MiB: past what the guest has.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -16,17 +19,20 @@ at_exit dump_state
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/vmtest-80-policy-main.yaml
 
-# use_main_config DRY_RUN: the installed main config with dry_run: DRY_RUN and
-# sample_interval: 1s (the original comes back at exit).
+# use_main_config DRY_RUN [SAMPLE_INTERVAL [GROWTH_WINDOW [LOG_LEVEL]]]: the
+# installed main config with dry_run: DRY_RUN, sample_interval: 1s and
+# growth_window: 10s unless given (the original comes back at exit).
 use_main_config() {
 	if [[ ! -e $main_config_saved ]]; then
 		cp "$main_config" "$main_config_saved"
 		at_exit cp "$main_config_saved" "$main_config"
 	fi
 	{
-		grep -Ev '^(dry_run|sample_interval):' "$main_config_saved"
+		grep -Ev '^(dry_run|sample_interval|growth_window|log_level):' "$main_config_saved"
 		echo "dry_run: $1"
-		echo "sample_interval: 1s"
+		echo "sample_interval: ${2:-1s}"
+		echo "growth_window: ${3:-10s}"
+		echo "log_level: ${4:-info}"
 	} >"$main_config"
 }
 
@@ -74,7 +80,7 @@ leak_rules() {
 		    rules:
 		      - {name: runaway-growth, enabled: false}
 		      - {name: memory-pressure, enabled: false}
-		      - {name: leak, when: "memory.growth > 15%/min for 5s", action: kill, then: park}
+		      - {name: leak, when: "memory.growth > 15%/min for 3s", action: kill, then: park}
 	YAML
 }
 
@@ -85,7 +91,7 @@ growth_rule_kills_before_the_oom_killer() {
 		cat <<-YAML
 			workers:
 			  - name: leaker
-			    command: [$ivd_example_worker, --leak-mb-per-s, "5"]
+			    command: [$ivd_example_worker, --leak-mb-per-s, "20"]
 			    notify: true
 			    memory: {max: 1G}
 			    restart: {policy: always, backoff_initial: 1s}
@@ -129,7 +135,9 @@ growth_rule_kills_before_the_oom_killer() {
 	local served
 	served=$(served_count sibling)
 	wait_until 300 served_more_than sibling $((served + 5))
-	assert_eq "started ready policy-action:leak exited" "$(event_sequence leaker)" "leaker's events"
+	assert_eq "started ready policy-action:leak exited parked:leak" "$(event_sequence leaker)" "leaker's events"
+	assert_eq leak "$(event_field leaker parked RULE)" "parked by"
+	assert_eq "killed by SIGKILL" "$(event_field leaker parked LAST_EXIT)" "parked after"
 	assert_eq 0 "$(event_count leaker restarting)" "leaker restarts"
 	assert_fails worker_running leaker
 
@@ -172,14 +180,14 @@ run_scenario watchdog-kills-a-silent-worker-and-restarts-it watchdog_kills_a_sil
 dry_run_journals_but_does_not_kill() {
 	install_infervisor
 	use_main_config true
-	# 320M cap: the rule (dry run) fires at ~200 MiB, the kernel kills at 320M.
+	# 400M cap: the rule (dry run) fires at ~250 MiB, the kernel kills at 400M.
 	{
 		cat <<-YAML
 			workers:
 			  - name: leaker
-			    command: [$ivd_example_worker, --leak-mb-per-s, "5"]
+			    command: [$ivd_example_worker, --leak-mb-per-s, "20"]
 			    notify: true
-			    memory: {max: 320M}
+			    memory: {max: 400M}
 			    restart: {policy: never}
 		YAML
 		leak_rules
@@ -202,3 +210,35 @@ dry_run_journals_but_does_not_kill() {
 	assert_ne 0 "$(kernel_oom_kills leaker)" "kernel OOM kills in leaker's memcg"
 }
 run_scenario dry-run-journals-the-growth-rule-but-does-not-kill dry_run_journals_but_does_not_kill
+
+# A memory.events change wakes the policy at once: with a 10-minute sampling
+# tick, a worker crossing its memory.high (memory.events high counts up) is
+# evaluated within seconds, and the daemon's debug log names the file that
+# woke it.
+memory_events_wake_the_policy() {
+	install_infervisor
+	use_main_config false 10m 20m debug
+	use_workers policy.yaml <<-YAML
+		workers:
+		  - name: squeezed
+		    command: [$ivd_example_worker, --leak-mb-per-s, "5"]
+		    notify: true
+		    memory: {max: 256M, high: 32M}
+		    rules:
+		      - {name: runaway-growth, enabled: false}
+		      - {name: memory-pressure, enabled: false}
+		      - {name: over-high, when: "memory.events.high > 0", action: log}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events squeezed policy-action 1
+	assert_eq over-high "$(event_field squeezed policy-action RULE | head -n1)" "rule"
+	log "woken by: $(ivd_journal -o cat --grep 'wake-up: squeezed: memory.events' | head -n1)"
+	assert_ne 0 "$(ivd_journal -o cat --grep 'wake-up: squeezed: memory.events' | grep -c .)" \
+		"memory.events wake-ups"
+	local ready action
+	ready=$(ivd_journal INFERVISOR_WORKER=squeezed INFERVISOR_EVENT=ready -o export | sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
+	action=$(ivd_journal INFERVISOR_WORKER=squeezed INFERVISOR_EVENT=policy-action -o export | sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
+	log "ready to first policy action: $(((action - ready) / 1000)) ms (tick: 10m)"
+	assert_cmd test $((action - ready)) -lt 300000000
+}
+run_scenario memory-events-wake-the-policy-at-once memory_events_wake_the_policy

@@ -1,0 +1,91 @@
+// start_timeout on real processes: a notify worker that never sends READY=1
+// is killed and counts as a failed start for the restart policy and the
+// start limit.
+#include <gmock/gmock.h>
+
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+class StartTimeout : public SupervisorFixture {
+  protected:
+    // A notify worker that would take an hour to load its model.
+    WorkerSpec mute(const std::string& name, Duration timeout) const {
+        auto spec = example(name, {"--load-ms", "3600000"});
+        spec.notify = true;
+        spec.start_timeout = timeout;
+        return spec;
+    }
+    void run_for(std::chrono::milliseconds d) {
+        auto end = std::chrono::steady_clock::now() + d;
+        run_until([&] { return std::chrono::steady_clock::now() > end; });
+    }
+};
+
+TEST_F(StartTimeout, NoReadyInTimeIsAFailedStartUpToTheStartLimit) {
+    auto spec = mute("mute", 300ms);
+    spec.restart.start_limit_burst = 2;
+    supervisor_->apply(config({spec}));
+    run_until_event("mute", K::failed);
+
+    EXPECT_THAT(kinds_of("mute"),
+                ElementsAre(K::started, K::start_failed, K::exited, K::restarting,  //
+                            K::started, K::start_failed, K::exited, K::failed));
+    const Event* failed_start = last("mute", K::start_failed);
+    EXPECT_EQ(field(*failed_start, "START_TIMEOUT_MS"), "300");
+    EXPECT_THAT(failed_start->message, HasSubstr("no READY=1 within 300ms"));
+    const Event* exited = last("mute", K::exited);
+    EXPECT_EQ(field(*exited, "EXIT_REASON"), "no READY=1 within 300ms");
+    EXPECT_EQ(field(*exited, "EXIT_SIGNAL"), "SIGKILL");
+    Worker* w = supervisor_->find("mute");
+    EXPECT_EQ(w->state(), WorkerState::failed);
+    EXPECT_EQ(w->snapshot().last_exit, "no READY=1 within 300ms");
+    EXPECT_FALSE(w->cgroup().exists());
+}
+
+TEST_F(StartTimeout, RestartPolicyNeverLeavesItStopped) {
+    auto spec = mute("once", 300ms);
+    spec.restart.mode = RestartMode::never;
+    supervisor_->apply(config({spec}));
+    run_until_event("once", K::exited);
+    run_until([&] { return supervisor_->find("once")->state() == WorkerState::stopped; });
+    EXPECT_THAT(kinds_of("once"), ElementsAre(K::started, K::start_failed, K::exited));
+}
+
+TEST_F(StartTimeout, ReadyInTimeCancelsIt) {
+    auto spec = example("quick", {"--load-ms", "50"});
+    spec.notify = true;
+    spec.start_timeout = 1s;
+    supervisor_->apply(config({spec}));
+    run_until_event("quick", K::ready);
+    run_for(1500ms);
+    EXPECT_EQ(count("quick", K::start_failed), 0u);
+    EXPECT_EQ(supervisor_->find("quick")->state(), WorkerState::running);
+}
+
+TEST_F(StartTimeout, ZeroWaitsForever) {
+    supervisor_->apply(config({mute("patient", 0s)}));
+    run_until_event("patient", K::started);
+    run_for(1s);
+    EXPECT_EQ(count("patient", K::start_failed), 0u);
+    EXPECT_EQ(supervisor_->find("patient")->state(), WorkerState::starting);
+}
+
+TEST_F(StartTimeout, AStopWhileStartingIsAStopNotAFailedStart) {
+    supervisor_->apply(config({mute("halted", 500ms)}));
+    run_until_event("halted", K::started);
+    bool stopped = false;
+    supervisor_->find("halted")->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    run_for(800ms);
+    EXPECT_THAT(kinds_of("halted"), ElementsAre(K::started, K::exited, K::stopped));
+}
+
+}  // namespace
+}  // namespace infervisor::testing
