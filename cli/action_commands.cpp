@@ -1,4 +1,4 @@
-// start|stop|restart NAME..., kill [--signal SIG] NAME, reload
+// start|stop|restart NAME..., kill [--signal SIG] NAME, reload, remove-workdir NAME
 #include <iostream>
 #include <memory>
 
@@ -19,6 +19,18 @@ void run_reload(CliContext& ctx) {
     for (const char* what : {"added", "removed", "changed"})
         for (const auto& name : reply->parameters.value(what, json::array()))
             if (name.is_string()) std::cout << what << " " << name.get<std::string>() << "\n";
+}
+
+void run_remove_workdir(CliContext& ctx, const std::string& name) {
+    auto client = ctx.connect();
+    if (!client) return;
+    auto reply = ctx.call(*client, "io.infervisor.Supervisor.RemoveWorkDir", {{"name", name}});
+    if (!reply) return;
+    std::string path = reply->parameters.value("path", "");
+    if (reply->parameters.value("existed", false))
+        std::cout << "removed " << path << "\n";
+    else
+        std::cout << "no work dir at " << path << "; nothing to remove\n";
 }
 
 void add_names_command(CLI::App& app, CliContext& ctx, const std::string& verb,
@@ -73,6 +85,19 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
         "An invalid configuration changes nothing; its errors are printed and the exit\n"
         "code is 1.\n\nExamples:\n  infervisorctl reload");
     reload->callback([&ctx] { run_reload(ctx); });
+
+    auto workdir_owner = std::make_shared<std::string>();
+    auto* remove = app.add_subcommand(
+        "remove-workdir", "Delete the work dir of a worker that is no longer configured");
+    remove->add_option("NAME", *workdir_owner, "The removed worker")->required();
+    remove->footer(
+        "Work dirs are kept when a worker leaves the configuration. This deletes the\n"
+        "one of a removed worker: the work dir of its last configuration, or\n"
+        "/var/lib/infervisor/workers/NAME if the daemon has not run it since it started.\n"
+        "Refused while a worker of that name is configured or running. Extra dirs\n"
+        "are never deleted. Needs root or the daemon's control group.\n\n"
+        "Examples:\n  infervisorctl remove-workdir old-llama");
+    remove->callback([&ctx, workdir_owner] { run_remove_workdir(ctx, *workdir_owner); });
 }
 
 }  // namespace infervisor::cli

@@ -140,6 +140,7 @@ int Daemon::run() {
     });
     policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
     policy_->configure(config_);
+    supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
     supervisor_->reap_leftovers();
     supervisor_->apply(config_);
     policy_->start();
@@ -193,6 +194,7 @@ ReloadOutcome Daemon::reload() {
         outcome.applied = true;
         config_ = std::move(loaded.config);
         policy_->configure(config_);
+        supervisor_->workdir_monitor().set_scan_interval(config_.daemon.workdir_scan_interval);
         supervisor_->apply(config_);
         events_.emit(Event{EventKind::config_reloaded, "",
                            "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
@@ -207,6 +209,7 @@ void Daemon::shut_down() {
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
     policy_->stop();
+    supervisor_->workdir_monitor().stop();
     if (control_) control_->stop();
     supervisor_->stop_all([this] {
         signals_.cancel();

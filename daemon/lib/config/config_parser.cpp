@@ -131,6 +131,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     map.get_string("control_group", d.control_group);
     map.get_bool("dry_run", d.dry_run);
     map.get_duration("sample_interval", d.sample_interval);
+    map.get_duration("workdir_scan_interval", d.workdir_scan_interval);
     map.get_duration("growth_window", d.growth_window);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);

@@ -72,7 +72,6 @@ class WorkerChecker {
         if (spec_.stop_timeout.count() <= 0) fail("stop.timeout must be above 0s");
         if (spec_.watchdog.count() != 0 && spec_.watchdog < std::chrono::seconds(1))
             fail("watchdog must be 0s (off) or at least 1s");
-        if (spec_.start_timeout.count() < 0) fail("start_timeout must be 0s (none) or above");
     }
 
     void check_environment() {
@@ -109,6 +108,14 @@ class SettingsChecker {
         if (d.sample_interval < std::chrono::milliseconds(100))
             fail("sample_interval", "sample_interval must be at least 100ms, not " +
                                         format_duration(d.sample_interval));
+        if (d.workdir_scan_interval < std::chrono::seconds(1))
+            fail("workdir_scan_interval", "workdir_scan_interval must be at least 1s, not " +
+                                              format_duration(d.workdir_scan_interval));
+        if (d.growth_window < 2 * d.sample_interval)
+            fail("growth_window", "growth_window (" + format_duration(d.growth_window) +
+                                      ") must be at least twice sample_interval (" +
+                                      format_duration(d.sample_interval) +
+                                      "): memory.growth needs samples across half of it");
         if (!d.runtime_dir.is_absolute())
             fail("runtime_dir",
                  "runtime_dir must be an absolute path, not '" + d.runtime_dir.string() + "'");

@@ -19,6 +19,7 @@ struct DaemonSettings {
     std::string control_group = "infervisor";            // may change things over the socket
     bool dry_run = false;                                // policy actions are logged, not taken
     Duration sample_interval = std::chrono::seconds(2);  // policy sampling tick
+    Duration workdir_scan_interval = std::chrono::minutes(1);  // work dir usage measurement
     // memory.growth is measured over this window and answers once samples
     // span half of it; at least 2 x sample_interval.
     Duration growth_window = std::chrono::seconds(60);

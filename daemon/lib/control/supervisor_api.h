@@ -90,6 +90,14 @@ struct ActionOutcome {
     bool ok() const { return kind == Kind::ok; }
 };
 
+// The outcome of remove_workdir(): on success, the directory meant and
+// whether there was one to delete.
+struct WorkDirRemovalOutcome {
+    ActionOutcome outcome;
+    std::string path;
+    bool existed = false;
+};
+
 struct ReloadOutcome {
     bool applied = false;                              // false: config invalid, nothing changed
     std::vector<std::string> errors;                   // "file:line:col: message", when not applied
@@ -126,6 +134,7 @@ class SupervisorApi {
   public:
     using ActionDone = std::function<void(ActionOutcome)>;
     using ReloadDone = std::function<void(ReloadOutcome)>;
+    using RemoveWorkDirDone = std::function<void(WorkDirRemovalOutcome)>;
     using EventSink = std::function<void(const ControlEvent&)>;
 
     virtual ~SupervisorApi() = default;
@@ -146,6 +155,10 @@ class SupervisorApi {
     virtual void restart(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void kill(const std::string& name, int signal, ActionDone done) = 0;
     virtual void reload(ReloadDone done) = 0;
+    // Deletes the work dir of a worker that is no longer configured (kept by
+    // default when a worker is removed). Fails (ActionOutcome failed, naming
+    // the reason) while a worker of that name is configured or running.
+    virtual void remove_workdir(const std::string& name, RemoveWorkDirDone done) = 0;
 
     // Every later event goes to `sink` until the Subscription is destroyed.
     // The sink must not be called after that. A Subscription may be destroyed

@@ -74,6 +74,7 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.Supervisor.Restart", {true, &VarlinkService::restart}},
         {"io.infervisor.Supervisor.Kill", {true, &VarlinkService::kill}},
         {"io.infervisor.Supervisor.Reload", {true, &VarlinkService::reload}},
+        {"io.infervisor.Supervisor.RemoveWorkDir", {true, &VarlinkService::remove_workdir}},
         {"io.infervisor.Supervisor.Validate", {false, &VarlinkService::validate}},
         {"io.infervisor.Supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.Supervisor.Subscribe", {false, &VarlinkService::subscribe}},
@@ -208,6 +209,21 @@ void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {
                        {"removed", names_json(outcome.removed)},
                        {"changed", names_json(outcome.changed)}},
                       false);
+    });
+}
+
+void VarlinkService::remove_workdir(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    params.string("name", name, true);
+    if (rejected(params, sink)) return;
+    supervisor_.remove_workdir(name, [weak = std::weak_ptr<ReplySink>(sink)](WorkDirRemovalOutcome r) {
+        auto target = weak.lock();
+        if (!target) return;
+        if (!r.outcome.ok()) return complete_action(target)(r.outcome);
+        spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
+                     r.existed ? "removed" : "did not exist");
+        target->reply({{"path", r.path}, {"existed", r.existed}}, false);
     });
 }
 

@@ -72,6 +72,7 @@ class VarlinkService {
     void restart(const VarlinkCall& call, const Sink& sink);
     void kill(const VarlinkCall& call, const Sink& sink);
     void reload(const VarlinkCall& call, const Sink& sink);
+    void remove_workdir(const VarlinkCall& call, const Sink& sink);
     void validate(const VarlinkCall& call, const Sink& sink);
     void recent_events(const VarlinkCall& call, const Sink& sink);
     void subscribe(const VarlinkCall& call, const Sink& sink);

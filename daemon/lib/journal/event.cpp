@@ -21,6 +21,7 @@ constexpr KindInfo kKinds[] = {
     {EventKind::oom_killed, "oom-killed", "56f8c4b0987c47828ffc30ed761a3b5e", LOG_WARNING},
     {EventKind::restarting, "restarting", "f5ec5743703e4b2680236447a234cf4c", LOG_NOTICE},
     {EventKind::failed, "failed", "bc6226da57e64b7a9175c6a4d81d056e", LOG_ERR},
+    {EventKind::parked, "parked", "6c8964796b4f41478c643a82d47d73b5", LOG_WARNING},
     {EventKind::stopped, "stopped", "0e88a22c78c844eea7860b9475bf95c3", LOG_INFO},
     {EventKind::stop_escalated, "stop-escalated", "29c02689fcb44a049f0d3014ee91b149", LOG_WARNING},
     {EventKind::leftover_reaped, "leftover-reaped", "032bcfda244e4c99885921f5693a33f9", LOG_WARNING},
@@ -29,6 +30,10 @@ constexpr KindInfo kKinds[] = {
     {EventKind::config_rejected, "config-rejected", "c8a6afee76594c2aba1604cd6242ba97", LOG_ERR},
     {EventKind::policy_action, "policy-action", "8759a115346444129935fb970b611721", LOG_WARNING},
     {EventKind::notify_rejected, "notify-rejected", "7d65700f528a41c899142a2338fcb6cb", LOG_WARNING},
+    {EventKind::workdir_over_quota, "workdir-over-quota", "08fec7bb86c94733b9ea9d8decb9881a", LOG_WARNING},
+    {EventKind::protected_entry_deleted, "protected-entry-deleted", "68c3145eca334cfaa02b87f8600040d4",
+     LOG_WARNING},
+    {EventKind::workdir_removed, "workdir-removed", "3c45a0bec8ef4c1eaa168207e93640c6", LOG_NOTICE},
     {EventKind::daemon_started, "daemon-started", "01eabb2763044f49bcc0623199875ec2", LOG_INFO},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
 };

@@ -154,6 +154,11 @@ std::vector<WorkerMetric> build_worker_metrics() {
                      if (!age || !interval || *interval <= Duration::zero()) return std::nullopt;
                      return *age > *interval ? 1.0 : 0.0;
                  }});
+    m.push_back({info("workdir.usage", U::bytes),
+                 [](const WorkerInputs& in) { return from(in.sample.workdir_usage); }});
+    m.push_back({info("workdir.usage", U::percent), [](const WorkerInputs& in) {
+                     return percent_of(in.sample.workdir_usage, in.sample.workdir_quota);
+                 }});
     return m;
 }
 

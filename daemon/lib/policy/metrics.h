@@ -20,6 +20,8 @@
 //   heartbeat.age           duration since the last WATCHDOG=1 (or start);
 //                           only for workers with a watchdog or a heartbeat
 //   heartbeat missed        flag: heartbeat.age > the watchdog interval
+//   workdir.usage           bytes, or % of workdir_quota: the work dir's disk
+//                           usage at the last scan (every workdir_scan_interval)
 // Host metrics (host_rules:)
 //   host.{memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
 //   host.swap.in, host.swap.out   pages/s (/proc/vmstat pswpin/pswpout)

@@ -71,6 +71,11 @@ struct WorkerSample {
     std::optional<TimePoint> started_at;
     std::optional<TimePoint> last_heartbeat;    // last WATCHDOG=1
     std::optional<Duration> watchdog_interval;  // empty: no watchdog
+    // The work dir's disk usage (bytes, as du counts them) from the last
+    // background scan, and its workdir_quota; empty until the first scan
+    // finished / when there is no quota (WorkDirMonitor::fill_sample).
+    std::optional<uint64_t> workdir_usage;
+    std::optional<uint64_t> workdir_quota;
 
     // Files that existed but could not be read or parsed ("path: why"); a
     // missing file is normal (no such controller) and is not listed.

@@ -35,6 +35,23 @@ Result<size_t> destroy_cgroup_tree(const CgroupDir& dir) {
 
 }  // namespace
 
+Supervisor::Supervisor(WorkerContext& ctx)
+    : ctx_(ctx), background_(ctx.io),
+      monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }) {}
+
+std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string& name) const {
+    auto active = workers_.find(name);
+    auto leaving = retiring_.find(name);
+    if (active == workers_.end() && leaving == retiring_.end()) return std::nullopt;
+    const Worker& w = active != workers_.end() ? *active->second : *leaving->second;
+    WorkerState s = w.state();
+    WorkDirMonitor::WorkerView view;
+    view.has_processes = s == WorkerState::starting || s == WorkerState::running ||
+                         s == WorkerState::stopping || w.exiting();
+    view.cgroup = "/" + w.cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
+    return view;
+}
+
 void Supervisor::reap_leftovers() {
     for (const auto& name : ctx_.cgroups.existing_workers()) {
         CgroupDir dir = ctx_.cgroups.worker(name);
@@ -61,7 +78,8 @@ void Supervisor::apply(const Config& config) {
     }
     for (const auto& name : to_retire) retire(name);
     for (const auto& [name, spec] : desired_)
-        if (!workers_.count(name) && !retiring_.count(name)) create_and_start(spec);
+        if (!workers_.count(name) && !retiring_.count(name) && !removing_.count(name))
+            create_and_start(spec);
 }
 
 void Supervisor::create_and_start(const WorkerSpec& spec) {
@@ -92,15 +110,60 @@ void Supervisor::retire(const std::string& name) {
 void Supervisor::release_workdir(const WorkerSpec& spec) {
     if (auto r = ctx_.workdirs.release(spec.name); !r)
         spdlog::warn("{}: {}", spec.name, r.error().message());
+    removed_[spec.name] = spec;
     if (!spec.workdir.remove_on_removal) return;
     auto who = resolve_identity(spec);
     if (!who) return;
+    start_removal(spec, who->uid, [name = spec.name](Result<WorkDirRemoval> r) {
+        if (!r) spdlog::error("{}: removing its work dir: {}", name, r.error().message());
+    });
+}
+
+void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
+    auto refuse = [&](const std::string& why) { done(plain_error("worker '" + name + "' " + why)); };
+    if (desired_.count(name))
+        return refuse("is configured; remove it from the configuration and reload first");
+    if (workers_.count(name) || retiring_.count(name)) return refuse("is still running or stopping");
+    if (removing_.count(name)) return refuse("has its work dir being removed already");
+    if (ctx_.workdirs.find(name)) return refuse("still has its work dir in use");
+    auto known = removed_.find(name);
+    WorkerSpec spec;
+    spec.name = name;
+    if (known != removed_.end()) spec = known->second;
+    uid_t uid = 0;  // a default work dir's parents are root's; else the stricter walk
+    if (known != removed_.end() && !spec.workdir.workdir.empty())
+        if (auto who = resolve_identity(spec)) uid = who->uid;
+    start_removal(spec, uid, std::move(done));
+}
+
+void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone done) {
+    std::string name = spec.name;
     WorkDirSpec workdir = spec.workdir;
-    workdir.worker = spec.name;
-    if (auto r = ctx_.workdirs.remove_workdir(workdir, who->uid); !r)
-        spdlog::error("{}: removing its work dir: {}", spec.name, r.error().message());
-    else
-        spdlog::info("{}: work dir removed (remove_workdir_on_removal)", spec.name);
+    workdir.worker = name;
+    Paths paths = ctx_.paths;
+    std::filesystem::path path = resolve_workdir(workdir, paths);
+    std::string why = spec.workdir.remove_on_removal ? "remove_workdir_on_removal" : "request";
+    removing_.insert(name);
+    background_.run<Result<WorkDirRemoval>>(
+        [workdir, uid, paths, path]() -> Result<WorkDirRemoval> {
+            std::error_code ec;
+            bool existed = std::filesystem::symlink_status(path, ec).type() !=
+                           std::filesystem::file_type::not_found;
+            if (auto r = remove_unprepared_workdir(workdir, uid, paths); !r) return r.error();
+            return WorkDirRemoval{path, existed};
+        },
+        [this, name, why, done](Result<WorkDirRemoval> r) {
+            removing_.erase(name);
+            if (r && r->existed)
+                ctx_.events.emit(Event{EventKind::workdir_removed, name,
+                                       "work dir " + r->path.string() + " removed (" + why + ")",
+                                       {{"WORKDIR", r->path.string()}, {"REASON", why}}});
+            done(std::move(r));
+            auto it = desired_.find(name);
+            if (it != desired_.end() && !workers_.count(name) && !retiring_.count(name) &&
+                !removing_.count(name))
+                create_and_start(it->second);
+        });
 }
 
 void Supervisor::stop_all(std::function<void()> done) {

@@ -7,20 +7,24 @@
 // configuration wins. Runs on the event loop thread.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "config/daemon_config.h"
+#include "supervise/background_work.h"
 #include "supervise/worker.h"
+#include "supervise/workdir_monitor.h"
 
 namespace infervisor {
 
 class Supervisor {
 public:
-    explicit Supervisor(WorkerContext& ctx) : ctx_(ctx) {}
+    explicit Supervisor(WorkerContext& ctx);
 
     // Kills and removes worker cgroups left by an earlier daemon run (after a
     // crash, say), so that every configured worker then runs exactly once.
@@ -37,18 +41,46 @@ public:
     // "3 workers: 2 running, 1 failed", for STATUS= and logs.
     std::string summary() const;
 
+    // Usage and deletion watching of the workers' directories; inert until
+    // the daemon start()s it.
+    WorkDirMonitor& workdir_monitor() { return monitor_; }
+    const WorkDirMonitor& workdir_monitor() const { return monitor_; }
+
+    struct WorkDirRemoval {
+        std::filesystem::path path;
+        bool existed = false;
+    };
+    using RemovalDone = std::function<void(Result<WorkDirRemoval>)>;
+    // Deletes the work dir of a worker that is no longer configured
+    // (WorkDirManager's symlink-safe removal, on BackgroundWork). Which dir:
+    // the one of the worker's last spec, if it was removed since the daemon
+    // started, else the default <state_dir>/workers/NAME. Refused while a
+    // worker of that name is configured, running or stopping, or its dir is
+    // still prepared. A configuration that brings the worker back while the
+    // removal runs starts it once the removal is done. `done` runs on the loop.
+    void remove_workdir(const std::string& name, RemovalDone done);
+
 private:
     void retire(const std::string& name);
     void create_and_start(const WorkerSpec& spec);
     // Drops the worker's locks and tmpfiles exclusions; removes its work dir
     // when configured to (the worker is stopped by then).
     void release_workdir(const WorkerSpec& spec);
+    void start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone done);
+    std::optional<WorkDirMonitor::WorkerView> view_of(const std::string& name) const;
 
     WorkerContext& ctx_;
     std::map<std::string, WorkerSpec> desired_;
     std::map<std::string, std::unique_ptr<Worker>> workers_;
     std::map<std::string, std::unique_ptr<Worker>> retiring_;
+    // Workers removed from the configuration since start-up: whose work dir
+    // remove_workdir() means.
+    std::map<std::string, WorkerSpec> removed_;
+    std::set<std::string> removing_;  // work dir removals in flight
     bool stopping_all_ = false;
+    // Last: destroyed first, while the workers they look at still exist.
+    BackgroundWork background_;
+    WorkDirMonitor monitor_;
 };
 
 }  // namespace infervisor

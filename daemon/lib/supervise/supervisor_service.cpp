@@ -196,6 +196,15 @@ void SupervisorService::kill(const std::string& name, int signal, ActionDone don
 
 void SupervisorService::reload(ReloadDone done) { done(reload_()); }
 
+void SupervisorService::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
+    supervisor_.remove_workdir(name, [name, done](Result<Supervisor::WorkDirRemoval> r) {
+        if (!r) return done({ActionOutcome::failure(name, r.error().message()), {}, false});
+        ActionOutcome ok = ActionOutcome::success();
+        ok.worker = name;
+        done({ok, r->path.string(), r->existed});
+    });
+}
+
 Subscription SupervisorService::subscribe(EventSink sink) {
     auto id = ctx_.events.subscribe([sink](const Event& e) { sink(to_control_event(e)); });
     return Subscription([this, id] { ctx_.events.unsubscribe(id); });

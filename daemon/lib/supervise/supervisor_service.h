@@ -29,6 +29,7 @@ public:
     void restart(const std::vector<std::string>& names, ActionDone done) override;
     void kill(const std::string& name, int signal, ActionDone done) override;
     void reload(ReloadDone done) override;
+    void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;
 
 private:

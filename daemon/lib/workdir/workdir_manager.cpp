@@ -87,20 +87,26 @@ Result<WorkDirLayout> WorkDirManager::prepare(const WorkDirSpec& spec, uid_t uid
     // now, after the new ones are held (shared locks do not conflict).
     auto& slot = prepared_[spec.worker];
     slot = std::move(*prepared);
+    if (on_change_) on_change_(spec.worker);
     return layout_of(slot);
 }
 
 Result<void> WorkDirManager::release(const std::string& worker) {
     if (prepared_.erase(worker) == 0) return {};
+    if (on_change_) on_change_(worker);
     return rewrite_if_changed(protected_paths());
 }
 
 Result<void> WorkDirManager::remove_workdir(const WorkDirSpec& spec, uid_t uid) const {
     if (prepared_.count(spec.worker))
         return plain_error("work dir of worker '" + spec.worker + "' is still in use");
+    return remove_unprepared_workdir(spec, uid, paths_);
+}
+
+Result<void> remove_unprepared_workdir(const WorkDirSpec& spec, uid_t uid, const Paths& paths) {
     if (spec.workdir.empty() && !is_plain_name(spec.worker))
         return plain_error("worker name '" + spec.worker + "' cannot name a work dir");
-    fs::path path = resolve_workdir(spec, paths_);
+    fs::path path = resolve_workdir(spec, paths);
     auto parent = open_trusted_dir(path.parent_path(),
                                    parent_walk(spec.workdir.empty(), uid, CreateMissing::no));
     if (!parent) {
@@ -131,6 +137,12 @@ Result<void> WorkDirManager::rewrite_if_changed(const std::set<fs::path>& paths)
 const PreparedWorkDir* WorkDirManager::find(const std::string& worker) const {
     auto it = prepared_.find(worker);
     return it == prepared_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> WorkDirManager::prepared_workers() const {
+    std::vector<std::string> names;
+    for (const auto& [name, prepared] : prepared_) names.push_back(name);
+    return names;
 }
 
 std::set<fs::path> WorkDirManager::protected_paths() const {

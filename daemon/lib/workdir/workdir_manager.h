@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,7 +83,15 @@ class WorkDirManager {
     // Rewrites the exclusion file from the current set (removes it when empty).
     Result<void> write_tmpfiles_exclusions();
 
+    // Called with the worker's name after each successful prepare() and each
+    // release() of a prepared worker, so that watchers follow the directories
+    // (WorkDirMonitor). One listener; empty: none.
+    void set_change_listener(std::function<void(const std::string&)> listener) {
+        on_change_ = std::move(listener);
+    }
+
     const PreparedWorkDir* find(const std::string& worker) const;
+    std::vector<std::string> prepared_workers() const;
     // Every directory currently protected, for all workers.
     std::set<std::filesystem::path> protected_paths() const;
 
@@ -93,6 +102,13 @@ class WorkDirManager {
     Paths paths_;
     std::map<std::string, PreparedWorkDir> prepared_;
     std::optional<std::set<std::filesystem::path>> written_;  // last content of the file
+    std::function<void(const std::string&)> on_change_;
 };
+
+// The removal part of WorkDirManager::remove_workdir, without its "not
+// prepared" check, so that it can run off the event loop: it touches no
+// manager state. The caller checks that the worker is neither prepared nor
+// running, and keeps it so until this returns.
+Result<void> remove_unprepared_workdir(const WorkDirSpec& spec, uid_t uid, const Paths& paths);
 
 }  // namespace infervisor

@@ -114,6 +114,18 @@ void FakeSupervisor::reload(ReloadDone done) {
     done(next_reload);
 }
 
+void FakeSupervisor::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
+    if (find(name))
+        return done({ActionOutcome::failure(name, "worker '" + name + "' is configured"), {}, false});
+    actions.push_back("remove-workdir " + name);
+    auto it = std::find(workdirs.begin(), workdirs.end(), name);
+    bool existed = it != workdirs.end();
+    if (existed) workdirs.erase(it);
+    ActionOutcome ok = ActionOutcome::success();
+    ok.worker = name;
+    done({ok, workdir_root + "/" + name, existed});
+}
+
 Subscription FakeSupervisor::subscribe(EventSink sink) {
     int id = next_subscriber_++;
     subscribers_[id] = std::move(sink);

@@ -34,6 +34,9 @@ class FakeSupervisor : public SupervisorApi {
     void restart(const std::vector<std::string>& names, ActionDone done) override;
     void kill(const std::string& name, int signal, ActionDone done) override;
     void reload(ReloadDone done) override;
+    // Refuses names in workers (configured); else "removes" <workdir_root>/NAME,
+    // existing when listed in `workdirs`, and forgets it.
+    void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;
 
     // Records the event and delivers it to every subscriber.
@@ -46,6 +49,8 @@ class FakeSupervisor : public SupervisorApi {
     bool hold_actions = false;
     ReloadOutcome next_reload{true, {}, {}, {}, {}};
     std::vector<std::string> actions;  // "stop a b", "kill a 9", "reload", in order
+    std::string workdir_root = "/var/lib/infervisor/workers";
+    std::vector<std::string> workdirs;  // names whose work dir exists
 
   private:
     void act(const std::string& verb, const std::vector<std::string>& names,

@@ -1,0 +1,30 @@
+#include "workdir/deletion_log_limit.h"
+
+namespace infervisor {
+
+DeletionLogLimit::Admission DeletionLogLimit::admit(const std::string& worker, TimePoint now) {
+    auto [it, fresh] = state_.try_emplace(worker);
+    State& s = it->second;
+    if (fresh || now - s.window_start >= window_) {
+        s.window_start = now;
+        s.logged = 0;
+    }
+    if (s.logged >= burst_) {
+        ++s.suppressed;
+        return {};
+    }
+    ++s.logged;
+    Admission a{true, s.suppressed};
+    s.suppressed = 0;
+    return a;
+}
+
+uint64_t DeletionLogLimit::take_suppressed(const std::string& worker) {
+    auto it = state_.find(worker);
+    if (it == state_.end()) return 0;
+    uint64_t n = it->second.suppressed;
+    it->second.suppressed = 0;
+    return n;
+}
+
+}  // namespace infervisor
