@@ -182,6 +182,39 @@ TEST(ConfigValidator, RejectsEnvironmentNamesWithEquals) {
                             "must be non-empty, without '='"));
 }
 
+TEST(ConfigParser, GrowthWindowAndStartTimeout) {
+    auto loaded = load_config_text(R"(sample_interval: 1s
+growth_window: 10s
+workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G}
+    notify: true
+    start_timeout: 2m
+  - name: b
+    command: [/bin/b]
+    memory: {max: 1G}
+    start_timeout: 0s
+  - name: c
+    command: [/bin/c]
+    memory: {max: 1G}
+)", "test.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    EXPECT_EQ(loaded.config.daemon.growth_window, std::chrono::seconds(10));
+    EXPECT_EQ(loaded.config.workers[0].start_timeout, std::chrono::minutes(2));
+    EXPECT_EQ(loaded.config.workers[1].start_timeout, std::chrono::seconds(0));
+    EXPECT_EQ(loaded.config.workers[2].start_timeout, std::chrono::seconds(90));  // systemd's default
+    EXPECT_EQ(load_config_text("", "e.yaml").config.daemon.growth_window, std::chrono::seconds(60));
+}
+
+TEST(ConfigValidator, GrowthWindowMustSpanTwoSamples) {
+    EXPECT_THAT(errors_of("sample_interval: 2s\ngrowth_window: 3s\n"),
+                ElementsAre("test.yaml:2:1: growth_window (3s) must be at least twice "
+                            "sample_interval (2s): memory.growth needs samples across half of it"));
+    EXPECT_THAT(errors_of("growth_window: 3s\n"), ElementsAre(HasSubstr("test.yaml:1:1: growth_window")));
+    EXPECT_TRUE(errors_of("sample_interval: 2s\ngrowth_window: 4s\n").empty());
+}
+
 TEST(ConfigParser, EmptyDocumentIsEmptyConfig) {
     auto loaded = load_config_text("", "empty.yaml");
     EXPECT_TRUE(loaded.ok());
