@@ -13,7 +13,19 @@ void ResidentMemory::add(size_t bytes) {
     // Non-zero, so that no page can be deduplicated or stay the shared zero page.
     std::memset(block.get(), 0x5a, bytes);
     blocks_.push_back(std::move(block));
+    block_sizes_.push_back(bytes);
     total_ += bytes;
+}
+
+unsigned long ResidentMemory::touch() const {
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    unsigned long sum = 0;
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+        const volatile char* bytes = blocks_[b].get();
+        size_t size = block_sizes_[b];
+        for (size_t at = 0; at < size; at += page) sum += static_cast<unsigned char>(bytes[at]);
+    }
+    return sum;
 }
 
 long rss_mib() {

@@ -13,9 +13,13 @@ class ResidentMemory {
     // memory.current at once (untouched allocations would not).
     void add(size_t bytes);
     size_t total_bytes() const { return total_; }
+    // Reads one byte of every page, so pages swapped out fault back in.
+    // Returns their sum, so that the reads cannot be optimised away.
+    unsigned long touch() const;
 
   private:
     std::vector<std::unique_ptr<char[]>> blocks_;
+    std::vector<size_t> block_sizes_;
     size_t total_ = 0;
 };
 

@@ -41,6 +41,17 @@ Misbehaviour, to exercise the supervisor:
                             NAME is used as is) at start and re-read it every serve tick;
                             exit 66 if it has vanished (the temp-file trap)
 
+Memory, for policy tests and benchmarks:
+  --touch-model             on every serve tick read one byte of each page of the model, as an
+                            inference pass reads all its weights: a model swapped out comes
+                            back in (swap-in), so workers that overcommit the host thrash it
+  --burst-mb M              on SIGUSR2 allocate and touch M MiB at once (a sudden spike that
+                            crosses a memory threshold at a known moment)
+  --burst-stamp FILE        with --burst-mb: write "start NS" before the burst and "end NS"
+                            after it into FILE (CLOCK_MONOTONIC nanoseconds), each line with
+                            its own write(2); a relative FILE is in $INFERVISOR_WORKDIR
+                            (else the current directory)
+
 Checkpoints:
   --checkpoint-signal SIG   on SIG (default SIGUSR1) write $INFERVISOR_CHECKPOINT_DIR/checkpoint
                             (served=K) and send CHECKPOINT=1
@@ -128,6 +139,7 @@ bool parse_flag(ArgCursor& args, Options& o) {
     bool* flag = opt == "--abort"            ? &o.abort
                  : opt == "--ignore-sigterm" ? &o.ignore_sigterm
                  : opt == "--double-fork"    ? &o.double_fork
+                 : opt == "--touch-model"    ? &o.touch_model
                                              : nullptr;
     if (!flag) return false;
     args.no_value();
@@ -157,6 +169,10 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.checkpoint_signal = parse_signal(opt, args.value());
     else if (opt == "--tmp-file")
         o.tmp_file = args.value();
+    else if (opt == "--burst-mb")
+        o.burst_mb = parse_long(opt, args.value());
+    else if (opt == "--burst-stamp")
+        o.burst_stamp = args.value();
     else
         return false;
     return true;
@@ -180,6 +196,9 @@ Options parse_options(int argc, char** argv) {
     }
     if (o.serve_interval_ms == 0) usage_error("--serve-interval-ms must be positive");
     if (o.abort && !o.crash_after_ms) usage_error("--abort needs --crash-after-ms");
+    if (!o.burst_stamp.empty() && o.burst_mb == 0) usage_error("--burst-stamp needs --burst-mb");
+    if (o.burst_mb > 0 && o.checkpoint_signal == SIGUSR2)
+        usage_error("--burst-mb takes SIGUSR2: choose another --checkpoint-signal");
     return o;
 }
 

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,10 +24,28 @@ namespace {
 
 volatile sig_atomic_t stop_requested = 0;
 volatile sig_atomic_t checkpoint_requested = 0;
+volatile sig_atomic_t burst_requested = 0;
 std::atomic<unsigned long> spin_counter{0};
 
 void on_stop(int) { stop_requested = 1; }
 void on_checkpoint(int) { checkpoint_requested = 1; }
+void on_burst(int) { burst_requested = 1; }
+
+long long monotonic_ns() {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// One line per write(2), so that a line written before a kill is whole.
+void stamp(int fd, const char* what) {
+    if (fd < 0) return;
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "%s %lld\n", what, monotonic_ns());
+    if (::write(fd, line, static_cast<size_t>(n)) != n) {
+        // Nothing to do: the benchmark reading it notices the missing line.
+    }
+}
 
 constexpr std::chrono::milliseconds kLeakStep{100};
 
@@ -72,6 +91,11 @@ void Worker::install_signal_handlers() {
     sigemptyset(&blocked);
     sigaddset(&blocked, SIGTERM);
     sigaddset(&blocked, options_.checkpoint_signal);
+    if (options_.burst_mb > 0) {
+        action.sa_handler = on_burst;
+        sigaction(SIGUSR2, &action, nullptr);
+        sigaddset(&blocked, SIGUSR2);
+    }
     sigprocmask(SIG_BLOCK, &blocked, nullptr);
 }
 
@@ -157,6 +181,7 @@ void Worker::become_ready() {
 
 bool Worker::serve_one() {
     if (!tmp_path_.empty() && !tmp_file_still_there()) return false;
+    if (options_.touch_model) model_checksum_ += model_.touch();
     ++served_;
     say("served request %ld (rss=%ld MiB)", served_, rss_mib());
     notifier_.send("STATUS=served " + std::to_string(served_) + " requests");
@@ -173,6 +198,24 @@ void Worker::leak_some(Clock::time_point now) {
         say("leaked %zu MiB so far (rss=%ld MiB)", leak_.total_bytes() / kMiB, rss_mib());
         next_leak_report_ = std::max(next_leak_report_ + std::chrono::seconds(1), now);
     }
+}
+
+// The stamp file is opened before the first stamp, so that opening it does
+// not delay the allocation that crosses the threshold.
+void Worker::burst() {
+    int fd = -1;
+    if (!options_.burst_stamp.empty()) {
+        std::string path = options_.burst_stamp;
+        const char* workdir = std::getenv("INFERVISOR_WORKDIR");
+        if (path.front() != '/' && workdir && *workdir) path = std::string(workdir) + "/" + path;
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) say("cannot write burst stamp %s: %s", path.c_str(), std::strerror(errno));
+    }
+    stamp(fd, "start");
+    burst_.add(static_cast<size_t>(options_.burst_mb) * kMiB);
+    stamp(fd, "end");
+    if (fd >= 0) ::close(fd);
+    say("burst of %ld MiB (rss=%ld MiB)", options_.burst_mb, rss_mib());
 }
 
 void Worker::checkpoint() {
@@ -254,6 +297,10 @@ int Worker::run() {
         if (checkpoint_requested) {
             checkpoint_requested = 0;
             checkpoint();
+        }
+        if (burst_requested) {
+            burst_requested = 0;
+            burst();
         }
         auto now = Clock::now();
         using std::chrono::milliseconds;

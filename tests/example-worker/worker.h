@@ -30,6 +30,7 @@ class Worker {
     void become_ready();
     bool serve_one();
     void leak_some(Clock::time_point now);
+    void burst();
     void checkpoint();
     int stop();
     [[noreturn]] void crash();
@@ -41,6 +42,8 @@ class Worker {
     Notifier notifier_;
     ResidentMemory model_;
     ResidentMemory leak_;
+    ResidentMemory burst_;
+    unsigned long model_checksum_ = 0;  // what --touch-model read, kept so it is not optimised away
     Clock::time_point start_;
     bool ready_ = false;
     long served_ = 0;
