@@ -77,6 +77,45 @@ main_pid() {
 # ready_count WORKER
 ready_count() { event_count "$1" ready; }
 
+# event_sequence WORKER: the worker's events since fresh_daemon, oldest first,
+# one word each: EVENT, or EVENT:RULE for policy actions.
+event_sequence() {
+	ivd_journal INFERVISOR_WORKER="$1" -o export | awk -v RS= -F '\n' '{
+		event = ""; rule = ""
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^INFERVISOR_EVENT=/) event = substr($i, 18)
+			if ($i ~ /^INFERVISOR_RULE=/) rule = ":" substr($i, 17)
+		}
+		if (event != "") out = out (out == "" ? "" : " ") event rule
+	}
+	END { print out }'
+}
+
+# event_field WORKER EVENT FIELD [MATCH...]: INFERVISOR_FIELD of each such
+# event, one per line, oldest first.
+event_field() {
+	local worker=$1 event=$2 field=$3
+	shift 3
+	ivd_journal INFERVISOR_WORKER="$worker" INFERVISOR_EVENT="$event" "$@" -o export |
+		sed -n "s/^INFERVISOR_$field=//p"
+}
+
+# kernel_oom_kills [WORKER]: kernel oom-kill lines since fresh_daemon, for
+# the worker's memcg, or all of them.
+kernel_oom_kills() {
+	journalctl -k -q --no-pager --cursor="$ivd_cursor" |
+		grep -c "oom-kill:${1:+.*oom_memcg=/system.slice/infervisord.service/workers/$1}" || true
+}
+
+served_count() { # WORKER
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" |
+		grep -c 'served request' || true
+}
+
+served_more_than() { (($(served_count "$1") > $2)); }
+
+cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
+
 # dump_state: diagnostics into the results dir when a scenario fails.
 dump_state() {
 	{

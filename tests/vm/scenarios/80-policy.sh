@@ -36,44 +36,6 @@ use_main_config() {
 	} >"$main_config"
 }
 
-# event_sequence WORKER: the worker's events since fresh_daemon, oldest first,
-# one word each: EVENT, or EVENT:RULE for policy actions.
-event_sequence() {
-	ivd_journal INFERVISOR_WORKER="$1" -o export | awk -v RS= -F '\n' '{
-		event = ""; rule = ""
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^INFERVISOR_EVENT=/) event = substr($i, 18)
-			if ($i ~ /^INFERVISOR_RULE=/) rule = ":" substr($i, 17)
-		}
-		if (event != "") out = out (out == "" ? "" : " ") event rule
-	}
-	END { print out }'
-}
-
-# event_field WORKER EVENT FIELD [MATCH...]: INFERVISOR_FIELD of each such
-# event, one per line, oldest first.
-event_field() {
-	local worker=$1 event=$2 field=$3
-	shift 3
-	ivd_journal INFERVISOR_WORKER="$worker" INFERVISOR_EVENT="$event" "$@" -o export |
-		sed -n "s/^INFERVISOR_$field=//p"
-}
-
-# kernel_oom_kills WORKER: kernel oom-kill lines for the worker's memcg.
-kernel_oom_kills() {
-	journalctl -k -q --no-pager --cursor="$ivd_cursor" |
-		grep -c "oom-kill:.*oom_memcg=/system.slice/infervisord.service/workers/$1" || true
-}
-
-served_count() { # WORKER
-	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" |
-		grep -c 'served request' || true
-}
-
-served_more_than() { (($(served_count "$1") > $2)); }
-
-cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
-
 # The growth rule; the default rules are dropped so that only it can act.
 leak_rules() {
 	cat <<-YAML

@@ -64,32 +64,6 @@ mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/memi
 host_pswpin() { awk '$1 == "pswpin" { print $2 }' /proc/vmstat; }
 host_memory_some_avg10() { sed -n 's/^some avg10=\([0-9.]*\) .*/\1/p' /proc/pressure/memory; }
 
-served_count() { # WORKER
-	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" |
-		grep -c 'served request' || true
-}
-
-# event_field WORKER EVENT FIELD: INFERVISOR_FIELD of each such event.
-event_field() {
-	ivd_journal INFERVISOR_WORKER="$1" INFERVISOR_EVENT="$2" -o export |
-		sed -n "s/^INFERVISOR_$3=//p"
-}
-
-# event_sequence WORKER: its events since fresh_daemon, EVENT or EVENT:RULE.
-event_sequence() {
-	ivd_journal INFERVISOR_WORKER="$1" -o export | awk -v RS= -F '\n' '{
-		event = ""; rule = ""
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^INFERVISOR_EVENT=/) event = substr($i, 18)
-			if ($i ~ /^INFERVISOR_RULE=/) rule = ":" substr($i, 17)
-		}
-		if (event != "") out = out (out == "" ? "" : " ") event rule
-	}
-	END { print out }'
-}
-
-cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
-
 # swap_in_during_passes N: how many pages the host swapped in while high and
 # guard each served N more requests (each one a pass over its whole model);
 # fails if they have not after 10 minutes (a hang guard).
@@ -116,10 +90,6 @@ swap_in_quiet() {
 
 pressure_below() { # PERCENT
 	awk -v now="$(host_memory_some_avg10)" -v limit="$1" 'BEGIN { exit !(now < limit) }'
-}
-
-kernel_oom_kills() {
-	journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep -c 'oom-kill:' || true
 }
 
 host_pressure_picks_the_low_priority_worker() {
