@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "process/pidfd.h"
 #include "process/spawn.h"
@@ -191,6 +192,35 @@ TEST_F(ExampleWorker, LeaksSteadily) {
     EXPECT_GT(second, first);
     ASSERT_TRUE(send_signal(pidfd(), SIGKILL).ok());
     EXPECT_EQ(wait(), ExitStatus::killed_by(SIGKILL));
+}
+
+// The benchmark's spike: SIGUSR2 allocates the burst at once, stamped
+// before and after (CLOCK_MONOTONIC), relative to $INFERVISOR_WORKDIR.
+TEST_F(ExampleWorker, BurstsOnSigusr2AndStampsStartAndEnd) {
+    testing::TempDir dir;
+    start({"--serve-interval-ms", "20", "--touch-model", "--model-mb", "2", "--burst-mb", "4",
+           "--burst-stamp", "stamp"},
+          {"INFERVISOR_WORKDIR=" + dir.path().string()});
+    ASSERT_TRUE(reader().line_containing("served request 2"));
+    ASSERT_TRUE(send_signal(pidfd(), SIGUSR2).ok());
+    ASSERT_TRUE(reader().line_containing("burst of 4 MiB"));
+    std::istringstream stamp(testing::slurp(dir.path() / "stamp"));
+    std::string start_word, end_word;
+    long long start_ns = -1, end_ns = -1;
+    stamp >> start_word >> start_ns >> end_word >> end_ns;
+    EXPECT_EQ(start_word, "start");
+    EXPECT_EQ(end_word, "end");
+    EXPECT_GT(start_ns, 0);
+    EXPECT_GE(end_ns, start_ns);
+    EXPECT_TRUE(reader().line_containing("served request"));  // still serving after it
+    ASSERT_TRUE(send_signal(pidfd(), SIGTERM).ok());
+    EXPECT_EQ(wait(), ExitStatus::exited_with(0));
+}
+
+TEST_F(ExampleWorker, RejectsABurstStampWithoutABurst) {
+    start({"--burst-stamp", "stamp"});
+    EXPECT_TRUE(reader().line_containing("--burst-stamp needs --burst-mb"));
+    EXPECT_EQ(wait(), ExitStatus::exited_with(2));
 }
 
 TEST_F(ExampleWorker, RejectsUnknownOptions) {
