@@ -23,10 +23,9 @@
 #include <string>
 
 #include "base/file_io.h"
-#include "cgroup/cgroup_discovery.h"
+#include "bench_supervisor.h"
 #include "config/config_loader.h"
 #include "supervise/policy_runner.h"
-#include "supervise/supervisor.h"
 
 using namespace infervisor;
 
@@ -80,45 +79,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s", loaded.errors.format().c_str());
         return 1;
     }
-    auto own = discover_own_cgroup("/proc");
-    auto mount = find_cgroup2_mount(read_file("/proc/self/mountinfo").value_or(""));
-    if (!own || !mount) {
-        std::fprintf(stderr, "no cgroup2 here\n");
-        return 1;
-    }
-    CgroupDir root(*own / ("infervisor-idle-bench-" + std::to_string(getpid())));
-    if (auto r = root.create(); !r) {
-        std::fprintf(stderr, "%s\n", r.error().message().c_str());
-        return 1;
-    }
-    bool have_memory = CgroupDir(*own).controllers().value_or({}).count("memory") > 0;
-    if (have_memory) (void)root.enable_controllers(CgroupTree::worker_controllers());
-    (void)root.child("workers").create();
-    if (have_memory)
-        (void)root.child("workers").enable_controllers(CgroupTree::worker_controllers());
-
-    boost::asio::io_context io;
-    CgroupTree tree(root.path());
-    EventBus bus;
-    SteadyClock clock;
-    Paths paths;
-    char tmpl[] = "/tmp/infervisor-idle-bench.XXXXXX";
-    paths.runtime_dir = ::mkdtemp(tmpl);
-    paths.state_dir = paths.runtime_dir / "state";
-    paths.tmpfiles_dir = paths.runtime_dir / "tmpfiles.d";
-    std::filesystem::create_directories(paths.runtime_dir / "notify");
-    std::filesystem::create_directories(paths.tmpfiles_dir);
-    auto record_only = [](const CgroupDir&,
-                          const CgroupLimits&) -> Result<std::vector<std::string>> {
-        return std::vector<std::string>{};
-    };
-    WorkDirManager workdirs(paths);
-    WorkerContext ctx{
-        io,    tree,  *mount,
-        paths, bus,   workdirs,
-        clock, false, have_memory ? WorkerContext::LimitsWriter(apply_limits) : record_only};
-    Supervisor supervisor(ctx);
-    PolicyRunner policy(ctx, supervisor);
+    auto bench = bench::BenchSupervisor::create("idle-bench");
+    if (!bench) return 1;
+    boost::asio::io_context& io = bench->io();
+    Supervisor& supervisor = bench->supervisor();
+    PolicyRunner policy(bench->context(), supervisor);
 
     Config config = loaded.config;
     config.workers.clear();
@@ -147,7 +112,7 @@ int main(int argc, char** argv) {
 
     std::printf("idle workers: %d  measured: %.0f s  sample_interval: %s  memory controller: %s\n",
                 args.count, wall, format_duration(config.daemon.sample_interval).c_str(),
-                have_memory ? "yes" : "no (memory.* files absent)");
+                bench->have_memory() ? "yes" : "no (memory.* files absent)");
     std::printf("supervisor CPU: %.3f s = %.3f %% of one core  (%zu evaluations, %.1f us each)\n",
                 cpu, 100.0 * cpu / wall, evaluations, evaluations ? 1e6 * cpu / evaluations : 0.0);
     std::printf("supervisor RSS: %.1f MiB  (peak %.1f MiB)\n", status_mib("VmRSS"),
@@ -155,11 +120,6 @@ int main(int argc, char** argv) {
 
     policy.stop();
     supervisor.workdir_monitor().stop();
-    bool done = false;
-    supervisor.stop_all([&] { done = true; });
-    while (!done) io.run_one();
-    (void)root.child("workers").remove();
-    (void)root.remove();
-    std::filesystem::remove_all(paths.runtime_dir);
+    bench->stop_all();
     return 0;
 }

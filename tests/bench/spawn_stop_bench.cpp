@@ -17,9 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "base/file_io.h"
-#include "cgroup/cgroup_discovery.h"
-#include "supervise/supervisor.h"
+#include "bench_supervisor.h"
 
 using namespace infervisor;
 using WallClock = std::chrono::steady_clock;
@@ -34,8 +32,10 @@ struct Args {
 Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--count") && i + 1 < argc) a.count = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--program") && i + 1 < argc) a.program = argv[++i];
+        if (!std::strcmp(argv[i], "--count") && i + 1 < argc)
+            a.count = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--program") && i + 1 < argc)
+            a.program = argv[++i];
         else {
             std::fprintf(stderr, "usage: %s [--count N] [--program PATH]\n", argv[0]);
             std::exit(2);
@@ -47,7 +47,9 @@ Args parse(int argc, char** argv) {
 void report(const char* what, std::vector<double> ms) {
     if (ms.empty()) return;
     std::sort(ms.begin(), ms.end());
-    auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+    auto at = [&](double q) {
+        return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+    };
     std::printf("%-28s n=%zu min=%.2fms median=%.2fms p90=%.2fms max=%.2fms\n", what, ms.size(),
                 ms.front(), at(0.5), at(0.9), ms.back());
 }
@@ -60,43 +62,11 @@ double since(WallClock::time_point t0) {
 
 int main(int argc, char** argv) {
     Args args = parse(argc, argv);
-    auto own = discover_own_cgroup("/proc");
-    auto mount = find_cgroup2_mount(read_file("/proc/self/mountinfo").value_or(""));
-    if (!own || !mount) {
-        std::fprintf(stderr, "no cgroup2 here\n");
-        return 1;
-    }
-    CgroupDir root(*own / ("infervisor-bench-" + std::to_string(getpid())));
-    if (auto r = root.create(); !r) {
-        std::fprintf(stderr, "%s\n", r.error().message().c_str());
-        return 1;
-    }
-    bool have_memory = CgroupDir(*own).controllers().value_or({}).count("memory") > 0;
-    if (have_memory) {
-        // Inner nodes may not hold processes once controllers are enabled.
-        (void)root.enable_controllers(CgroupTree::worker_controllers());
-    }
-    (void)root.child("workers").create();
-    if (have_memory) (void)root.child("workers").enable_controllers(CgroupTree::worker_controllers());
-
-    boost::asio::io_context io;
-    CgroupTree tree(root.path());
-    EventBus bus;
-    SteadyClock clock;
-    Paths paths;
-    char tmpl[] = "/tmp/infervisor-bench.XXXXXX";
-    paths.runtime_dir = ::mkdtemp(tmpl);
-    paths.state_dir = paths.runtime_dir / "state";
-    std::filesystem::create_directories(paths.runtime_dir / "notify");
-    auto record_only = [](const CgroupDir&, const CgroupLimits&) -> Result<std::vector<std::string>> {
-        return std::vector<std::string>{};
-    };
-    paths.tmpfiles_dir = paths.runtime_dir / "tmpfiles.d";
-    std::filesystem::create_directories(paths.tmpfiles_dir);
-    WorkDirManager workdirs(paths);
-    WorkerContext ctx{io, tree, *mount, paths, bus, workdirs, clock, false,
-                      have_memory ? WorkerContext::LimitsWriter(apply_limits) : record_only};
-    Supervisor supervisor(ctx);
+    auto bench = bench::BenchSupervisor::create("bench");
+    if (!bench) return 1;
+    Supervisor& supervisor = bench->supervisor();
+    EventBus& bus = bench->events();
+    bool have_memory = bench->have_memory();
 
     std::map<std::string, double> started_ms, stopped_ms;
     WallClock::time_point t0 = WallClock::now();
@@ -125,21 +95,17 @@ int main(int argc, char** argv) {
     for (double t : start_each) start_delta.push_back(t - prev), prev = t;
 
     t0 = WallClock::now();
-    bool done = false;
-    supervisor.stop_all([&] { done = true; });
-    while (!done) io.run_one();
+    bench->stop_all();
     double stop_all = since(t0);
     std::vector<double> stop_each;
     for (auto& [name, t] : stopped_ms) stop_each.push_back(t);
 
-    std::printf("workers: %d  program: %s  memory controller: %s\n", args.count, args.program.c_str(),
+    std::printf("workers: %d  program: %s  memory controller: %s\n", args.count,
+                args.program.c_str(),
                 have_memory ? "yes (limits written)" : "no (limits not written)");
     std::printf("start all (in their cgroups): %.1f ms\n", start_all);
     report("start, per worker", start_delta);
     std::printf("stop all (SIGTERM, cgroup empty, rmdir): %.1f ms\n", stop_all);
     report("stop, completion time", stop_each);
-    (void)root.child("workers").remove();
-    (void)root.remove();
-    std::filesystem::remove_all(paths.runtime_dir);
     return 0;
 }
