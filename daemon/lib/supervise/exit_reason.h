@@ -1,13 +1,15 @@
 // ExitReason: why a worker's run ended, combining the process's exit status
 // with what its cgroup saw (an OOM kill shows up as SIGKILL plus an
-// oom_kill count in memory.events).
+// oom_kill count in memory.events). memory.events counts kills by any OOM
+// killer; its `oom` counter only rises when the cgroup itself reached
+// memory.max, which tells a kill at the worker's own cap from a host-wide (or
+// ancestor's) OOM kill that merely picked one of its processes.
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "base/clock.h"
-
 #include "process/exit_status.h"
 #include "supervise/restart_tracker.h"
 
@@ -15,20 +17,25 @@ namespace infervisor {
 
 struct ExitReason {
     ExitStatus status;
-    long long oom_kills = 0;       // memory.events oom_kill (+ oom_group_kill) of this run
-    bool stop_requested = false;   // the daemon asked it to stop
-    bool killed_by_policy = false; // a rule or the watchdog killed it
+    long long oom_kills = 0;        // memory.events oom_kill of this run (any OOM killer)
+    long long limit_ooms = 0;       // memory.events oom: memory.max reached, OOM killer invoked
+    bool stop_requested = false;    // the daemon asked it to stop
+    bool killed_by_policy = false;  // a rule or the watchdog killed it
     // Set when a notify worker was killed for sending no READY=1 within this.
     std::optional<Duration> no_ready_within;
 
     bool oom_killed() const {
-        return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled && status.signal == SIGKILL;
+        return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled &&
+               status.signal == SIGKILL;
     }
+    // The kill came from the worker's own memory.max, not from outside.
+    bool oom_at_own_limit() const { return oom_killed() && limit_ooms > 0; }
     ExitClass exit_class() const {
         return status.success() && !oom_killed() && !no_ready_within ? ExitClass::clean
                                                                      : ExitClass::failure;
     }
     // "no READY=1 within 1m30s", "oom-killed (memory.max reached)",
+    // "oom-killed by a host-wide OOM kill (memory.max not reached)",
     // "exited with code 3", "killed by SIGSEGV (core dumped)".
     std::string describe() const;
 };

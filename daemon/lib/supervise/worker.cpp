@@ -334,6 +334,7 @@ void Worker::on_exit() {
     exiting_ = true;
     ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
     reason.oom_kills = cgroup().memory_event("oom_kill");
+    reason.limit_ooms = cgroup().memory_event("oom");
     reason.stop_requested = stop_requested_;
     reason.killed_by_policy = killed_by_policy_;
     if (start_timed_out_) reason.no_ready_within = spec_.start_timeout;
@@ -347,6 +348,7 @@ void Worker::on_exit() {
     std::vector<std::pair<std::string, std::string>> fields = {
         {"PID", std::to_string(pid_)}, {"RUNTIME_MS", ms(ran)},
         {"OOM_KILLS", std::to_string(reason.oom_kills)},
+        {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
         {"EXIT_REASON", reason.describe()}};
     if (reason.status.kind == ExitStatus::Kind::exited)
         fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
@@ -354,11 +356,16 @@ void Worker::on_exit() {
         fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
     if (auto peak = read_u64(cgroup(), "memory.peak")) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
     emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
-    if (reason.oom_killed())
+    if (reason.oom_killed()) {
+        fields.emplace_back("OOM_SCOPE", reason.oom_at_own_limit() ? "cgroup" : "host");
         emit(EventKind::oom_killed,
-             "killed by the kernel OOM killer inside its cgroup at memory.max=" +
-                 format_size(spec_.memory.max),
+             reason.oom_at_own_limit()
+                 ? "killed by the kernel OOM killer inside its cgroup at memory.max=" +
+                       format_size(spec_.memory.max)
+                 : "killed by a host-wide OOM kill below its memory.max=" +
+                       format_size(spec_.memory.max) + " (the host ran out of memory)",
              fields);
+    }
 
     // Whatever the main process left behind (double-forked children) goes too.
     auto populated = cgroup().populated();
