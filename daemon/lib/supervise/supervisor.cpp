@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "supervise/worker_launch.h"
+#include "workdir/workdir_validation.h"
 
 namespace infervisor {
 
@@ -143,6 +144,9 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
     Paths paths = ctx_.paths;
     std::filesystem::path path = resolve_workdir(workdir, paths);
     std::string why = spec.workdir.remove_on_removal ? "remove_workdir_on_removal" : "request";
+    if (auto user = dir_in_use(path))
+        return done(plain_error("work dir " + path.string() + " of removed worker '" + name +
+                                "' is not removed: it overlaps " + *user + ", which is in use"));
     removing_.insert(name);
     background_.run<Result<WorkDirRemoval>>(
         [workdir, uid, paths, path]() -> Result<WorkDirRemoval> {
@@ -164,6 +168,23 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
                 !removing_.count(name))
                 create_and_start(it->second);
         });
+}
+
+std::optional<std::string> Supervisor::dir_in_use(const std::filesystem::path& dir) const {
+    auto overlaps = [&](const std::filesystem::path& used) {
+        return is_within(dir, used) || is_within(used, dir);
+    };
+    for (const auto& [name, spec] : desired_) {
+        WorkDirSpec workdir = spec.workdir;
+        workdir.worker = name;
+        std::filesystem::path own = resolve_workdir(workdir, ctx_.paths);
+        if (overlaps(own)) return "worker '" + name + "' work dir " + own.string();
+        for (const auto& extra : spec.workdir.extra_dirs)
+            if (overlaps(extra.path)) return "worker '" + name + "' extra dir " + extra.path.string();
+    }
+    for (const auto& used : ctx_.workdirs.protected_paths())
+        if (overlaps(used)) return "the protected dir " + used.string();
+    return std::nullopt;
 }
 
 void Supervisor::stop_all(std::function<void()> done) {

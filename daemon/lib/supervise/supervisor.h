@@ -67,6 +67,10 @@ private:
     // when configured to (the worker is stopped by then).
     void release_workdir(const WorkerSpec& spec);
     void start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone done);
+    // Which configured or prepared worker directory `dir` is, contains or lies
+    // in ("worker 'b' work dir /srv/llama"), if any: such a dir is never removed,
+    // whatever name it was asked for under (a renamed worker keeps its dir).
+    std::optional<std::string> dir_in_use(const std::filesystem::path& dir) const;
     std::optional<WorkDirMonitor::WorkerView> view_of(const std::string& name) const;
 
     WorkerContext& ctx_;

@@ -33,11 +33,6 @@ struct NamedDir {
     std::string describe() const { return "worker '" + worker + "' " + role + " " + path.string(); }
 };
 
-// True when `inner` is `outer` or lies below it (component-wise, lexically).
-bool is_within(const fs::path& inner, const fs::path& outer) {
-    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
-    return o == outer.end();
-}
 
 Result<fs::path> normalize(const std::string& text) {
     if (text.empty() || text.front() != '/') return plain_error("must be an absolute path");
@@ -126,6 +121,11 @@ void validate_workdir_specs(const std::vector<WorkDirSpec>& specs, const Paths& 
     auto dirs = collect_dirs(specs, paths);
     check_daemon_dirs(dirs, paths, errors);
     check_overlaps(dirs, errors);
+}
+
+bool is_within(const fs::path& inner, const fs::path& outer) {
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end();
 }
 
 }  // namespace infervisor

@@ -20,6 +20,10 @@ namespace infervisor {
 // normalized path (no trailing or doubled slashes).
 Result<std::filesystem::path> check_worker_dir_path(const std::string& text);
 
+// True when `inner` is `outer` or lies below it (component-wise, lexically;
+// both normalized).
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
 // Across all workers: no directory shared between two workers or nested in
 // another worker's; no worker directory at or above the daemon's own
 // directories (paths); worker names usable as a directory name; within one

@@ -1,15 +1,13 @@
 // Worker lifecycle on real processes and real cgroup2 directories.
+#include <gmock/gmock.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include <sys/stat.h>
-
 #include <cstring>
 #include <fstream>
-
-#include <gmock/gmock.h>
 
 #include "base/file_io.h"
 #include "cgroup/cgroup_discovery.h"
@@ -73,10 +71,9 @@ TEST_F(Lifecycle, CrashLoopRestartsWithBackoffUntilTheStartLimit) {
     supervisor_->apply(config({spec}));
     run_until_event("crashy", K::failed);
 
-    EXPECT_THAT(kinds_of("crashy"),
-                ElementsAre(K::started, K::ready, K::exited, K::restarting,   //
-                            K::started, K::ready, K::exited, K::restarting,   //
-                            K::started, K::ready, K::exited, K::failed));
+    EXPECT_THAT(kinds_of("crashy"), ElementsAre(K::started, K::ready, K::exited, K::restarting,  //
+                                                K::started, K::ready, K::exited, K::restarting,  //
+                                                K::started, K::ready, K::exited, K::failed));
     EXPECT_EQ(field(*last("crashy", K::exited), "EXIT_CODE"), "3");
     // Backoff doubles: 20ms, then 40ms.
     std::vector<std::string> delays;
@@ -168,7 +165,8 @@ TEST_F(Lifecycle, NotifyFromOutsideTheWorkersCgroupIsRejected) {
               static_cast<ssize_t>(sizeof msg - 1));
     close(fd);
     run_until_event("slow", K::notify_rejected);
-    EXPECT_THAT(last("slow", K::notify_rejected)->message, HasSubstr("not a process of this worker"));
+    EXPECT_THAT(last("slow", K::notify_rejected)->message,
+                HasSubstr("not a process of this worker"));
     EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
 }
 
@@ -223,7 +221,9 @@ TEST_F(Lifecycle, WorkDirIsProtectedWhileConfiguredAndRemovedOnRequest) {
     std::ofstream(state / "workers/keep/model.bin") << "weights";
 
     supervisor_->apply(config({}));
-    run_until([&] { return supervisor_->find("keep") == nullptr && supervisor_->find("drop") == nullptr; });
+    run_until([&] {
+        return supervisor_->find("keep") == nullptr && supervisor_->find("drop") == nullptr;
+    });
     run_until([&] { return !std::filesystem::exists(state / "workers/drop"); });
     // Released once stopped: no longer excluded from cleanup; kept by default.
     run_until([&] {
@@ -231,6 +231,42 @@ TEST_F(Lifecycle, WorkDirIsProtectedWhileConfiguredAndRemovedOnRequest) {
                slurp(exclusions).find("workers/keep") == std::string::npos;
     });
     EXPECT_EQ(slurp(state / "workers/keep/model.bin"), "weights");
+}
+
+// A renamed worker keeps its work dir: removing the old name's dir, on
+// request or by remove_workdir_on_removal, must not delete what the new name
+// uses right now.
+TEST_F(Lifecycle, ARenamedWorkersDirIsNeverRemovedUnderTheNewName) {
+    auto shared = ctx_->paths.state_dir / "models/llama";
+    auto old_name = example("llama", {});
+    old_name.workdir.workdir = shared;
+    old_name.workdir.remove_on_removal = true;
+    supervisor_->apply(config({old_name}));
+    run_until_event("llama", K::ready);
+    std::ofstream(shared / "model.bin") << "weights";
+
+    auto new_name = example("llama2", {});
+    new_name.workdir.workdir = shared;
+    supervisor_->apply(config({new_name}));
+    run_until_event("llama2", K::ready);
+    run_until([&] { return supervisor_->find("llama") == nullptr; });
+
+    // The old worker is retired a moment after it stopped; ask until it is.
+    std::optional<Result<Supervisor::WorkDirRemoval>> answer;
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+        answer.reset();
+        supervisor_->remove_workdir(
+            "llama", [&](Result<Supervisor::WorkDirRemoval> r) { answer = std::move(r); });
+        run_until([&] { return answer.has_value(); });
+        if (answer->ok() || answer->error().message().find("still running") == std::string::npos)
+            break;
+        io_.run_one();
+    }
+    ASSERT_FALSE(answer->ok());
+    EXPECT_THAT(answer->error().message(),
+                HasSubstr("overlaps worker 'llama2' work dir " + shared.string()));
+    EXPECT_EQ(slurp(shared / "model.bin"), "weights");
+    EXPECT_EQ(count("llama", K::workdir_removed), 0u);
 }
 
 }  // namespace
