@@ -67,8 +67,9 @@ struct WorkerSpec {
     bool notify = false;
     // Notify workers only: a run without READY=1 within this time is a failed
     // start (cgroup killed; restart policy and start limit apply). 0 = wait
-    // forever. Default as systemd's TimeoutStartSec.
-    Duration start_timeout = 90s;
+    // forever. The default is far above systemd's 90s: loading a large model
+    // from disk can take minutes, and killing a slow loader loses that work.
+    Duration start_timeout = 10min;
     // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
     Duration watchdog = 0ms;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.

@@ -308,7 +308,8 @@ void Worker::arm_start_timeout() {
 }
 
 void Worker::on_start_timeout() {
-    if (pid_ == 0 || exiting_ || state_ != WorkerState::starting) return;
+    // A policy kill already under way keeps its own reason.
+    if (pid_ == 0 || exiting_ || killed_by_policy_ || state_ != WorkerState::starting) return;
     start_timed_out_ = true;
     emit(EventKind::start_failed,
          "no READY=1 within " + format_duration(spec_.start_timeout) + "; killing its cgroup",

@@ -203,7 +203,7 @@ workers:
     EXPECT_EQ(loaded.config.daemon.growth_window, std::chrono::seconds(10));
     EXPECT_EQ(loaded.config.workers[0].start_timeout, std::chrono::minutes(2));
     EXPECT_EQ(loaded.config.workers[1].start_timeout, std::chrono::seconds(0));
-    EXPECT_EQ(loaded.config.workers[2].start_timeout, std::chrono::seconds(90));  // systemd's default
+    EXPECT_EQ(loaded.config.workers[2].start_timeout, std::chrono::minutes(10));  // model loads
     EXPECT_EQ(load_config_text("", "e.yaml").config.daemon.growth_window, std::chrono::seconds(60));
 }
 
