@@ -106,12 +106,14 @@ void set_oom_score_adj(const ChildPlan& plan) noexcept {
 }
 
 // The daemon keeps CAP_SYS_ADMIN (fanotify naming who deleted a protected
-// file) and CAP_SETPCAP (to drop it here) in its bounding set; a worker, even
-// one running as root, gets neither. CAP_SETPCAP goes last: dropping needs it.
+// file), CAP_SYS_PTRACE (reading its workers' /proc) and CAP_SETPCAP (to drop
+// them here) in its bounding set; a worker, even one running as root, gets
+// none of them (with CAP_SYS_PTRACE a root worker could ptrace the daemon and
+// act with its CAP_SYS_ADMIN). CAP_SETPCAP goes last: dropping needs it.
 // An unprivileged caller (tests) holds no capabilities to hand on: its EPERM
 // is not an error.
 void drop_supervisor_capabilities(const ChildPlan& plan) noexcept {
-    for (int cap : {CAP_SYS_ADMIN, CAP_SETPCAP}) {
+    for (int cap : {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_SETPCAP}) {
         if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1) continue;
         if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
         if (errno == EPERM && ::geteuid() != 0) return;

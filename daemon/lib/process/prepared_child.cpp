@@ -123,7 +123,7 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
             return "verify credentials (uid " + optional_id(request.uid) + ", gid " +
                    optional_id(request.gid) + ")";
         case ChildStep::drop_capabilities:
-            return "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN/CAP_SETPCAP)";
+            return "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN/CAP_SYS_PTRACE/CAP_SETPCAP)";
         case ChildStep::no_new_privileges:
             return "prctl(PR_SET_NO_NEW_PRIVS)";
         case ChildStep::chdir:

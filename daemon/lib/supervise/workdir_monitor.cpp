@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <system_error>
 
 #include "workdir/deleting_process.h"
 #include "workdir/disk_usage.h"
@@ -17,6 +18,15 @@ namespace fs = std::filesystem;
 namespace {
 
 using Kind = DeletionEvent::Kind;
+
+// A close-on-exec copy for asio to own (workers must never inherit a
+// descriptor that reports other workers' deletions); start-up fails loudly
+// when even that is impossible.
+int cloexec_dup(int fd) {
+    int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) throw std::system_error(errno, std::generic_category(), "dup of a watch descriptor");
+    return copy;
+}
 
 const char* action_name(Kind kind) {
     switch (kind) {
@@ -87,7 +97,7 @@ void WorkDirMonitor::start(Duration scan_interval) {
     if (auto f = FanotifyDeletionWatcher::create()) {
         fanotify_.emplace(std::move(*f));
         fanotify_wait_ =
-            std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(fanotify_->fd()));
+            std::make_unique<asio::posix::stream_descriptor>(ctx_.io, cloexec_dup(fanotify_->fd()));
         arm_fanotify();
     } else {
         spdlog::info("deletions in protected dirs: {}; using inotify (cannot say who deleted)",
@@ -96,7 +106,7 @@ void WorkDirMonitor::start(Duration scan_interval) {
     if (auto i = DeletionWatcher::create(ctx_.paths.procfs)) {
         inotify_.emplace(std::move(*i));
         inotify_wait_ =
-            std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(inotify_->fd()));
+            std::make_unique<asio::posix::stream_descriptor>(ctx_.io, cloexec_dup(inotify_->fd()));
         arm_inotify();
     } else {
         spdlog::warn("deletions in protected dirs: {}", i.error().message());

@@ -254,7 +254,7 @@ TEST(Spawn, NoNewPrivilegesIsSetUnlessDisabled) {
     EXPECT_EQ(status_line(finished->output, "NoNewPrivs"), "NoNewPrivs:\t0");
 }
 
-TEST(Spawn, WorkersNeverGetCapSysAdminOrCapSetpcap) {
+TEST(Spawn, WorkersNeverGetTheSupervisorsOwnCapabilities) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to hold capabilities to drop";
     if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 1)
         GTEST_SKIP() << "this test process has no CAP_SYS_ADMIN to hand on";
@@ -265,6 +265,7 @@ TEST(Spawn, WorkersNeverGetCapSysAdminOrCapSetpcap) {
     uint64_t bounding = std::stoull(line.substr(8), nullptr, 16);
     EXPECT_EQ(bounding & (1ull << CAP_SYS_ADMIN), 0u) << line;
     EXPECT_EQ(bounding & (1ull << CAP_SETPCAP), 0u) << line;
+    EXPECT_EQ(bounding & (1ull << CAP_SYS_PTRACE), 0u) << line;
     EXPECT_NE(bounding & (1ull << CAP_KILL), 0u) << line;  // the rest is left alone
 }
 
