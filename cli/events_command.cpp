@@ -25,11 +25,11 @@ void print_event(const CliContext& ctx, const json& value) {
     }
     auto e = event_from_json(value);
     std::cout << local_time(e.time_usec) << " " << (e.worker.empty() ? "-" : e.worker) << " "
-              << e.kind << ": " << e.message;
+              << e.kind << ": " << printable(e.message);
     if (!e.fields.empty()) {
         std::string sep = " (";
         for (const auto& [key, val] : e.fields) {
-            std::cout << sep << key << "=" << val;
+            std::cout << sep << key << "=" << printable(val);
             sep = ", ";
         }
         std::cout << ")";

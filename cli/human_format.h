@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace infervisor::cli {
 
@@ -19,6 +20,12 @@ std::string human_uptime(std::optional<uint64_t> usec);
 std::string human_percent(std::optional<double> value);
 // "2026-11-30 03:06:04" in local time, from CLOCK_REALTIME microseconds.
 std::string local_time(uint64_t usec);
+
+// Text from workers (STATUS=, file names, their output) made safe for a
+// terminal: control characters (C0, DEL, and C1 as UTF-8) become \xNN, so a
+// worker cannot send escape sequences to the operator's terminal or forge
+// lines. Everything else, UTF-8 included, is kept.
+std::string printable(std::string_view text);
 
 // SGR colour of a worker state, for terminals: ready/running green,
 // starting/stopping/backoff yellow, failed red, stopped/parked dim.

@@ -55,7 +55,7 @@ void print_entry(const CliContext& ctx, sd_journal* j) {
     }
     std::cout << local_time(usec) << " " << identifier;
     if (!pid.empty()) std::cout << "[" << pid << "]";
-    std::cout << ": " << message << std::endl;
+    std::cout << ": " << printable(message) << std::endl;
 }
 
 int open_journal(const LogsArgs& args, Journal& journal) {

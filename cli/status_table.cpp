@@ -30,7 +30,7 @@ Row row(const WorkerStatus& w) {
             human_limit(w.memory_max),
             human_bytes(w.swap_current),
             human_percent(w.memory_pressure_some_avg10),
-            w.last_exit.empty() ? "-" : w.last_exit};
+            w.last_exit.empty() ? "-" : printable(w.last_exit)};
 }
 
 void print_row(std::ostream& out, const Row& r, const std::array<std::size_t, kColumns>& width,
@@ -79,8 +79,8 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
                           human_bytes(w.memory_peak) + ")");
     line("     Swap", human_bytes(w.swap_current) + " (max " + human_limit(w.swap_max) + ")");
     line(" Pressure", "memory some avg10 " + human_percent(w.memory_pressure_some_avg10));
-    line("Last exit", w.last_exit.empty() ? "-" : w.last_exit);
-    line("   Status", w.status_text.empty() ? "-" : w.status_text);
+    line("Last exit", w.last_exit.empty() ? "-" : printable(w.last_exit));
+    line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
     line("Protected", w.is_protected ? "yes" : "no");
     out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
 }
