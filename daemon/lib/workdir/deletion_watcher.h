@@ -1,7 +1,9 @@
 // DeletionWatcher: notices entries disappearing from protected directories.
 //
 // Watches the root of each protected directory (not its subtree) with
-// inotify for IN_DELETE, IN_MOVED_FROM (an entry removed or moved away),
+// inotify for IN_DELETE, IN_MOVED_FROM (an entry removed or moved away; not
+// reported when the entry arrived in a watched directory in the same drain,
+// i.e. a rename such as an atomic save),
 // IN_DELETE_SELF and IN_MOVE_SELF (the directory itself). inotify does not say
 // who did it: the worker deleting its own files produces the same events as
 // a cleanup job, so the consumer decides what is worth logging.
@@ -24,6 +26,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,7 +78,8 @@ class DeletionWatcher {
 
     DeletionWatcher(UniqueFd fd, std::filesystem::path procfs)
         : fd_(std::move(fd)), procfs_(std::move(procfs)) {}
-    void translate(const struct inotify_event& ev, std::vector<DeletionEvent>& out);
+    void translate(const struct inotify_event& ev, std::vector<DeletionEvent>& out,
+                   std::vector<uint32_t>& cookies, std::set<uint32_t>& arrived);
 
     UniqueFd fd_;
     std::filesystem::path procfs_;

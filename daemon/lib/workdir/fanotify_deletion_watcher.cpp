@@ -14,7 +14,11 @@ namespace infervisor {
 
 namespace {
 
-constexpr uint64_t kMarkMask = FAN_DELETE | FAN_MOVED_FROM | FAN_ONDIR;
+// FAN_RENAME (5.17+) reports both ends of a move in one event, so a rename
+// within watched directories (an atomic save) is told from a move away;
+// older kernels get FAN_MOVED_FROM, where every move counts as moved out.
+constexpr uint64_t kRenameMask = FAN_DELETE | FAN_RENAME | FAN_ONDIR;
+constexpr uint64_t kMovedFromMask = FAN_DELETE | FAN_MOVED_FROM | FAN_ONDIR;
 
 std::string make_key(const void* fsid, int type, const unsigned char* handle, unsigned bytes) {
     std::string key(static_cast<const char*>(fsid), sizeof(__kernel_fsid_t));
@@ -62,8 +66,14 @@ Result<void> FanotifyDeletionWatcher::watch(const std::string& owner,
     if (!key) return key.error();
     UniqueFd own(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
     if (!own) return errno_error("dup descriptor of " + dir.string());
-    if (::fanotify_mark(fd_.get(), FAN_MARK_ADD, kMarkMask, own.get(), nullptr) < 0)
-        return errno_error("fanotify mark on " + dir.string());
+    if (mask_ == 0) mask_ = kRenameMask;
+    if (::fanotify_mark(fd_.get(), FAN_MARK_ADD, mask_, own.get(), nullptr) < 0) {
+        if (errno != EINVAL || mask_ != kRenameMask)
+            return errno_error("fanotify mark on " + dir.string());
+        mask_ = kMovedFromMask;  // FAN_RENAME needs 5.17: every move then counts as moved out
+        if (::fanotify_mark(fd_.get(), FAN_MARK_ADD, mask_, own.get(), nullptr) < 0)
+            return errno_error("fanotify mark on " + dir.string());
+    }
     targets_.push_back(Target{owner, dir, std::move(own), std::move(*key)});
     return {};
 }
@@ -74,7 +84,7 @@ void FanotifyDeletionWatcher::unwatch(const std::string& owner) {
     for (auto it = leaving; it != targets_.end(); ++it) {
         bool shared = std::any_of(targets_.begin(), leaving,
                                   [&](const Target& t) { return t.key == it->key; });
-        if (!shared) ::fanotify_mark(fd_.get(), FAN_MARK_REMOVE, kMarkMask, it->fd.get(), nullptr);
+        if (!shared) ::fanotify_mark(fd_.get(), FAN_MARK_REMOVE, mask_, it->fd.get(), nullptr);
     }
     targets_.erase(leaving, targets_.end());
 }
@@ -84,6 +94,11 @@ bool FanotifyDeletionWatcher::watches(const std::string& owner) const {
                        [&](const Target& t) { return t.owner == owner; });
 }
 
+bool FanotifyDeletionWatcher::is_watched(const std::string& key) const {
+    return std::any_of(targets_.begin(), targets_.end(),
+                       [&](const Target& t) { return t.key == key; });
+}
+
 void FanotifyDeletionWatcher::translate(const char* event, size_t len,
                                         std::vector<DeletionReport>& out) const {
     const auto* meta = reinterpret_cast<const fanotify_event_metadata*>(event);
@@ -91,27 +106,38 @@ void FanotifyDeletionWatcher::translate(const char* event, size_t len,
         out.push_back({DeletionEvent{DeletionEvent::Kind::overflow, {}, {}, {}, false}, 0});
         return;
     }
-    if (!(meta->mask & (FAN_DELETE | FAN_MOVED_FROM))) return;
+    if (!(meta->mask & (FAN_DELETE | FAN_MOVED_FROM | FAN_RENAME))) return;
+    // The entry's directory and name: DFID_NAME (delete, moved from), or
+    // OLD_DFID_NAME with NEW_DFID_NAME for where it went (rename).
+    std::string from_key, name, to_key;
     for (size_t off = meta->metadata_len; off + sizeof(fanotify_event_info_header) <= len;) {
         const auto* hdr = reinterpret_cast<const fanotify_event_info_header*>(event + off);
         if (hdr->len == 0 || off + hdr->len > len) return;
-        if (hdr->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME) {
+        bool from = hdr->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+                    hdr->info_type == FAN_EVENT_INFO_TYPE_OLD_DFID_NAME;
+        if (from || hdr->info_type == FAN_EVENT_INFO_TYPE_NEW_DFID_NAME) {
             const auto* fid = reinterpret_cast<const fanotify_event_info_fid*>(hdr);
             const auto* handle = reinterpret_cast<const file_handle*>(fid->handle);
             std::string key =
                 make_key(&fid->fsid, handle->handle_type, handle->f_handle, handle->handle_bytes);
-            std::string name(
-                reinterpret_cast<const char*>(handle->f_handle + handle->handle_bytes));
-            auto kind = meta->mask & FAN_DELETE ? DeletionEvent::Kind::entry_deleted
-                                                : DeletionEvent::Kind::entry_moved_out;
-            for (const auto& t : targets_)
-                if (t.key == key)
-                    out.push_back(
-                        {DeletionEvent{kind, t.owner, t.dir, name, (meta->mask & FAN_ONDIR) != 0},
-                         meta->pid > 0 ? meta->pid : 0});
+            if (from) {
+                from_key = std::move(key);
+                name = reinterpret_cast<const char*>(handle->f_handle + handle->handle_bytes);
+            } else {
+                to_key = std::move(key);
+            }
         }
         off += hdr->len;
     }
+    if (from_key.empty()) return;
+    // Renamed within protected directories: nothing was removed.
+    if ((meta->mask & FAN_RENAME) && is_watched(to_key)) return;
+    auto kind = meta->mask & FAN_DELETE ? DeletionEvent::Kind::entry_deleted
+                                        : DeletionEvent::Kind::entry_moved_out;
+    for (const auto& t : targets_)
+        if (t.key == from_key)
+            out.push_back({DeletionEvent{kind, t.owner, t.dir, name, (meta->mask & FAN_ONDIR) != 0},
+                           meta->pid > 0 ? meta->pid : 0});
 }
 
 Result<std::vector<DeletionReport>> FanotifyDeletionWatcher::drain() {

@@ -5,7 +5,7 @@
 // deletions "by someone else" be logged, and inotify cannot say who. A
 // fanotify group reporting directory file handles and names
 // (FAN_REPORT_DFID_NAME, kernel >= 5.9; needs CAP_SYS_ADMIN, which the daemon
-// has) delivers FAN_DELETE and FAN_MOVED_FROM for the entries of a marked
+// has) delivers FAN_DELETE and FAN_RENAME (FAN_MOVED_FROM before 5.17) for the entries of a marked
 // directory with the pid of the process that did it; the caller then tells
 // the worker's own deletions (a process in its cgroup) from the rest.
 //
@@ -73,9 +73,11 @@ class FanotifyDeletionWatcher {
 
     explicit FanotifyDeletionWatcher(UniqueFd fd) : fd_(std::move(fd)) {}
     void translate(const char* event, size_t len, std::vector<DeletionReport>& out) const;
+    bool is_watched(const std::string& key) const;
 
     UniqueFd fd_;
     std::vector<Target> targets_;
+    uint64_t mask_ = 0;  // chosen at the first watch(): FAN_RENAME where the kernel has it
 };
 
 }  // namespace infervisor

@@ -43,6 +43,18 @@ TEST_F(Watched, ReportsDeletedAndMovedAwayEntries) {
     EXPECT_TRUE(drain().empty());  // drained, and it does not block
 }
 
+// An atomic save (write x.tmp, rename to x) removes nothing from the dir.
+TEST_F(Watched, ARenameWithinTheDirectoryIsNotAMoveAway) {
+    root.write("llama/state.tmp", "new");
+    root.write("llama/gone", "g");
+    EXPECT_TRUE(drain().empty());
+    fs::rename(dir / "state.tmp", dir / "state");
+    fs::remove(dir / "gone");
+    auto events = drain();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0], (DeletionEvent{Kind::entry_deleted, "llama", dir, "gone", false}));
+}
+
 TEST_F(Watched, ReportsTheDirectoryItselfGoing) {
     fs::rename(dir, root.path() / "renamed");
     auto moved = drain();

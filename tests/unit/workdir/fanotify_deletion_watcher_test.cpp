@@ -3,8 +3,11 @@
 #include "workdir/fanotify_deletion_watcher.h"
 
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include "support/temp_dir.h"
 #include "workdir_test_support.h"
@@ -71,6 +74,28 @@ TEST_F(FanotifyWatched, NamesTheProcessThatDeletedOrMovedAnEntry) {
               (DeletionEvent{Kind::entry_moved_out, "llama", dir, "moved", false}));
     EXPECT_EQ(events[2].pid, mv);
     EXPECT_TRUE(drain().empty());
+}
+
+// An atomic save (write x.tmp, rename to x) removes nothing from the dir
+// (kernels >= 5.17, with FAN_RENAME; before, every move counts).
+TEST_F(FanotifyWatched, ARenameWithinTheDirectoryIsNotAMoveAway) {
+    root.write("models/state.tmp", "new");
+    root.write("models/gone", "g");
+    EXPECT_TRUE(drain().empty());
+    pid_t mv = run_child({"mv", (dir / "state.tmp").string(), (dir / "state").string()});
+    pid_t rm = run_child({"rm", (dir / "gone").string()});
+    auto events = drain();
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().event,
+              (DeletionEvent{Kind::entry_deleted, "llama", dir, "gone", false}));
+    EXPECT_EQ(events.back().pid, rm);
+    struct utsname u {};
+    ::uname(&u);
+    int major = 0, minor = 0;
+    std::sscanf(u.release, "%d.%d", &major, &minor);
+    if (major > 5 || (major == 5 && minor >= 17)) {
+        EXPECT_EQ(events.size(), 1u) << "the rename by pid " << mv << " was reported";
+    }
 }
 
 TEST_F(FanotifyWatched, IgnoresOtherDirectoriesAndStopsAfterUnwatch) {
