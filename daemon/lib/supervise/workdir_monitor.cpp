@@ -1,6 +1,7 @@
 #include "supervise/workdir_monitor.h"
 
 #include <fcntl.h>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -244,15 +245,28 @@ void WorkDirMonitor::on_measured(const std::string& worker, const fs::path& dir,
 
 void WorkDirMonitor::drain_deletions() {
     identified_.clear();
+    bool more = false;
     if (fanotify_) {
-        auto reports = fanotify_->drain();
+        auto reports = fanotify_->drain(kDeletionReadsPerTurn);
         if (!reports) spdlog::warn("{}", reports.error().message());
         for (const auto& r : reports.value_or({})) on_deletion(r.event, r.pid, r.pid > 0);
+        more |= fanotify_->more_pending();
     }
     if (inotify_) {
-        auto events = inotify_->drain();
+        auto events = inotify_->drain(kDeletionReadsPerTurn);
         if (!events) spdlog::warn("{}", events.error().message());
         for (const auto& e : events.value_or({})) on_deletion(e, 0, false);
+        more |= inotify_->more_pending();
+    }
+    // A process deleting faster than we read must not starve the loop: take
+    // a turn, then come back for the rest (edge-triggered waits would not).
+    if (more && !drain_queued_) {
+        drain_queued_ = true;
+        asio::post(ctx_.io, [this, alive = std::weak_ptr<char>(alive_)] {
+            if (!alive.lock()) return;
+            drain_queued_ = false;
+            if (running_) drain_deletions();
+        });
     }
 }
 

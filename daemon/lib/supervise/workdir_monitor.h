@@ -49,6 +49,9 @@ namespace infervisor {
 
 inline constexpr size_t kDeletionLogBurst = 10;
 inline constexpr Duration kDeletionLogWindow = std::chrono::minutes(1);
+// Buffers of deletion events read per loop turn (16 KiB each, some hundreds
+// of events); the rest waits for the next turn.
+inline constexpr size_t kDeletionReadsPerTurn = 4;
 
 class WorkDirMonitor {
   public:
@@ -115,6 +118,7 @@ class WorkDirMonitor {
     WorkerLookup lookup_;
     Duration interval_ = std::chrono::minutes(1);
     bool running_ = false;
+    bool drain_queued_ = false;  // a drain_deletions() turn is posted
     boost::asio::steady_timer tick_;
     std::optional<FanotifyDeletionWatcher> fanotify_;
     std::optional<DeletionWatcher> inotify_;

@@ -82,12 +82,17 @@ void DeletionWatcher::translate(const inotify_event& ev, std::vector<DeletionEve
     }
 }
 
-Result<std::vector<DeletionEvent>> DeletionWatcher::drain() {
+Result<std::vector<DeletionEvent>> DeletionWatcher::drain(size_t max_reads) {
     std::vector<DeletionEvent> out;
     std::vector<uint32_t> cookies;  // parallel to out: the move cookie, or 0
     std::set<uint32_t> arrived;     // cookies of entries moved into a watched dir
     alignas(inotify_event) char buf[16 * 1024];
-    for (;;) {
+    more_pending_ = false;
+    for (size_t reads = 0;; ++reads) {
+        if (reads == max_reads) {
+            more_pending_ = true;
+            break;
+        }
         ssize_t n = ::read(fd_.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) break;

@@ -68,7 +68,12 @@ class DeletionWatcher {
     // Stops every watch of `owner`.
     void unwatch(const std::string& owner);
 
-    Result<std::vector<DeletionEvent>> drain();
+    // Reads at most `max_reads` buffers of events (16 KiB each); more_pending()
+    // then says whether it stopped before the queue was empty, so a caller on
+    // an event loop can yield and come back instead of starving the loop while
+    // a busy process keeps deleting.
+    Result<std::vector<DeletionEvent>> drain(size_t max_reads = SIZE_MAX);
+    bool more_pending() const { return more_pending_; }
 
   private:
     struct Target {
@@ -83,6 +88,7 @@ class DeletionWatcher {
 
     UniqueFd fd_;
     std::filesystem::path procfs_;
+    bool more_pending_ = false;
     // One inotify watch per inode; several targets share it if they name the
     // same directory.
     std::map<int, std::vector<Target>> targets_;

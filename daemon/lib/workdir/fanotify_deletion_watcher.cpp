@@ -140,10 +140,15 @@ void FanotifyDeletionWatcher::translate(const char* event, size_t len,
                            meta->pid > 0 ? meta->pid : 0});
 }
 
-Result<std::vector<DeletionReport>> FanotifyDeletionWatcher::drain() {
+Result<std::vector<DeletionReport>> FanotifyDeletionWatcher::drain(size_t max_reads) {
     std::vector<DeletionReport> out;
     alignas(fanotify_event_metadata) char buf[16 * 1024];
-    for (;;) {
+    more_pending_ = false;
+    for (size_t reads = 0;; ++reads) {
+        if (reads == max_reads) {
+            more_pending_ = true;
+            return out;
+        }
         ssize_t n = ::read(fd_.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return out;

@@ -61,7 +61,10 @@ class FanotifyDeletionWatcher {
     void unwatch(const std::string& owner);
     bool watches(const std::string& owner) const;
 
-    Result<std::vector<DeletionReport>> drain();
+    // As DeletionWatcher::drain(): at most `max_reads` buffers, then
+    // more_pending() says whether events were left for the next call.
+    Result<std::vector<DeletionReport>> drain(size_t max_reads = SIZE_MAX);
+    bool more_pending() const { return more_pending_; }
 
   private:
     struct Target {
@@ -77,6 +80,7 @@ class FanotifyDeletionWatcher {
 
     UniqueFd fd_;
     std::vector<Target> targets_;
+    bool more_pending_ = false;
     uint64_t mask_ = 0;  // chosen at the first watch(): FAN_RENAME where the kernel has it
 };
 

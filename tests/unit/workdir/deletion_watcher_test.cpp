@@ -55,6 +55,24 @@ TEST_F(Watched, ARenameWithinTheDirectoryIsNotAMoveAway) {
     EXPECT_EQ(events[0], (DeletionEvent{Kind::entry_deleted, "llama", dir, "gone", false}));
 }
 
+// A busy deleter must not keep the caller in drain(): a bounded drain says
+// that more is pending, and the next call gets the rest.
+TEST_F(Watched, ABoundedDrainLeavesTheRestForTheNextCall) {
+    for (int i = 0; i < 2000; ++i) root.write("llama/f" + std::to_string(i), "x");
+    EXPECT_TRUE(drain().empty());
+    for (int i = 0; i < 2000; ++i) fs::remove(dir / ("f" + std::to_string(i)));
+    auto first = watcher.drain(1);
+    ASSERT_TRUE(first.ok());
+    EXPECT_TRUE(watcher.more_pending());
+    EXPECT_GT(first->size(), 0u);
+    EXPECT_LT(first->size(), 2000u);
+    size_t total = first->size();
+    while (watcher.more_pending()) total += watcher.drain(1).value_or({}).size();
+    EXPECT_EQ(total, 2000u);
+    EXPECT_TRUE(drain().empty());
+    EXPECT_FALSE(watcher.more_pending());
+}
+
 TEST_F(Watched, ReportsTheDirectoryItselfGoing) {
     fs::rename(dir, root.path() / "renamed");
     auto moved = drain();
