@@ -116,6 +116,25 @@ served_more_than() { (($(served_count "$1") > $2)); }
 
 cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
 
+# start_two_idle_workers FILE: workers 'one' and 'two' (the example worker,
+# notify, 64M) in workers.d/FILE, a fresh daemon, and both ready.
+start_two_idle_workers() {
+	use_workers "$1" <<-YAML
+		workers:
+		  - name: one
+		    command: [$ivd_example_worker]
+		    notify: true
+		    memory: {max: 64M}
+		  - name: two
+		    command: [$ivd_example_worker]
+		    notify: true
+		    memory: {max: 64M}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events one ready 1
+	wait_until 300 has_events two ready 1
+}
+
 # dump_state: diagnostics into the results dir when a scenario fails.
 dump_state() {
 	{

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,5 +37,12 @@ ProgramRun run_program(const std::vector<std::string>& argv);
 std::optional<std::filesystem::path> find_systemd_tmpfiles();
 
 bool running_as_root();
+
+// Runs `body` in a forked child inside a private mount namespace (its mounts
+// vanish with it) and returns what body returned; kCannotMount when the
+// namespace cannot be made here (body may return it too, when its own mount
+// fails); -1 when the child did not exit normally.
+inline constexpr int kCannotMount = 77;
+int run_in_mount_namespace(const std::function<int()>& body);
 
 }  // namespace infervisor::testing

@@ -20,20 +20,7 @@ exactly_once() { # WORKER: one cgroup holding exactly one process of it
 
 crash_restart_runs_each_worker_once() {
 	install_infervisor
-	use_workers crash.yaml <<-YAML
-		workers:
-		  - name: one
-		    command: [$ivd_example_worker]
-		    notify: true
-		    memory: {max: 64M}
-		  - name: two
-		    command: [$ivd_example_worker]
-		    notify: true
-		    memory: {max: 64M}
-	YAML
-	fresh_daemon
-	wait_until 300 has_events one ready 1
-	wait_until 300 has_events two ready 1
+	start_two_idle_workers crash.yaml
 	local old_pid
 	old_pid=$(systemctl show -P MainPID infervisord)
 	kill -9 "$old_pid"

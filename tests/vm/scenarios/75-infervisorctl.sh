@@ -17,20 +17,7 @@ ctl_exit() { # EXPECTED_CODE ARGS...: run infervisorctl, compare its exit code
 
 infervisorctl_drives_the_daemon() {
 	install_infervisor
-	use_workers ctl.yaml <<-YAML
-		workers:
-		  - name: one
-		    command: [$ivd_example_worker]
-		    notify: true
-		    memory: {max: 64M}
-		  - name: two
-		    command: [$ivd_example_worker]
-		    notify: true
-		    memory: {max: 64M}
-	YAML
-	fresh_daemon
-	wait_until 300 has_events one ready 1
-	wait_until 300 has_events two ready 1
+	start_two_idle_workers ctl.yaml
 	wait_until 120 test -S /run/infervisor/io.infervisor
 	local status
 	status=$(infervisorctl status)
