@@ -12,6 +12,7 @@
 
 #include <iostream>
 
+#include "app/memory_lock.h"
 #include "base/file_io.h"
 #include "cgroup/cgroup_discovery.h"
 #include "cgroup/delegation.h"
@@ -114,6 +115,11 @@ Result<void> Daemon::set_up_cgroups() {
 }
 
 int Daemon::run() {
+    if (auto locked = lock_own_memory())
+        spdlog::info("memory locked: the daemon's pages stay in RAM once touched (mlockall)");
+    else
+        spdlog::warn("cannot lock the daemon's memory, so it may stall when the host thrashes: {}",
+                     locked.error().message());
     paths_.runtime_dir = config_.daemon.runtime_dir;
     paths_.state_dir = config_.daemon.state_dir;
     if (auto r = make_runtime_dirs(paths_); !r) {

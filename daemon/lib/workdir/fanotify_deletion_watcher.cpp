@@ -4,11 +4,12 @@
 #include <linux/capability.h>
 #include <sys/fanotify.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "base/capabilities.h"
 
 namespace infervisor {
 
@@ -40,19 +41,12 @@ Result<std::string> key_of(int dir_fd, const std::filesystem::path& dir) {
     return make_key(&sfs.f_fsid, handle->handle_type, handle->f_handle, handle->handle_bytes);
 }
 
-// Without CAP_SYS_ADMIN, fanotify_init still succeeds (unprivileged mode,
-// 5.13+) but hides the pid of every other process: useless here.
-bool has_sys_admin() {
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2]{};
-    if (::syscall(SYS_capget, &header, data) < 0) return false;
-    return data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
-}
-
 }  // namespace
 
 Result<FanotifyDeletionWatcher> FanotifyDeletionWatcher::create() {
-    if (!has_sys_admin())
+    // Without CAP_SYS_ADMIN, fanotify_init still succeeds (unprivileged mode,
+    // 5.13+) but hides the pid of every other process: useless here.
+    if (!has_effective_capability(CAP_SYS_ADMIN))
         return plain_error("no CAP_SYS_ADMIN (fanotify would not report who deleted)");
     UniqueFd fd(::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME,
                                 O_RDONLY | O_CLOEXEC));

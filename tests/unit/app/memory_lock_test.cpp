@@ -1,0 +1,99 @@
+// lock_own_memory locks the process, so every case runs in a forked child and
+// reports through its exit status: the test binary itself stays unlocked.
+#include "app/memory_lock.h"
+
+#include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/capabilities.h"
+#include "base/file_io.h"
+
+namespace infervisor {
+namespace {
+
+// VmLck of this process in KiB (the size of its locked mappings).
+long locked_kib() {
+    auto status = read_file("/proc/self/status");
+    if (!status) return -1;
+    auto at = status->find("\nVmLck:");
+    return at == std::string::npos ? -1 : std::strtol(status->c_str() + at + 7, nullptr, 10);
+}
+
+// Runs `child` in a fork; returns its exit code (or 100 + signal number).
+int in_child(const std::function<int()>& child) {
+    pid_t pid = ::fork();
+    if (pid == 0) ::_exit(child());
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+bool drop_effective_ipc_lock() {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (::syscall(SYS_capget, &header, data) < 0) return false;
+    data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    return ::syscall(SYS_capset, &header, data) == 0;
+}
+
+bool can_lock() {
+    rlimit limit{};
+    return has_effective_capability(CAP_IPC_LOCK) ||
+           (::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY);
+}
+
+TEST(MemoryLock, LocksTheProcessAndMemoryAllocatedLater) {
+    if (!can_lock()) GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    EXPECT_EQ(in_child([] {
+                  if (locked_kib() != 0) return 1;  // nothing locked before
+                  if (!lock_own_memory()) return 2;
+                  long before = locked_kib();
+                  if (before <= 0) return 3;
+                  // A mapping made after the call is locked too (MCL_FUTURE).
+                  std::vector<char> later(64 << 20);
+                  std::memset(later.data(), 1, later.size());
+                  return locked_kib() >= before + (64 << 10) ? 0 : 4;
+              }),
+              0);
+}
+
+TEST(MemoryLock, WithAFiniteLimitAndNoCapabilityNothingIsLockedAndTheErrorSaysWhy) {
+    EXPECT_EQ(in_child([] {
+                  rlimit small{64 << 10, 64 << 10};
+                  if (::setrlimit(RLIMIT_MEMLOCK, &small) < 0) return 1;
+                  if (has_effective_capability(CAP_IPC_LOCK) && !drop_effective_ipc_lock()) return 2;
+                  auto r = lock_own_memory();
+                  if (r) return 3;
+                  if (r.error().message().find("RLIMIT_MEMLOCK") == std::string::npos) return 4;
+                  if (r.error().message().find("CAP_IPC_LOCK") == std::string::npos) return 5;
+                  return locked_kib() == 0 ? 0 : 6;
+              }),
+              0);
+}
+
+TEST(Capabilities, EffectiveSetMatchesWhatCapgetReports) {
+    // Root holds CAP_IPC_LOCK unless dropped; dropping it shows at once.
+    EXPECT_EQ(in_child([] {
+                  bool had = has_effective_capability(CAP_IPC_LOCK);
+                  if (had != (::geteuid() == 0)) return 1;
+                  if (!had) return 0;
+                  if (!drop_effective_ipc_lock()) return 2;
+                  return has_effective_capability(CAP_IPC_LOCK) ? 3 : 0;
+              }),
+              0);
+    EXPECT_FALSE(has_effective_capability(-1));
+    EXPECT_FALSE(has_effective_capability(64));
+}
+
+}  // namespace
+}  // namespace infervisor
