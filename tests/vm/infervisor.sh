@@ -142,4 +142,15 @@ dump_state() {
 		find "$ivd_service_cgroup" -maxdepth 3 -name cgroup.procs -exec sh -c 'echo "$1: $(cat "$1" | tr "\n" " ")"' _ {} \; || true
 		journalctl -q --no-pager -u infervisord -n 200 || true
 	} >>"$VMTEST_RESULTS/infervisor-state.txt" 2>&1
+	write_digest >"$VMTEST_RESULTS/digest.txt" 2>&1 || true
+}
+
+# write_digest: a few lines that say what the daemon went through, for
+# run-all to show when this script failed (CI shows little more than the
+# end of run-all's output): the service's restarts and result, and the
+# daemon's and systemd's last lines about it, worker output left out.
+write_digest() {
+	echo "infervisord: $(systemctl show -p ActiveState -p Result -p NRestarts -p MainPID infervisord | tr '\n' ' ')"
+	journalctl -q --no-pager -u infervisord -o short-monotonic -n 400 |
+		grep -E ' (infervisord|systemd)\[[0-9]+\]: ' | tail -n 12 | cut -c1-220 | sed 's/^/  /'
 }

@@ -9,6 +9,11 @@
 # scenario, say) is recorded as `FAIL <script name>: exited with status N`.
 # Prints `N passed, N failed` at the end; exits non-zero on any failure.
 #
+# A script may leave a short account of what went on in
+# $VMTEST_RESULTS/digest.txt (infervisor.sh's dump_state does); when the
+# script failed, it is added to $VMTEST_RESULTS/failure-digest.txt under the
+# script's name, and run-all prints that file.
+#
 # Scripts share the guest: each must undo what it starts (units, cgroups, swap),
 # with lib.sh's at_exit.
 set -uo pipefail
@@ -19,11 +24,19 @@ for script in "$@"; do
 	name=$(basename -- "$script" .sh)
 	echo "=== $name"
 	read -r _ failed_before < <(vmtest_counts)
+	rm -f "$VMTEST_RESULTS/digest.txt"
 	bash -- "$script"
 	rc=$?
 	read -r _ failed_after < <(vmtest_counts)
 	if ((rc != 0 && failed_after == failed_before)); then
 		scenario "$name"
 		fail "exited with status $rc"
+	fi
+	# A failed script's digest (if it wrote one) goes where run-all shows it.
+	if ((rc != 0)) && [[ -s $VMTEST_RESULTS/digest.txt ]]; then
+		{
+			echo "=== $name"
+			cat "$VMTEST_RESULTS/digest.txt"
+		} >>"$VMTEST_RESULTS/failure-digest.txt"
 	fi
 done

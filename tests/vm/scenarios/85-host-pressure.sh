@@ -112,12 +112,20 @@ host_pressure_picks_the_low_priority_worker() {
 	} | use_workers host-pressure.yaml
 	cat "$ivd_conf/workers.d/host-pressure.yaml"
 	fresh_daemon
+	# The daemon acts in the thrash only if its own pages are not part of it.
+	local daemon_pid
+	daemon_pid=$(systemctl show -P MainPID infervisord)
+	assert_file_matches "/proc/$daemon_pid/status" '^VmLck:[[:space:]]*[1-9]'
 	wait_until 600 has_events guard ready 1
 	wait_until 600 has_events high ready 1
 	local -A pids
 	pids[guard]=$(main_pid guard)
 	pids[high]=$(main_pid high)
 	wait_until 1200 has_events low exited 1
+	# One daemon throughout: a restart (a watchdog kill in the thrash, say)
+	# would start every worker anew and forget that low was parked.
+	assert_eq "$daemon_pid" "$(systemctl show -P MainPID infervisord)" "daemon pid"
+	assert_eq 0 "$(systemctl show -P NRestarts infervisord)" "daemon restarts"
 
 	# The rule acted once, on low, and killed it for good.
 	log "rule fired: $(ivd_journal INFERVISOR_EVENT=policy-action -o cat)"
