@@ -17,8 +17,10 @@ Result<void> lock_own_memory() {
         return plain_error("RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur) +
                            " bytes and CAP_IPC_LOCK is missing (run through infervisord.service, "
                            "which sets LimitMEMLOCK=infinity)");
-    if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
-        return errno_error("mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)");
+    if (::mlockall(MCL_CURRENT) < 0) return errno_error("mlockall(MCL_CURRENT)");
+    // Without MCL_CURRENT this keeps the pages locked above and only sets
+    // how later mappings are locked.
+    if (::mlockall(MCL_FUTURE | MCL_ONFAULT) < 0) return errno_error("mlockall(MCL_FUTURE | MCL_ONFAULT)");
     return {};
 }
 

@@ -12,15 +12,15 @@
 
 namespace infervisor {
 
-// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT): every page this process
-// has touched, and every page it touches later, stays in RAM. On fault, not
-// all at once: pinning every page of every mapped library would double the
-// daemon's RSS for code it never runs, while what its loop runs on every
-// tick (sampling, policy evaluation) is pinned long before a thrash; a rare
-// path (the kill itself) may still read its code in once. Needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK
-// (the unit has both): with a finite limit, MCL_FUTURE would turn later
-// allocations into failures once the limit is reached, so nothing is
-// locked then and the error says why.
+// mlockall(MCL_CURRENT), then mlockall(MCL_FUTURE | MCL_ONFAULT): every page
+// mapped now (the daemon's code and libraries, its heap) is read in and
+// pinned, so that code first run in a thrash (the kill, the exit handling)
+// does not have to be read back from disk or swap then; pages mapped later
+// are pinned when first touched, so a thread's 8 MiB stack costs only what
+// it uses. Needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (the unit has
+// both): with a finite limit, MCL_FUTURE would turn later allocations into
+// failures once the limit is reached, so nothing is locked then and the
+// error says why.
 Result<void> lock_own_memory();
 
 }  // namespace infervisor
