@@ -1,10 +1,14 @@
 #include "process/pidfd.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "base/signal_names.h"
+#include "base/unique_fd.h"
 
 namespace infervisor {
 
@@ -48,6 +52,12 @@ Result<void> send_signal(int pidfd, int sig) {
 Result<void> release_memory(int pidfd) {
     if (::syscall(SYS_process_mrelease, pidfd, 0U) < 0) return errno_error("process_mrelease");
     return {};
+}
+
+void release_memory_in_background(int pidfd) {
+    UniqueFd own(::fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
+    if (!own) return;
+    std::thread([fd = std::move(own)] { (void)release_memory(fd.get()); }).detach();
 }
 
 }  // namespace infervisor

@@ -37,4 +37,11 @@ Result<void> send_signal(int pidfd, int sig);
 // process is not dying); ESRCH once its memory is gone.
 Result<void> release_memory(int pidfd);
 
+// release_memory on a thread of its own, with a duplicate of `pidfd` (the
+// caller keeps and may close its own). The kernel frees the whole address
+// space in the caller's context, which for a worker of some GiB (some of it
+// in swap) takes a while: the event loop must not wait for it. Failures are
+// ignored: the kernel frees the memory anyway once the process gets to exit.
+void release_memory_in_background(int pidfd);
+
 }  // namespace infervisor

@@ -520,7 +520,7 @@ Result<void> Worker::kill_by_policy(Then then, std::string rule) {
     auto r = cgroup().kill();
     // Free the memory now rather than when the dying process gets scheduled:
     // the host may be short of it.
-    if (r && pidfd_watch_) (void)release_memory(pidfd_watch_->native_handle());
+    if (r && pidfd_watch_) release_memory_in_background(pidfd_watch_->native_handle());
     return r;
 }
 
