@@ -14,6 +14,7 @@
 
 #include "app/memory_lock.h"
 #include "base/file_io.h"
+#include "base/units.h"
 #include "cgroup/cgroup_discovery.h"
 #include "cgroup/delegation.h"
 #include "config/config_loader.h"
@@ -116,7 +117,7 @@ Result<void> Daemon::set_up_cgroups() {
 
 int Daemon::run() {
     if (auto locked = lock_own_memory())
-        spdlog::info("memory locked: the daemon's pages stay in RAM once touched (mlockall)");
+        spdlog::info("memory locked: the daemon's code and data stay in RAM (mlockall)");
     else
         spdlog::warn("cannot lock the daemon's memory, so it may stall when the host thrashes: {}",
                      locked.error().message());
@@ -157,7 +158,15 @@ int Daemon::run() {
     wait_for_signal();
     keep_watchdog_fed();
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
-    io_.run();
+    try {
+        io_.run();
+    } catch (const std::exception& e) {
+        // A bug, not a condition to live with: say what it was, and let
+        // systemd restart the daemon (Restart=on-failure).
+        spdlog::critical("internal error, exiting: {}", e.what());
+        notify_systemd(std::string("STATUS=internal error: ") + e.what());
+        return 1;
+    }
     return 0;
 }
 
@@ -243,13 +252,27 @@ void Daemon::start_control() {
         spdlog::info("control socket {}", options.path.string());
 }
 
+// Fed six times per WatchdogSec rather than the customary two, so that a
+// stall has to last nearly the whole WatchdogSec, not half of it, before
+// systemd kills the daemon (and with it every worker). A feed that comes
+// late by more than its interval means something blocked the loop: that is
+// logged, since it is a bug and the next one may be the watchdog's kill.
 void Daemon::keep_watchdog_fed() {
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
     notify_systemd("WATCHDOG=1");
-    watchdog_.expires_after(std::chrono::microseconds(usec / 2));
-    watchdog_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) keep_watchdog_fed();
+    auto interval = std::chrono::microseconds(usec / 6);
+    auto due = std::chrono::steady_clock::now() + interval;
+    watchdog_.expires_at(due);
+    watchdog_.async_wait([this, due, interval, usec](const boost::system::error_code& ec) {
+        if (ec) return;
+        auto late = std::chrono::steady_clock::now() - due;
+        if (late > interval)
+            spdlog::warn("the event loop was blocked for about {} (systemd's watchdog kills the daemon "
+                         "after {})",
+                         format_duration(std::chrono::duration_cast<Duration>(late)),
+                         format_duration(std::chrono::duration_cast<Duration>(std::chrono::microseconds(usec))));
+        keep_watchdog_fed();
     });
 }
 

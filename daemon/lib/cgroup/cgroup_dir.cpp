@@ -59,7 +59,8 @@ Result<bool> CgroupDir::populated() const {
 }
 
 Result<void> CgroupDir::kill() const {
-    if (fs::exists(path_ / "cgroup.kill")) return write("cgroup.kill", "1");
+    std::error_code ec;
+    if (fs::exists(path_ / "cgroup.kill", ec)) return write("cgroup.kill", "1");
     // Before 5.14: freeze so nothing forks between listing and killing.
     auto frozen = set_frozen(true);
     for (const auto& child : children()) (void)this->child(child).kill();
@@ -97,10 +98,12 @@ Result<void> CgroupDir::remove_tree() const {
 }
 
 std::vector<std::string> CgroupDir::children() const {
+    // The error_code forms throughout: a cgroup can vanish while it is
+    // listed, and the loop must not die of it (range-for's ++ would throw).
     std::vector<std::string> out;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(path_, ec))
-        if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back(entry.path().filename());
+    for (fs::directory_iterator it(path_, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec) && !it->is_symlink(ec)) out.push_back(it->path().filename());
     return out;
 }
 

@@ -21,7 +21,8 @@ Result<std::vector<std::string>> apply_limits(const CgroupDir& dir, const Cgroup
     if (limits.cpu_weight) writes.emplace_back("cpu.weight", std::to_string(*limits.cpu_weight));
     std::vector<std::string> warnings;
     for (const auto& [file, value] : writes) {
-        if (!std::filesystem::exists(dir.path() / file)) {
+        std::error_code ec;
+        if (!std::filesystem::exists(dir.path() / file, ec)) {
             // memory.max is the point of the whole exercise: never optional.
             if (file == "memory.max" || file == "memory.oom.group")
                 return plain_error(dir.path().string() + " has no " + file +

@@ -22,8 +22,9 @@ std::vector<fs::path> list_dropins(const fs::path& dir, ConfigErrors& errors) {
     std::vector<fs::path> files;
     std::error_code ec;
     if (!fs::exists(dir, ec)) return files;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const auto& p = entry.path();
+    // increment(ec), not range-for, whose ++ throws on a read error.
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const auto& p = it->path();
         if (p.extension() == ".yaml" && p.filename().string().front() != '.') files.push_back(p);
     }
     if (ec) errors.add_unplaced("cannot read directory " + dir.string() + ": " + ec.message());
