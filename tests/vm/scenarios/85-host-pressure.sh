@@ -19,8 +19,6 @@
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
-at_exit systemctl stop infervisord
-at_exit dump_state
 
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/vmtest-85-host-pressure-main.yaml
@@ -98,6 +96,10 @@ host_pressure_picks_the_low_priority_worker() {
 		zram_swap_on 1G
 		at_exit zram_swap_off
 	fi
+	# Clean-up runs last-registered first: the state is recorded, then the
+	# workers stop, and only then does their swap go.
+	at_exit systemctl stop infervisord
+	at_exit dump_state
 	use_host_rule_config
 	echo "workers: []" | use_workers host-pressure.yaml # none yet: measure the idle host
 	fresh_daemon
