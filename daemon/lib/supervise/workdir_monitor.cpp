@@ -211,25 +211,26 @@ void WorkDirMonitor::scan_now() {
 
 void WorkDirMonitor::measure(const std::string& worker, const PreparedWorkDir& prepared) {
     Watched& w = watched_[worker];
-    if (w.measuring) return;
+    if (w.measuring != 0) return;
     auto fd = std::make_shared<UniqueFd>(::fcntl(prepared.workdir.fd.get(), F_DUPFD_CLOEXEC, 0));
     if (!*fd) return spdlog::warn("{}: dup work dir descriptor: {}", worker, std::strerror(errno));
-    w.measuring = true;
+    uint64_t measurement = w.measuring = ++last_measurement_;
     std::weak_ptr<char> alive = alive_;
     fs::path dir = prepared.workdir.path;
     ByteLimit quota = prepared.spec.quota;
     background_.run<Result<uint64_t>>([fd] { return measure_usage(fd->get()); },
-                                      [this, alive, worker, dir, quota](Result<uint64_t> bytes) {
-                                          if (alive.lock()) on_measured(worker, dir, quota, bytes);
+                                      [this, alive, worker, measurement, dir, quota](Result<uint64_t> bytes) {
+                                          if (alive.lock()) on_measured(worker, measurement, dir, quota, bytes);
                                       });
 }
 
-void WorkDirMonitor::on_measured(const std::string& worker, const fs::path& dir, ByteLimit quota,
-                                 const Result<uint64_t>& bytes) {
+void WorkDirMonitor::on_measured(const std::string& worker, uint64_t measurement, const fs::path& dir,
+                                 ByteLimit quota, const Result<uint64_t>& bytes) {
     auto it = watched_.find(worker);
-    if (it == watched_.end()) return;  // released meanwhile
+    // Released meanwhile, or released and prepared again: not this dir's.
+    if (it == watched_.end() || it->second.measuring != measurement) return;
     Watched& w = it->second;
-    w.measuring = false;
+    w.measuring = 0;
     if (!bytes)
         return spdlog::warn("{}: measuring {}: {}", worker, dir.string(), bytes.error().message());
     w.usage = Usage{*bytes, quota, ctx_.clock.now()};

@@ -98,7 +98,10 @@ class WorkDirMonitor {
     struct Watched {
         QuotaWatch quota;
         std::optional<Usage> usage;
-        bool measuring = false;
+        // The measurement under way, 0 if none. A result whose id is not
+        // this one is of a dir since released (and perhaps prepared anew,
+        // with another quota): it is dropped.
+        uint64_t measuring = 0;
     };
 
     void sync_watches(const std::string& worker);
@@ -106,8 +109,8 @@ class WorkDirMonitor {
     void arm_fanotify();
     void arm_inotify();
     void measure(const std::string& worker, const PreparedWorkDir& prepared);
-    void on_measured(const std::string& worker, const std::filesystem::path& dir, ByteLimit quota,
-                     const Result<uint64_t>& bytes);
+    void on_measured(const std::string& worker, uint64_t measurement, const std::filesystem::path& dir,
+                     ByteLimit quota, const Result<uint64_t>& bytes);
     void on_deletion(const DeletionEvent& event, pid_t pid, bool pid_known);
     // look_up_process, once per pid and drain.
     const DeletingProcess& identify(pid_t pid);
@@ -125,6 +128,7 @@ class WorkDirMonitor {
     std::unique_ptr<boost::asio::posix::stream_descriptor> fanotify_wait_, inotify_wait_;
     std::set<std::string> inotify_owners_;  // workers with at least one dir on inotify
     std::map<std::string, Watched> watched_;
+    uint64_t last_measurement_ = 0;
     DeletionLogLimit limit_{kDeletionLogBurst, kDeletionLogWindow};
     TimePoint last_overflow_log_{};
     std::map<pid_t, DeletingProcess> identified_;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <future>
 
 #include "base/file_io.h"
 #include "support/temp_dir.h"
@@ -160,6 +161,33 @@ TEST_F(MonitorFixture, UsageOverTheQuotaWarnsOnceAndFillsTheSample) {
     for (int i = 0; i < 600 && monitor.usage("llama")->measured_at == before; ++i)
         io.run_for(std::chrono::milliseconds(100));
     EXPECT_EQ(count(EventKind::workdir_over_quota), 1u);  // once per crossing
+}
+
+TEST_F(MonitorFixture, AMeasurementOfAReleasedDirDoesNotLandOnItsSuccessor) {
+    // Hold the background thread, so that the measurement stays in flight
+    // while the worker is released and prepared again with a larger quota.
+    std::promise<void> gate;
+    background.run<int>([held = gate.get_future().share()] { held.wait(); return 0; }, [](int) {});
+    std::ofstream(paths.state_dir / "workers/llama/big") << std::string(1 << 20, 'x');
+    monitor.scan_now();
+    ASSERT_TRUE(manager.release("llama").ok());
+    WorkDirSpec larger{.worker = "llama", .extra_dirs = {{cache, 0700, true}}, .quota = 64 << 20};
+    ASSERT_TRUE(manager.prepare(larger, 0, 0).ok());
+    gate.set_value();
+    // Jobs run in order and their results are posted in order: once this
+    // one's is in, the stale measurement's has been handled.
+    bool drained = false;
+    background.run<int>([] { return 0; }, [&](int) { drained = true; });
+    while (!drained) io.run_one();
+    EXPECT_FALSE(monitor.usage("llama").has_value()) << "the old dir's figure landed";
+    EXPECT_EQ(count(EventKind::workdir_over_quota), 0u) << "judged against the old quota";
+
+    // The next scan measures the dir as it is now, against its new quota.
+    monitor.scan_now();
+    for (int i = 0; i < 600 && !monitor.usage("llama"); ++i) io.run_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(monitor.usage("llama").has_value());
+    EXPECT_EQ(monitor.usage("llama")->quota, ByteLimit(64u << 20));
+    EXPECT_EQ(count(EventKind::workdir_over_quota), 0u);
 }
 
 TEST_F(MonitorFixture, ReleasedWorkersAreForgotten) {
