@@ -133,6 +133,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     map.get_duration("sample_interval", d.sample_interval);
     map.get_duration("workdir_scan_interval", d.workdir_scan_interval);
     map.get_duration("growth_window", d.growth_window);
+    map.get_duration("host_settle", d.host_settle);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);
         out.default_rules = defaults_.rules;

@@ -23,6 +23,10 @@ struct DaemonSettings {
     // memory.growth is measured over this window and answers once samples
     // span half of it; at least 2 x sample_interval.
     Duration growth_window = std::chrono::seconds(60);
+    // After a host rule kills (or checkpoints) a victim, host rules wait this
+    // long before their conditions count again: the recovery (memory being
+    // freed, survivors paging back in) looks like thrashing. 0: no wait.
+    Duration host_settle = std::chrono::seconds(30);
 
     bool operator==(const DaemonSettings&) const = default;
 };

@@ -158,17 +158,28 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         const HostMetric* metric = find_host_metric(rule.when.metric, rule.when.unit);
         std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
         RuleTimer& timer = timer_for(host_.timers, rule);
-        timer.observe(condition_holds(rule.when, value), now);
+        // Checked per rule: a kill by an earlier rule in this pass counts.
+        bool settling = now < host_.settled_at;
+        // A rule that has not fired starts its clock only once the host has
+        // settled; one that has keeps observing, so its escalation holds.
+        timer.observe(condition_holds(rule.when, value) && !(settling && !timer.latched()), now);
         auto due = timer.due(timing_of(rule), now);
         if (!due) continue;
+        if (settling && due->step != RuleStep::escalate) continue;  // a repeat stays due
         auto victim = choose_victim(rule.name, due->step, candidates);
-        if (!victim && action_of(rule, due->step) != Action::log) continue;  // stays due
+        Action action = action_of(rule, due->step);
+        if (!victim && action != Action::log) continue;  // stays due
         timer.commit(due->step, now);
         Decision d = start_decision(victim ? victim->name : "", rule, RuleScope::host, *due, value,
                                     dry_run(rule));
         if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
         add_host_context(d.measurements, in);
         if (victim) aim_at(d, *victim, rule, now);
+        if (victim && (action == Action::kill || action == Action::checkpoint) &&
+            options_.host_settle > Duration(0)) {
+            host_.settled_at = now + options_.host_settle;
+            add_measurement(d.measurements, "HOST_SETTLE_MS", std::to_string(options_.host_settle.count()));
+        }
         out.push_back(std::move(d));
     }
     return out;

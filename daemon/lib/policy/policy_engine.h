@@ -21,6 +21,14 @@
 // before it while that worker is still a candidate. A step with no victim
 // (every worker protected) is not taken and stays due, except that a `log`
 // step is taken with an empty worker.
+//
+// After a host step that ends a victim's run (kill, checkpoint), the host
+// settles for `host_settle`: the victim's memory is being freed and the
+// other workers page theirs back in, which looks like thrashing to swap and
+// pressure rules but is the recovery. While it settles, a host rule that has
+// not fired does not start its `for` clock, and cooldown repeats wait; an
+// escalation of a rule that already fired still climbs its ladder. So a
+// second victim needs host_settle + `for` of the condition after the first.
 #pragma once
 
 #include <map>
@@ -43,6 +51,7 @@ struct PolicyOptions {
     bool dry_run = false;            // every decision is dry-run
     Duration growth_window{60'000};  // memory.growth's window
     Duration rate_interval{1'000};   // shortest interval for swap/cpu rates
+    Duration host_settle{30'000};    // see above; 0: host rules never wait
 };
 
 class PolicyEngine {
@@ -60,6 +69,7 @@ class PolicyEngine {
     // memory.growth's window, for workers tracked now and later. A shorter
     // window answers sooner (after half of it) but follows noise more.
     void set_growth_window(Duration window);
+    void set_host_settle(Duration settle) { options_.host_settle = settle; }
 
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
                                    TimePoint now);
@@ -94,6 +104,7 @@ class PolicyEngine {
         CounterRate swap_in, swap_out;
         std::map<std::string, TimedRule> timers;
         std::map<std::string, std::string> victims;  // rule → worker of its last step
+        TimePoint settled_at{};  // host rules wait until then (see host_settle)
     };
 
     WorkerState& state_of(const std::string& worker);

@@ -63,6 +63,7 @@ void PolicyRunner::configure(const Config& config) {
     engine_.set_default_rules(config.default_rules);
     engine_.set_host_rules(config.host_rules);
     engine_.set_growth_window(config.daemon.growth_window);
+    engine_.set_host_settle(config.daemon.host_settle);
     interval_ = config.daemon.sample_interval;
     std::set<std::string> now;
     for (const auto& w : config.workers) {

@@ -207,6 +207,16 @@ workers:
     EXPECT_EQ(load_config_text("", "e.yaml").config.daemon.growth_window, std::chrono::seconds(60));
 }
 
+TEST(ConfigParser, HostSettle) {
+    EXPECT_EQ(load_config_text("", "e.yaml").config.daemon.host_settle, std::chrono::seconds(30));
+    auto loaded = load_config_text("host_settle: 5m\n", "test.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    EXPECT_EQ(loaded.config.daemon.host_settle, std::chrono::minutes(5));
+    EXPECT_EQ(load_config_text("host_settle: 0s\n", "test.yaml").config.daemon.host_settle,
+              std::chrono::seconds(0));
+    EXPECT_THAT(errors_of("host_settle: soon\n"), ElementsAre(HasSubstr("test.yaml:1:14: ")));
+}
+
 TEST(ConfigValidator, GrowthWindowMustSpanTwoSamples) {
     EXPECT_THAT(errors_of("sample_interval: 2s\ngrowth_window: 3s\n"),
                 ElementsAre("test.yaml:2:1: growth_window (3s) must be at least twice "

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "policy/policy_engine.h"
 #include "policy/rule_config.h"
@@ -511,6 +512,94 @@ TEST_F(HostPolicy, SwapRateAndEscalationKeepTheVictim) {
     EXPECT_EQ(measurement(out[0], "HOST_SWAP_IN_PAGES_PER_SEC"), "100.0");
     EXPECT_EQ(out[1].action, Action::kill);
     EXPECT_EQ(out[1].worker, "a");
+}
+
+// A host whose swap-in runs at 100 pages/s for `seconds`, except for the
+// seconds in `quiet`; workers "a" (larger) and "b" are the candidates until
+// one is killed. Returns each decision with the second it came at.
+std::vector<std::pair<int, Decision>> swap_trace(PolicyEngine& engine, FakeClock& clock, int seconds,
+                                                 std::set<int> quiet) {
+    std::vector<std::pair<int, Decision>> out;
+    std::vector<WorkerCandidate> candidates{{"a", 0, false}, {"b", 0, false}};
+    uint64_t pages = 0;
+    for (int s = 0; s <= seconds; ++s) {
+        if (!quiet.count(s)) pages += 100;
+        HostSample h;
+        h.time = clock.now();
+        h.pswpin = pages;
+        for (auto& d : engine.evaluate_host(h, candidates, clock.now())) {
+            if (d.action == Action::kill)
+                std::erase_if(candidates, [&](const WorkerCandidate& c) { return c.name == d.worker; });
+            out.emplace_back(s, d);
+        }
+        clock.advance(1s);
+    }
+    return out;
+}
+
+TEST_F(HostPolicy, AfterAKillHostRulesSettleBeforeTheNextVictim) {
+    engine.set_host_rules(
+        rules("- {name: thrash, when: host.swap.in > 50 for 5s, action: kill, then: park}", RuleScope::host));
+    engine.set_host_settle(30s);
+    worker("a", 2 * GiB);
+    worker("b", 1 * GiB);
+    // The rate is known from second 1, so the rule fires at 6. Swap-in dips
+    // once after the kill (the rule re-arms) and goes on: the survivors
+    // paging back in. Without the settle b would go at second 14.
+    auto out = swap_trace(engine, clock, 60, {8});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].first, 6);
+    EXPECT_EQ(out[0].second.worker, "a");
+    EXPECT_EQ(measurement(out[0].second, "HOST_SETTLE_MS"), "30000");
+    EXPECT_EQ(out[1].first, 41);  // the settle ends at 36, then `for 5s`
+    EXPECT_EQ(out[1].second.worker, "b");
+}
+
+TEST_F(HostPolicy, WithoutSettleTheNextVictimGoesAsSoonAsTheRuleHoldsAgain) {
+    engine.set_host_rules(
+        rules("- {name: thrash, when: host.swap.in > 50 for 5s, action: kill, then: park}", RuleScope::host));
+    engine.set_host_settle(0s);
+    worker("a", 2 * GiB);
+    worker("b", 1 * GiB);
+    auto out = swap_trace(engine, clock, 60, {8});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].first, 6);
+    EXPECT_EQ(measurement(out[0].second, "HOST_SETTLE_MS"), "<absent>");
+    EXPECT_EQ(out[1].first, 14);
+    EXPECT_EQ(out[1].second.worker, "b");
+}
+
+TEST_F(HostPolicy, AnEscalationStillClimbsWhileTheHostSettles) {
+    engine.set_host_rules(rules(R"(
+- {name: thrash, when: host.swap.in > 50 for 5s, action: checkpoint, escalate_after: 10s, escalate_to: kill})",
+                                RuleScope::host));
+    engine.set_host_settle(30s);
+    worker("a", 2 * GiB);
+    worker("b", 1 * GiB);
+    auto out = swap_trace(engine, clock, 30, {});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].first, 6);
+    EXPECT_EQ(out[0].second.action, Action::checkpoint);
+    EXPECT_EQ(out[0].second.worker, "a");
+    EXPECT_EQ(out[1].first, 16);
+    EXPECT_EQ(out[1].second.action, Action::kill);
+    EXPECT_EQ(out[1].second.worker, "a");
+}
+
+TEST_F(HostPolicy, ThrottlingDoesNotMakeTheHostSettle) {
+    engine.set_host_rules(rules(R"(
+- {name: squeeze, when: host.swap.in > 50 for 5s, action: throttle}
+- {name: thrash, when: host.swap.in > 50 for 8s, action: kill})",
+                                RuleScope::host));
+    engine.set_host_settle(30s);
+    worker("a", 2 * GiB);
+    worker("b", 1 * GiB);
+    auto out = swap_trace(engine, clock, 20, {});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].first, 6);
+    EXPECT_EQ(out[0].second.action, Action::throttle);
+    EXPECT_EQ(out[1].first, 9);
+    EXPECT_EQ(out[1].second.action, Action::kill);
 }
 
 }  // namespace
