@@ -15,7 +15,8 @@
 # The outcome is checked by order, never by time: the rule's action hits low
 # and only low; afterwards swap-in stops (high and guard each read their whole
 # model several times over without the host swapping anything back in) and
-# the host's memory pressure falls.
+# the host's memory pressure falls. While high and guard page back in, the
+# rule must not take them for the next victims: host_settle covers that.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -33,6 +34,9 @@ use_host_rule_config() {
 		control_group: infervisor
 		dry_run: false
 		sample_interval: 1s
+		# Long enough for high and guard to page back in after low's kill,
+		# even under emulation on a busy host: no second victim then.
+		host_settle: 10m
 		defaults:
 		  user: infervisor-worker
 		  memory: {swap_max: max}
@@ -137,6 +141,7 @@ host_pressure_picks_the_low_priority_worker() {
 	assert_eq park "$(event_field low policy-action THEN)" "then"
 	assert_eq "done" "$(event_field low policy-action RESULT)" "result"
 	assert_eq 0 "$(event_field low policy-action VICTIM_PRIORITY)" "victim priority"
+	assert_eq 600000 "$(event_field low policy-action HOST_SETTLE_MS)" "host rules settle for"
 	assert_eq SIGKILL "$(event_field low exited EXIT_SIGNAL)" "low's exit signal"
 	local swap_in_at_action pressure_at_action
 	swap_in_at_action=$(event_field low policy-action HOST_SWAP_IN_PAGES_PER_SEC)
