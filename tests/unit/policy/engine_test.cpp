@@ -424,6 +424,15 @@ class HostPolicy : public ::testing::Test {
         s.memory_current = memory + grown;
         engine.evaluate(name, s, s.time);
     }
+    // Host rules from `yaml` over workers "a" (larger) and "b", with `settle`.
+    void two_workers_under(const std::string& yaml, Duration settle) {
+        engine.set_host_rules(rules(yaml, RuleScope::host));
+        engine.set_host_settle(settle);
+        worker("a", 2 * GiB);
+        worker("b", 1 * GiB);
+    }
+    static constexpr const char* kThrashKill =
+        "- {name: thrash, when: host.swap.in > 50 for 5s, action: kill, then: park}";
     std::vector<Decision> host(uint64_t available, const std::vector<WorkerCandidate>& candidates) {
         HostSample h;
         h.time = clock.now();
@@ -538,11 +547,7 @@ std::vector<std::pair<int, Decision>> swap_trace(PolicyEngine& engine, FakeClock
 }
 
 TEST_F(HostPolicy, AfterAKillHostRulesSettleBeforeTheNextVictim) {
-    engine.set_host_rules(
-        rules("- {name: thrash, when: host.swap.in > 50 for 5s, action: kill, then: park}", RuleScope::host));
-    engine.set_host_settle(30s);
-    worker("a", 2 * GiB);
-    worker("b", 1 * GiB);
+    two_workers_under(kThrashKill, 30s);
     // The rate is known from second 1, so the rule fires at 6. Swap-in dips
     // once after the kill (the rule re-arms) and goes on: the survivors
     // paging back in. Without the settle b would go at second 14.
@@ -556,11 +561,7 @@ TEST_F(HostPolicy, AfterAKillHostRulesSettleBeforeTheNextVictim) {
 }
 
 TEST_F(HostPolicy, WithoutSettleTheNextVictimGoesAsSoonAsTheRuleHoldsAgain) {
-    engine.set_host_rules(
-        rules("- {name: thrash, when: host.swap.in > 50 for 5s, action: kill, then: park}", RuleScope::host));
-    engine.set_host_settle(0s);
-    worker("a", 2 * GiB);
-    worker("b", 1 * GiB);
+    two_workers_under(kThrashKill, 0s);
     auto out = swap_trace(engine, clock, 60, {8});
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].first, 6);
@@ -570,12 +571,9 @@ TEST_F(HostPolicy, WithoutSettleTheNextVictimGoesAsSoonAsTheRuleHoldsAgain) {
 }
 
 TEST_F(HostPolicy, AnEscalationStillClimbsWhileTheHostSettles) {
-    engine.set_host_rules(rules(R"(
+    two_workers_under(R"(
 - {name: thrash, when: host.swap.in > 50 for 5s, action: checkpoint, escalate_after: 10s, escalate_to: kill})",
-                                RuleScope::host));
-    engine.set_host_settle(30s);
-    worker("a", 2 * GiB);
-    worker("b", 1 * GiB);
+                      30s);
     auto out = swap_trace(engine, clock, 30, {});
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].first, 6);
@@ -587,13 +585,10 @@ TEST_F(HostPolicy, AnEscalationStillClimbsWhileTheHostSettles) {
 }
 
 TEST_F(HostPolicy, ThrottlingDoesNotMakeTheHostSettle) {
-    engine.set_host_rules(rules(R"(
+    two_workers_under(R"(
 - {name: squeeze, when: host.swap.in > 50 for 5s, action: throttle}
 - {name: thrash, when: host.swap.in > 50 for 8s, action: kill})",
-                                RuleScope::host));
-    engine.set_host_settle(30s);
-    worker("a", 2 * GiB);
-    worker("b", 1 * GiB);
+                      30s);
     auto out = swap_trace(engine, clock, 20, {});
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].first, 6);
