@@ -21,8 +21,11 @@ std::string ctl_path() {
     return path;
 }
 
-[[noreturn]] void exec_ctl(const std::vector<std::string>& args, const CtlOptions& options) {
-    std::string path = ctl_path();
+// Runs in the forked child, so it must not throw: an exception would unwind
+// into a copy of the test runner, which would go on running the other tests
+// (and fork again). The path is resolved in the parent, before the fork.
+[[noreturn]] void exec_ctl(std::string path, const std::vector<std::string>& args,
+                           const CtlOptions& options) noexcept {
     std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC"};
     for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
     std::vector<char*> argv{path.data()}, envp;
@@ -69,6 +72,7 @@ int reap(pid_t pid) {
 }  // namespace
 
 CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& options) {
+    std::string path = ctl_path();
     int in[2], out[2], err[2];
     if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) return {};
     int pty_master = -1, pty_slave = -1;
@@ -79,7 +83,7 @@ CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& option
         ::dup2(in[0], 0);
         ::dup2(options.stdout_on_pty ? pty_slave : out[1], 1);
         ::dup2(options.stdout_on_pty ? pty_slave : err[1], 2);
-        exec_ctl(args, options);
+        exec_ctl(path, args, options);
     }
     ::close(in[0]);
     ::close(out[1]);
@@ -102,12 +106,13 @@ CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& option
 }
 
 RunningCtl start_ctl(const std::vector<std::string>& args) {
+    std::string path = ctl_path();
     int out[2];
     if (::pipe2(out, O_CLOEXEC)) return {};
     pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(out[1], 1);
-        exec_ctl(args, {});
+        exec_ctl(path, args, {});
     }
     ::close(out[1]);
     return {pid, out[0]};
