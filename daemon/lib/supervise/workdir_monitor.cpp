@@ -99,7 +99,7 @@ void WorkDirMonitor::start(Duration scan_interval) {
         fanotify_.emplace(std::move(*f));
         fanotify_wait_ =
             std::make_unique<asio::posix::stream_descriptor>(ctx_.io, cloexec_dup(fanotify_->fd()));
-        arm_fanotify();
+        arm_deletion_wait(*fanotify_wait_);
     } else {
         spdlog::info("deletions in protected dirs: {}; using inotify (cannot say who deleted)",
                      f.error().message());
@@ -108,7 +108,7 @@ void WorkDirMonitor::start(Duration scan_interval) {
         inotify_.emplace(std::move(*i));
         inotify_wait_ =
             std::make_unique<asio::posix::stream_descriptor>(ctx_.io, cloexec_dup(inotify_->fd()));
-        arm_inotify();
+        arm_deletion_wait(*inotify_wait_);
     } else {
         spdlog::warn("deletions in protected dirs: {}", i.error().message());
     }
@@ -182,22 +182,15 @@ void WorkDirMonitor::arm_tick() {
     });
 }
 
-void WorkDirMonitor::arm_fanotify() {
-    fanotify_wait_->async_wait(asio::posix::stream_descriptor::wait_read,
-                               [this](const boost::system::error_code& ec) {
-                                   if (ec || !running_) return;
-                                   drain_deletions();
-                                   arm_fanotify();
-                               });
-}
-
-void WorkDirMonitor::arm_inotify() {
-    inotify_wait_->async_wait(asio::posix::stream_descriptor::wait_read,
-                              [this](const boost::system::error_code& ec) {
-                                  if (ec || !running_) return;
-                                  drain_deletions();
-                                  arm_inotify();
-                              });
+// Either watcher's descriptor becoming readable drains both (drain_deletions
+// reads each in bounded turns); then it waits again.
+void WorkDirMonitor::arm_deletion_wait(asio::posix::stream_descriptor& wait) {
+    wait.async_wait(asio::posix::stream_descriptor::wait_read,
+                    [this, &wait](const boost::system::error_code& ec) {
+                        if (ec || !running_) return;
+                        drain_deletions();
+                        arm_deletion_wait(wait);
+                    });
 }
 
 void WorkDirMonitor::scan_now() {

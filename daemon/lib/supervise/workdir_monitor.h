@@ -106,8 +106,7 @@ class WorkDirMonitor {
 
     void sync_watches(const std::string& worker);
     void arm_tick();
-    void arm_fanotify();
-    void arm_inotify();
+    void arm_deletion_wait(boost::asio::posix::stream_descriptor& wait);
     void measure(const std::string& worker, const PreparedWorkDir& prepared);
     void on_measured(const std::string& worker, uint64_t measurement, const std::filesystem::path& dir,
                      ByteLimit quota, const Result<uint64_t>& bytes);
