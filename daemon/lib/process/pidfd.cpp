@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <system_error>
 #include <thread>
 
 #include "base/signal_names.h"
@@ -57,7 +58,11 @@ Result<void> release_memory(int pidfd) {
 void release_memory_in_background(int pidfd) {
     UniqueFd own(::fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
     if (!own) return;
-    std::thread([fd = std::move(own)] { (void)release_memory(fd.get()); }).detach();
+    try {
+        std::thread([fd = std::move(own)] { (void)release_memory(fd.get()); }).detach();
+    } catch (const std::system_error&) {
+        // No thread to be had (EAGAIN): the memory goes when the process exits.
+    }
 }
 
 }  // namespace infervisor
