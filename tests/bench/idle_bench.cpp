@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
     std::printf("supervisor CPU: %.3f s = %.3f %% of one core  (%zu evaluations, %.1f us each)\n",
                 cpu, 100.0 * cpu / wall, evaluations, evaluations ? 1e6 * cpu / evaluations : 0.0);
     std::printf("supervisor RSS: %.1f MiB  (peak %.1f MiB; memory %s)\n", status_mib("VmRSS"),
-                status_mib("VmHWM"), locked ? "locked as the daemon's is" : "not locked: no CAP_IPC_LOCK");
+                status_mib("VmHWM"),
+                locked ? "locked as the daemon's is" : "not locked: no CAP_IPC_LOCK");
 
     policy.stop();
     supervisor.workdir_monitor().stop();

@@ -1,6 +1,7 @@
 #include "app/daemon.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
-
 #include <iostream>
 
 #include "app/memory_lock.h"
@@ -18,12 +17,12 @@
 #include "cgroup/cgroup_discovery.h"
 #include "cgroup/delegation.h"
 #include "config/config_loader.h"
+#include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
-#include "control/control_server.h"
 #include "supervise/policy_runner.h"
-#include "supervise/supervisor_service.h"
 #include "supervise/supervisor.h"
+#include "supervise/supervisor_service.h"
 
 namespace infervisor {
 
@@ -49,10 +48,11 @@ Result<fs::path> cgroup_root_for(const DaemonSettings& d, const fs::path& procfs
     if (!own) return own.error();
     fs::path root = CgroupTree::root_from_own_cgroup(*own);
     if (delegation_mark(root) == DelegationMark::absent)
-        spdlog::warn("cgroup {} is not marked as delegated (no trusted.delegate xattr): unless this "
-                     "is a container or systemd < 251, systemd may move or kill the workers; run "
-                     "infervisord through infervisord.service (Delegate=yes) or pass --cgroup-root",
-                     root.string());
+        spdlog::warn(
+            "cgroup {} is not marked as delegated (no trusted.delegate xattr): unless this "
+            "is a container or systemd < 251, systemd may move or kill the workers; run "
+            "infervisord through infervisord.service (Delegate=yes) or pass --cgroup-root",
+            root.string());
     return root;
 }
 
@@ -67,14 +67,16 @@ Result<void> make_runtime_dirs(const Paths& paths) {
 }
 
 class Daemon {
-public:
+  public:
     Daemon(const DaemonOptions& options, Config config)
-        : options_(options), config_(std::move(config)), signals_(io_, SIGTERM, SIGINT, SIGHUP),
+        : options_(options),
+          config_(std::move(config)),
+          signals_(io_, SIGTERM, SIGINT, SIGHUP),
           watchdog_(io_) {}
 
     int run();
 
-private:
+  private:
     Result<void> set_up_cgroups();
     void wait_for_signal();
     ReloadOutcome reload();
@@ -137,9 +139,9 @@ int Daemon::run() {
     workdirs_ = std::make_unique<WorkDirManager>(paths_);
     if (auto r = workdirs_->write_tmpfiles_exclusions(); !r)
         spdlog::warn("tmpfiles exclusions: {}", r.error().message());
-    ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_, events_,
-                                                         *workdirs_, clock_, stderr_is_journal(),
-                                                         apply_limits});
+    ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_,
+                                                         events_, *workdirs_, clock_,
+                                                         stderr_is_journal(), apply_limits});
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {
         std::string status = "STATUS=" + supervisor_->summary();
@@ -173,17 +175,20 @@ int Daemon::run() {
 void Daemon::wait_for_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
-        if (sig == SIGHUP) (void)reload();
-        else shut_down();
+        if (sig == SIGHUP)
+            (void)reload();
+        else
+            shut_down();
         if (!shutting_down_) wait_for_signal();
     });
 }
 
 ReloadOutcome Daemon::reload() {
     ReloadOutcome outcome;
-    uint64_t now_usec = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(
-            std::chrono::steady_clock::now().time_since_epoch()).count());
+    uint64_t now_usec =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count());
     notify_systemd("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now_usec));
     auto loaded = load_config(source_of(options_));
     apply_overrides(options_, loaded.config.daemon);
@@ -192,8 +197,10 @@ ReloadOutcome Daemon::reload() {
             spdlog::error("{}", e.format());
             outcome.errors.push_back(e.format());
         }
-        events_.emit(Event{EventKind::config_rejected, "",
-                           "new configuration rejected (" + std::to_string(loaded.errors.all().size()) +
+        events_.emit(Event{EventKind::config_rejected,
+                           "",
+                           "new configuration rejected (" +
+                               std::to_string(loaded.errors.all().size()) +
                                " error(s)); the running configuration stays",
                            {{"ERRORS", loaded.errors.format()}}});
     } else {
@@ -201,8 +208,10 @@ ReloadOutcome Daemon::reload() {
             spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
         for (const auto& w : loaded.config.workers) {
             const WorkerSpec* old = config_.find(w.name);
-            if (!old) outcome.added.push_back(w.name);
-            else if (!(*old == w)) outcome.changed.push_back(w.name);
+            if (!old)
+                outcome.added.push_back(w.name);
+            else if (!(*old == w))
+                outcome.changed.push_back(w.name);
         }
         for (const auto& w : config_.workers)
             if (!loaded.config.find(w.name)) outcome.removed.push_back(w.name);
@@ -211,8 +220,9 @@ ReloadOutcome Daemon::reload() {
         policy_->configure(config_);
         supervisor_->workdir_monitor().set_scan_interval(config_.daemon.workdir_scan_interval);
         supervisor_->apply(config_);
-        events_.emit(Event{EventKind::config_reloaded, "",
-                           "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
+        events_.emit(Event{
+            EventKind::config_reloaded, "",
+            "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
     }
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
     return outcome;
@@ -237,7 +247,8 @@ void Daemon::shut_down() {
 // The control socket. Failing to create it is logged, not fatal: workers
 // are supervised all the same.
 void Daemon::start_control() {
-    service_ = std::make_unique<SupervisorService>(*ctx_, *supervisor_, [this] { return reload(); });
+    service_ =
+        std::make_unique<SupervisorService>(*ctx_, *supervisor_, [this] { return reload(); });
     ControlServerOptions options;
     options.path = control_socket_path(paths_);
     if (auto gid = lookup_group(config_.daemon.control_group))
@@ -268,10 +279,12 @@ void Daemon::keep_watchdog_fed() {
         if (ec) return;
         auto late = std::chrono::steady_clock::now() - due;
         if (late > interval)
-            spdlog::warn("the event loop was blocked for about {} (systemd's watchdog kills the daemon "
-                         "after {})",
-                         format_duration(std::chrono::duration_cast<Duration>(late)),
-                         format_duration(std::chrono::duration_cast<Duration>(std::chrono::microseconds(usec))));
+            spdlog::warn(
+                "the event loop was blocked for about {} (systemd's watchdog kills the daemon "
+                "after {})",
+                format_duration(std::chrono::duration_cast<Duration>(late)),
+                format_duration(
+                    std::chrono::duration_cast<Duration>(std::chrono::microseconds(usec))));
         keep_watchdog_fed();
     });
 }
@@ -296,7 +309,8 @@ int run_daemon(const DaemonOptions& options) {
     setup_logging(loaded.config.daemon.log_level, stderr_is_journal(), "infervisord");
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors.all()) spdlog::critical("{}", e.format());
-        spdlog::critical("invalid configuration ({} error(s)); not starting", loaded.errors.all().size());
+        spdlog::critical("invalid configuration ({} error(s)); not starting",
+                         loaded.errors.all().size());
         notify_systemd("STATUS=invalid configuration; see the journal");
         return 1;
     }

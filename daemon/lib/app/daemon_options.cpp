@@ -6,15 +6,14 @@ namespace infervisor {
 
 std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     DaemonOptions o;
-    CLI::App app{
-        "infervisord " INFERVISOR_VERSION " - supervises AI inference workers, each in its own "
-        "cgroup v2 child with memory and swap caps, and restarts them by policy.\n\n"
-        "Normally started by systemd (infervisord.service). Reload the configuration with "
-        "SIGHUP (systemctl reload infervisord); stop all workers with SIGTERM.",
-        "infervisord"};
+    CLI::App app{"infervisord " INFERVISOR_VERSION
+                 " - supervises AI inference workers, each in its own "
+                 "cgroup v2 child with memory and swap caps, and restarts them by policy.\n\n"
+                 "Normally started by systemd (infervisord.service). Reload the configuration with "
+                 "SIGHUP (systemctl reload infervisord); stop all workers with SIGTERM.",
+                 "infervisord"};
     app.get_formatter()->column_width(32);
-    app.add_option("-c,--config", o.config_file, "Main configuration file")
-        ->capture_default_str();
+    app.add_option("-c,--config", o.config_file, "Main configuration file")->capture_default_str();
     app.add_option("--workers-dir", o.workers_dir,
                    "Directory of worker drop-ins (*.yaml) [default: workers.d next to --config]");
     app.add_flag("--check-config", o.check_config,
@@ -25,7 +24,8 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     app.add_option("--cgroup-root", o.cgroup_root,
                    "cgroup v2 directory to own [default: this process's cgroup]");
     app.add_option("--runtime-dir", o.runtime_dir, "Sockets [default: /run/infervisor]");
-    app.add_option("--state-dir", o.state_dir, "Work and checkpoint dirs [default: /var/lib/infervisor]");
+    app.add_option("--state-dir", o.state_dir,
+                   "Work and checkpoint dirs [default: /var/lib/infervisor]");
     app.set_version_flag("-V,--version", "infervisord " INFERVISOR_VERSION);
     app.footer(
         "Files:\n  /etc/infervisor/infervisor.yaml, /etc/infervisor/workers.d/*.yaml\n"

@@ -20,7 +20,8 @@ Result<void> lock_own_memory() {
     if (::mlockall(MCL_CURRENT) < 0) return errno_error("mlockall(MCL_CURRENT)");
     // Without MCL_CURRENT this keeps the pages locked above and only sets
     // how later mappings are locked.
-    if (::mlockall(MCL_FUTURE | MCL_ONFAULT) < 0) return errno_error("mlockall(MCL_FUTURE | MCL_ONFAULT)");
+    if (::mlockall(MCL_FUTURE | MCL_ONFAULT) < 0)
+        return errno_error("mlockall(MCL_FUTURE | MCL_ONFAULT)");
     return {};
 }
 

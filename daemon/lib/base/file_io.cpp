@@ -44,7 +44,8 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
 }
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     return s;
 }

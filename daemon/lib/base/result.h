@@ -15,8 +15,8 @@
 namespace infervisor {
 
 struct Error {
-    int code = 0;       // errno value, 0 when the failure is not a system call's
-    std::string what;   // what was being done, e.g. "open /sys/fs/cgroup/x/memory.max"
+    int code = 0;      // errno value, 0 when the failure is not a system call's
+    std::string what;  // what was being done, e.g. "open /sys/fs/cgroup/x/memory.max"
 
     // "what: strerror(code)" or just "what".
     std::string message() const;
@@ -28,7 +28,7 @@ Error plain_error(std::string_view what);
 
 template <class T>
 class [[nodiscard]] Result {
-public:
+  public:
     Result(T value) : state_(std::move(value)) {}
     Result(Error error) : state_(std::move(error)) {}
 
@@ -47,13 +47,13 @@ public:
 
     T value_or(T fallback) const { return ok() ? value() : std::move(fallback); }
 
-private:
+  private:
     std::variant<T, Error> state_;
 };
 
 template <>
 class [[nodiscard]] Result<void> {
-public:
+  public:
     Result() = default;
     Result(Error error) : error_(std::move(error)), failed_(true) {}
 
@@ -61,7 +61,7 @@ public:
     explicit operator bool() const { return ok(); }
     const Error& error() const { return error_; }
 
-private:
+  private:
     Error error_;
     bool failed_ = false;
 };

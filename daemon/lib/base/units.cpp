@@ -36,7 +36,8 @@ Result<ByteLimit> parse_size(std::string_view text) {
     std::string_view rest = text;
     uint64_t number = 0;
     if (!take_number(rest, number))
-        return plain_error("invalid size " + quoted + ": expected a number with an optional unit "
+        return plain_error("invalid size " + quoted +
+                           ": expected a number with an optional unit "
                            "K, M, G or T (e.g. 512M), or 'max'");
     auto mult = size_multiplier(rest);
     if (!mult)
@@ -75,13 +76,21 @@ Result<Duration> parse_duration(std::string_view text) {
         std::string_view unit = rest.substr(0, unit_len);
         rest.remove_prefix(unit_len);
         uint64_t mult = 0;
-        if (unit == "ms") mult = 1;
-        else if (unit == "s" || unit == "sec") mult = 1000;
-        else if (unit == "m" || unit == "min") mult = 60'000;
-        else if (unit == "h") mult = 3'600'000;
-        else if (unit == "d") mult = 86'400'000;
-        else if (unit.empty()) return plain_error("invalid duration " + quoted + ": missing unit" + expected);
-        else return plain_error("invalid duration " + quoted + ": unknown unit '" + std::string(unit) + "'" + expected);
+        if (unit == "ms")
+            mult = 1;
+        else if (unit == "s" || unit == "sec")
+            mult = 1000;
+        else if (unit == "m" || unit == "min")
+            mult = 60'000;
+        else if (unit == "h")
+            mult = 3'600'000;
+        else if (unit == "d")
+            mult = 86'400'000;
+        else if (unit.empty())
+            return plain_error("invalid duration " + quoted + ": missing unit" + expected);
+        else
+            return plain_error("invalid duration " + quoted + ": unknown unit '" +
+                               std::string(unit) + "'" + expected);
         // Capped at 100 years: steady_clock counts nanoseconds in 64 bits,
         // and anything longer is a typo, not a timeout.
         constexpr uint64_t kMaxMs = 100ULL * 365 * 86'400'000;

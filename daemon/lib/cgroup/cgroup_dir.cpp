@@ -18,7 +18,9 @@ bool CgroupDir::exists() const {
     return fs::is_directory(path_, ec);
 }
 
-Result<std::string> CgroupDir::read(const std::string& file) const { return read_file(path_ / file); }
+Result<std::string> CgroupDir::read(const std::string& file) const {
+    return read_file(path_ / file);
+}
 
 Result<void> CgroupDir::write(const std::string& file, const std::string& value) const {
     return write_file(path_ / file, value);

@@ -19,7 +19,7 @@
 namespace infervisor {
 
 class CgroupDir {
-public:
+  public:
     explicit CgroupDir(std::filesystem::path path) : path_(std::move(path)) {}
 
     const std::filesystem::path& path() const { return path_; }
@@ -59,7 +59,7 @@ public:
     // O_PATH|O_DIRECTORY fd, for clone3(CLONE_INTO_CGROUP).
     Result<UniqueFd> open_dir() const;
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

@@ -27,8 +27,8 @@ Result<std::vector<std::string>> apply_limits(const CgroupDir& dir, const Cgroup
             if (file == "memory.max" || file == "memory.oom.group")
                 return plain_error(dir.path().string() + " has no " + file +
                                    ": the memory controller is not enabled for it");
-            warnings.push_back(file + " is not available in " + dir.path().string() +
-                               "; '" + value + "' not applied");
+            warnings.push_back(file + " is not available in " + dir.path().string() + "; '" +
+                               value + "' not applied");
             continue;
         }
         auto r = dir.write(file, value);

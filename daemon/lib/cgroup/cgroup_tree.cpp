@@ -28,7 +28,8 @@ Result<void> CgroupTree::check_memory_controller() const {
     if (missing.empty()) return {};
     return plain_error(
         "cgroup v2 controller(s) '" + missing + "' not available in " + root_.path().string() +
-        " (available: '" + have + "'). infervisord needs the memory controller on the unified "
+        " (available: '" + have +
+        "'). infervisord needs the memory controller on the unified "
         "cgroup v2 hierarchy. On a cgroup v1 or hybrid host, boot with "
         "systemd.unified_cgroup_hierarchy=1 on the kernel command line; and run infervisord from "
         "its unit (Delegate=yes) so that the controllers are delegated to it");

@@ -18,7 +18,7 @@
 namespace infervisor {
 
 class CgroupTree {
-public:
+  public:
     explicit CgroupTree(std::filesystem::path root);
 
     // Picks the root from the daemon's own cgroup; if the daemon already sits
@@ -41,7 +41,7 @@ public:
     // The controllers every worker gets.
     static const std::vector<std::string>& worker_controllers();
 
-private:
+  private:
     Result<void> check_memory_controller() const;
     Result<void> move_into_supervisor(pid_t self) const;
 

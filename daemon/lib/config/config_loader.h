@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "config/config_errors.h"
 #include "config/daemon_config.h"
+#include "yaml/config_errors.h"
 
 namespace infervisor {
 

@@ -3,9 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/signal_names.h"
-#include "config/yaml_map.h"
 #include "policy/rule_config.h"
 #include "workdir/workdir_config.h"
+#include "yaml/yaml_map.h"
 
 namespace infervisor {
 

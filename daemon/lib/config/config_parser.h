@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "config/config_errors.h"
 #include "config/daemon_config.h"
+#include "yaml/config_errors.h"
 
 namespace YAML {
 class Node;
@@ -23,13 +23,13 @@ enum class ConfigFileKind {
 };
 
 class ConfigParser {
-public:
+  public:
     // Parses one document and appends what it defines to `out`. Defaults from
     // a main file apply to the workers of every document parsed after it.
     void parse(std::string_view text, const std::string& file, ConfigFileKind kind, Config& out,
                ConfigErrors& errors);
 
-private:
+  private:
     void parse_daemon_settings(const YAML::Node& root, Config& out, ConfigErrors& errors,
                                class YamlMap& map);
     void parse_workers(const YAML::Node& list, Config& out, ConfigErrors& errors);

@@ -4,8 +4,8 @@
 // worker's definition.
 #pragma once
 
-#include "config/config_errors.h"
 #include "config/daemon_config.h"
+#include "yaml/config_errors.h"
 
 namespace infervisor {
 

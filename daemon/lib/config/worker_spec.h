@@ -39,9 +39,9 @@ struct RestartSpec {
 };
 
 struct MemorySpec {
-    ByteLimit max;           // memory.max; required by validation
-    ByteLimit high;          // memory.high; nullopt = "max" (no throttling)
-    ByteLimit swap_max{0};   // memory.swap.max; default 0: inference workers do not swap
+    ByteLimit max;          // memory.max; required by validation
+    ByteLimit high;         // memory.high; nullopt = "max" (no throttling)
+    ByteLimit swap_max{0};  // memory.swap.max; default 0: inference workers do not swap
 
     bool operator==(const MemorySpec&) const = default;
 };

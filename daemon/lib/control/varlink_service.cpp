@@ -217,14 +217,15 @@ void VarlinkService::remove_workdir(const VarlinkCall& call, const Sink& sink) {
     std::string name;
     params.string("name", name, true);
     if (rejected(params, sink)) return;
-    supervisor_.remove_workdir(name, [weak = std::weak_ptr<ReplySink>(sink)](WorkDirRemovalOutcome r) {
-        auto target = weak.lock();
-        if (!target) return;
-        if (!r.outcome.ok()) return complete_action(target)(r.outcome);
-        spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
-                     r.existed ? "removed" : "did not exist");
-        target->reply({{"path", r.path}, {"existed", r.existed}}, false);
-    });
+    supervisor_.remove_workdir(
+        name, [weak = std::weak_ptr<ReplySink>(sink)](WorkDirRemovalOutcome r) {
+            auto target = weak.lock();
+            if (!target) return;
+            if (!r.outcome.ok()) return complete_action(target)(r.outcome);
+            spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
+                         r.existed ? "removed" : "did not exist");
+            target->reply({{"path", r.path}, {"existed", r.existed}}, false);
+        });
 }
 
 void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
@@ -258,9 +259,10 @@ void VarlinkService::subscribe(const VarlinkCall& call, const Sink& sink) {
     if (!call.more) return sink->fail(err::kExpectedMore, json::object());
     for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(history.value_or(0))))
         sink->reply({{"event", to_json(e)}}, true);
-    sink->hold(supervisor_.subscribe([weak = std::weak_ptr<ReplySink>(sink)](const ControlEvent& e) {
-        if (auto target = weak.lock()) target->reply({{"event", to_json(e)}}, true);
-    }));
+    sink->hold(
+        supervisor_.subscribe([weak = std::weak_ptr<ReplySink>(sink)](const ControlEvent& e) {
+            if (auto target = weak.lock()) target->reply({{"event", to_json(e)}}, true);
+        }));
 }
 
 }  // namespace infervisor

@@ -13,24 +13,24 @@
 namespace infervisor {
 
 enum class EventKind {
-    started,          // the worker process was executed in its cgroup
-    ready,            // READY=1 received (notify workers) or started (others)
-    exited,           // the main process ended (fields say how)
-    oom_killed,       // the kernel OOM killer ended the worker inside its cgroup
-    restarting,       // a restart is scheduled after a backoff
-    failed,           // the start limit tripped; no more restarts until asked
-    parked,           // a policy rule ended the run with `then: park`; waits for a start
-    stopped,          // stopped on request; cgroup removed
-    stop_escalated,   // the stop timeout passed; the cgroup was killed
-    leftover_reaped,  // a worker cgroup from an earlier daemon run was cleaned up
-    start_failed,     // the worker could not be started (spawn or cgroup error)
-    config_reloaded,  // a new configuration was applied
-    config_rejected,  // a new configuration was invalid; the old one stays
-    policy_action,    // a policy rule acted on a worker
-    notify_rejected,  // a notify message was dropped (foreign sender, malformed)
-    workdir_over_quota,         // a work dir's usage rose above its workdir_quota
-    protected_entry_deleted,    // someone other than the worker deleted from a protected dir
-    workdir_removed,            // a removed worker's work dir was deleted on request
+    started,                  // the worker process was executed in its cgroup
+    ready,                    // READY=1 received (notify workers) or started (others)
+    exited,                   // the main process ended (fields say how)
+    oom_killed,               // the kernel OOM killer ended the worker inside its cgroup
+    restarting,               // a restart is scheduled after a backoff
+    failed,                   // the start limit tripped; no more restarts until asked
+    parked,                   // a policy rule ended the run with `then: park`; waits for a start
+    stopped,                  // stopped on request; cgroup removed
+    stop_escalated,           // the stop timeout passed; the cgroup was killed
+    leftover_reaped,          // a worker cgroup from an earlier daemon run was cleaned up
+    start_failed,             // the worker could not be started (spawn or cgroup error)
+    config_reloaded,          // a new configuration was applied
+    config_rejected,          // a new configuration was invalid; the old one stays
+    policy_action,            // a policy rule acted on a worker
+    notify_rejected,          // a notify message was dropped (foreign sender, malformed)
+    workdir_over_quota,       // a work dir's usage rose above its workdir_quota
+    protected_entry_deleted,  // someone other than the worker deleted from a protected dir
+    workdir_removed,          // a removed worker's work dir was deleted on request
     daemon_started,
     daemon_stopping,  // stays last: tests walk every kind up to it
 };

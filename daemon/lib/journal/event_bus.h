@@ -11,7 +11,7 @@
 namespace infervisor {
 
 class EventBus {
-public:
+  public:
     using Sink = std::function<void(const Event&)>;
     using SinkId = uint64_t;
 
@@ -19,7 +19,7 @@ public:
     void unsubscribe(SinkId id);
     void emit(Event event);
 
-private:
+  private:
     std::map<SinkId, Sink> sinks_;
     SinkId next_id_ = 1;
 };

@@ -1,10 +1,9 @@
 #include "journal/journal_writer.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <string>
 #include <vector>
@@ -29,7 +28,7 @@ std::string describe(const Event& event) {
 void JournalWriter::write(const Event& event) const {
     if (!use_journal_) {
         int prio = event_priority(event.kind);
-        auto level = prio <= 3 ? spdlog::level::err
+        auto level = prio <= 3   ? spdlog::level::err
                      : prio == 4 ? spdlog::level::warn
                                  : spdlog::level::info;
         spdlog::log(level, "{}", describe(event));
@@ -43,7 +42,8 @@ void JournalWriter::write(const Event& event) const {
         "INFERVISOR_EVENT=" + std::string(event_name(event.kind)),
     };
     if (!event.worker.empty()) fields.push_back("INFERVISOR_WORKER=" + event.worker);
-    for (const auto& [key, value] : event.fields) fields.push_back("INFERVISOR_" + key + "=" + value);
+    for (const auto& [key, value] : event.fields)
+        fields.push_back("INFERVISOR_" + key + "=" + value);
     std::vector<iovec> iov;
     for (auto& f : fields) iov.push_back({f.data(), f.size()});
     int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));

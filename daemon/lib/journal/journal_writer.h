@@ -10,7 +10,7 @@
 namespace infervisor {
 
 class JournalWriter {
-public:
+  public:
     // `use_journal`: false writes events through spdlog only.
     explicit JournalWriter(bool use_journal) : use_journal_(use_journal) {}
     void write(const Event& event) const;
@@ -18,7 +18,7 @@ public:
     // True when journald's socket exists on this host.
     static bool journal_available();
 
-private:
+  private:
     bool use_journal_;
 };
 

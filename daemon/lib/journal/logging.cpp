@@ -1,10 +1,9 @@
 #include "journal/logging.h"
 
-#include <sys/stat.h>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>

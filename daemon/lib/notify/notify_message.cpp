@@ -33,7 +33,8 @@ Result<NotifyMessage> parse_notify_message(std::string_view datagram) {
     if (datagram.size() > kMaxNotifyMessage)
         return plain_error("message of " + std::to_string(datagram.size()) + " bytes exceeds " +
                            std::to_string(kMaxNotifyMessage));
-    if (datagram.find('\0') != std::string_view::npos) return plain_error("message contains a NUL byte");
+    if (datagram.find('\0') != std::string_view::npos)
+        return plain_error("message contains a NUL byte");
     NotifyMessage msg;
     size_t pos = 0;
     while (pos < datagram.size()) {
@@ -47,7 +48,8 @@ Result<NotifyMessage> parse_notify_message(std::string_view datagram) {
             return plain_error("line without '=' (expected KEY=VALUE)");
         std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
         if (!valid_key(key)) return plain_error("invalid key (expected [A-Z0-9_]{1,64})");
-        if (!valid_value(value)) return plain_error("value of " + std::string(key) + " has control characters");
+        if (!valid_value(value))
+            return plain_error("value of " + std::string(key) + " has control characters");
         msg.fields[std::string(key)] = std::string(value);
     }
     if (msg.fields.empty()) return plain_error("empty message");

@@ -26,7 +26,7 @@ struct NotifyDatagram {
 };
 
 class NotifySocket {
-public:
+  public:
     // Binds at `path` (replacing a stale socket there, never another kind of
     // file) and lets `owner` send to it (chown; mode 0600). The file is
     // removed on destruction unless another socket has replaced it.
@@ -42,7 +42,7 @@ public:
     // One pending datagram, or nullopt when there is none.
     Result<std::optional<NotifyDatagram>> receive();
 
-private:
+  private:
     static constexpr size_t kMaxDatagram = 4096;
     NotifySocket(UniqueFd fd, std::filesystem::path path, dev_t dev, ino_t ino)
         : fd_(std::move(fd)), path_(std::move(path)), dev_(dev), ino_(ino) {}
@@ -57,6 +57,7 @@ private:
 // True when process `pid` is in the cgroup at `cgroup_path` (the path as
 // /proc/PID/cgroup shows it, e.g. "/system.slice/infervisord.service/workers/llama"),
 // or in a cgroup below it.
-bool process_in_cgroup(const std::filesystem::path& procfs, pid_t pid, const std::string& cgroup_path);
+bool process_in_cgroup(const std::filesystem::path& procfs, pid_t pid,
+                       const std::string& cgroup_path);
 
 }  // namespace infervisor

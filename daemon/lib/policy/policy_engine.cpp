@@ -178,7 +178,8 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         if (victim && (action == Action::kill || action == Action::checkpoint) &&
             options_.host_settle > Duration(0)) {
             host_.settled_at = now + options_.host_settle;
-            add_measurement(d.measurements, "HOST_SETTLE_MS", std::to_string(options_.host_settle.count()));
+            add_measurement(d.measurements, "HOST_SETTLE_MS",
+                            std::to_string(options_.host_settle.count()));
         }
         out.push_back(std::move(d));
     }

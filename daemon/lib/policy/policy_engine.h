@@ -104,7 +104,7 @@ class PolicyEngine {
         CounterRate swap_in, swap_out;
         std::map<std::string, TimedRule> timers;
         std::map<std::string, std::string> victims;  // rule → worker of its last step
-        TimePoint settled_at{};  // host rules wait until then (see host_settle)
+        TimePoint settled_at{};                      // host rules wait until then (see host_settle)
     };
 
     WorkerState& state_of(const std::string& worker);

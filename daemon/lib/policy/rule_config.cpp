@@ -4,7 +4,7 @@
 #include <charconv>
 #include <set>
 
-#include "config/yaml_map.h"
+#include "yaml/yaml_map.h"
 
 namespace infervisor {
 

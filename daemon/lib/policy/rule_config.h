@@ -33,8 +33,8 @@
 
 #include <vector>
 
-#include "config/config_errors.h"
 #include "policy/rule_spec.h"
+#include "yaml/config_errors.h"
 
 namespace infervisor {
 

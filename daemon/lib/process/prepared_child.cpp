@@ -104,7 +104,8 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
         case ChildStep::reset_signal_mask:
             return "reset signal mask";
         case ChildStep::oom_score_adj:
-            return "write oom_score_adj " + (request.oom_score_adj ? std::to_string(*request.oom_score_adj) : std::string());
+            return "write oom_score_adj " +
+                   (request.oom_score_adj ? std::to_string(*request.oom_score_adj) : std::string());
         case ChildStep::setsid:
             return "setsid";
         case ChildStep::dup2_stdin:

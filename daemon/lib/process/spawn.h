@@ -19,7 +19,8 @@ namespace infervisor {
 // No PR_SET_PDEATHSIG: it fires when the *thread* that cloned exits, not the
 // daemon, and a worker's lifetime is bounded by its cgroup instead: the daemon
 // kills it with cgroup.kill, and systemd kills the whole service cgroup
-// (the unit's KillMode=mixed ends in SIGKILL for the whole cgroup) if the daemon itself stops or dies.
+// (the unit's KillMode=mixed ends in SIGKILL for the whole cgroup) if the daemon itself stops or
+// dies.
 //
 // Blocks until the child has exec'ed (or failed), which is a short wait: the
 // child does a few system calls. All signals are blocked in the calling thread

@@ -23,7 +23,7 @@ struct RestartVerdict {
 };
 
 class RestartTracker {
-public:
+  public:
     RestartTracker(RestartSpec spec, const Clock& clock) : spec_(spec), clock_(clock) {}
 
     // Records a start. Returns false, recording nothing, when more than
@@ -39,7 +39,7 @@ public:
     int consecutive_failures() const { return consecutive_failures_; }
     size_t total_restarts() const { return total_restarts_; }
 
-private:
+  private:
     void forget_old_starts(TimePoint now);
 
     RestartSpec spec_;

@@ -1,10 +1,9 @@
 #include "supervise/supervisor.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
-#include <spdlog/spdlog.h>
-
 #include <thread>
 
 #include "supervise/worker_launch.h"
@@ -37,7 +36,8 @@ Result<size_t> destroy_cgroup_tree(const CgroupDir& dir) {
 }  // namespace
 
 Supervisor::Supervisor(WorkerContext& ctx)
-    : ctx_(ctx), background_(ctx.io),
+    : ctx_(ctx),
+      background_(ctx.io),
       monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }) {}
 
 std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string& name) const {
@@ -58,14 +58,16 @@ void Supervisor::reap_leftovers() {
         CgroupDir dir = ctx_.cgroups.worker(name);
         auto killed = destroy_cgroup_tree(dir);
         if (!killed) {
-            spdlog::error("leftover worker cgroup {}: {}", dir.path().string(), killed.error().message());
+            spdlog::error("leftover worker cgroup {}: {}", dir.path().string(),
+                          killed.error().message());
             continue;
         }
-        ctx_.events.emit(Event{EventKind::leftover_reaped, name,
-                               "removed the cgroup left by an earlier run, killing " +
-                                   std::to_string(*killed) + " process(es)",
-                               {{"KILLED_PROCESSES", std::to_string(*killed)},
-                                {"CGROUP", dir.path().string()}}});
+        ctx_.events.emit(Event{
+            EventKind::leftover_reaped,
+            name,
+            "removed the cgroup left by an earlier run, killing " + std::to_string(*killed) +
+                " process(es)",
+            {{"KILLED_PROCESSES", std::to_string(*killed)}, {"CGROUP", dir.path().string()}}});
     }
 }
 
@@ -121,10 +123,13 @@ void Supervisor::release_workdir(const WorkerSpec& spec) {
 }
 
 void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
-    auto refuse = [&](const std::string& why) { done(plain_error("worker '" + name + "' " + why)); };
+    auto refuse = [&](const std::string& why) {
+        done(plain_error("worker '" + name + "' " + why));
+    };
     if (desired_.count(name))
         return refuse("is configured; remove it from the configuration and reload first");
-    if (workers_.count(name) || retiring_.count(name)) return refuse("is still running or stopping");
+    if (workers_.count(name) || retiring_.count(name))
+        return refuse("is still running or stopping");
     if (removing_.count(name)) return refuse("has its work dir being removed already");
     if (ctx_.workdirs.find(name)) return refuse("still has its work dir in use");
     auto known = removed_.find(name);
@@ -159,7 +164,8 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
         [this, name, why, done](Result<WorkDirRemoval> r) {
             removing_.erase(name);
             if (r && r->existed)
-                ctx_.events.emit(Event{EventKind::workdir_removed, name,
+                ctx_.events.emit(Event{EventKind::workdir_removed,
+                                       name,
                                        "work dir " + r->path.string() + " removed (" + why + ")",
                                        {{"WORKDIR", r->path.string()}, {"REASON", why}}});
             done(std::move(r));
@@ -180,7 +186,8 @@ std::optional<std::string> Supervisor::dir_in_use(const std::filesystem::path& d
         std::filesystem::path own = resolve_workdir(workdir, ctx_.paths);
         if (overlaps(own)) return "worker '" + name + "' work dir " + own.string();
         for (const auto& extra : spec.workdir.extra_dirs)
-            if (overlaps(extra.path)) return "worker '" + name + "' extra dir " + extra.path.string();
+            if (overlaps(extra.path))
+                return "worker '" + name + "' extra dir " + extra.path.string();
     }
     for (const auto& used : ctx_.workdirs.protected_paths())
         if (overlaps(used)) return "the protected dir " + used.string();
@@ -215,10 +222,12 @@ std::vector<const Worker*> Supervisor::workers() const {
 std::string Supervisor::summary() const {
     std::map<WorkerState, size_t> counts;
     for (const auto& [name, worker] : workers_) ++counts[worker->state()];
-    std::string out = std::to_string(workers_.size()) + " worker" + (workers_.size() == 1 ? "" : "s");
+    std::string out =
+        std::to_string(workers_.size()) + " worker" + (workers_.size() == 1 ? "" : "s");
     std::string parts;
     for (const auto& [state, n] : counts)
-        parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(state_name(state));
+        parts +=
+            (parts.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(state_name(state));
     return parts.empty() ? out : out + ": " + parts;
 }
 

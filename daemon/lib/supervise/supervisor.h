@@ -17,13 +17,13 @@
 
 #include "config/daemon_config.h"
 #include "supervise/background_work.h"
-#include "supervise/worker.h"
 #include "supervise/workdir_monitor.h"
+#include "supervise/worker.h"
 
 namespace infervisor {
 
 class Supervisor {
-public:
+  public:
     explicit Supervisor(WorkerContext& ctx);
 
     // Kills and removes worker cgroups left by an earlier daemon run (after a
@@ -60,7 +60,7 @@ public:
     // removal runs starts it once the removal is done. `done` runs on the loop.
     void remove_workdir(const std::string& name, RemovalDone done);
 
-private:
+  private:
     void retire(const std::string& name);
     void create_and_start(const WorkerSpec& spec);
     // Drops the worker's locks and tmpfiles exclusions; removes its work dir

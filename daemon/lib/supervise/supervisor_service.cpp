@@ -19,9 +19,12 @@ nlohmann::json size_json(ByteLimit v) { return format_size(v); }
 
 const char* restart_mode_name(RestartMode m) {
     switch (m) {
-        case RestartMode::never: return "never";
-        case RestartMode::on_failure: return "on-failure";
-        case RestartMode::always: return "always";
+        case RestartMode::never:
+            return "never";
+        case RestartMode::on_failure:
+            return "on-failure";
+        case RestartMode::always:
+            return "always";
     }
     return "?";
 }
@@ -48,17 +51,21 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
         {"user", s.user},
         {"group", s.group},
         {"supplementary_groups", s.supplementary_groups},
-        {"memory", {{"max", size_json(s.memory.max)}, {"high", size_json(s.memory.high)},
-                    {"swap_max", size_json(s.memory.swap_max)}}},
+        {"memory",
+         {{"max", size_json(s.memory.max)},
+          {"high", size_json(s.memory.high)},
+          {"swap_max", size_json(s.memory.swap_max)}}},
         {"pids_max", s.pids_max ? nlohmann::json(*s.pids_max) : nlohmann::json("max")},
         {"cpu_weight", s.cpu_weight ? nlohmann::json(*s.cpu_weight) : nlohmann::json(nullptr)},
         {"oom_score_adj", s.oom_score_adj},
-        {"restart", {{"policy", restart_mode_name(s.restart.mode)},
-                     {"backoff_initial", format_duration(s.restart.backoff_initial)},
-                     {"backoff_max", format_duration(s.restart.backoff_max)},
-                     {"start_limit_burst", s.restart.start_limit_burst},
-                     {"start_limit_interval", format_duration(s.restart.start_limit_interval)}}},
-        {"stop", {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
+        {"restart",
+         {{"policy", restart_mode_name(s.restart.mode)},
+          {"backoff_initial", format_duration(s.restart.backoff_initial)},
+          {"backoff_max", format_duration(s.restart.backoff_max)},
+          {"start_limit_burst", s.restart.start_limit_burst},
+          {"start_limit_interval", format_duration(s.restart.start_limit_interval)}}},
+        {"stop",
+         {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
         {"notify", s.notify},
         {"watchdog", format_duration(s.watchdog)},
         {"priority", s.priority},
@@ -68,7 +75,8 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
     };
 }
 
-SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload)
+SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor,
+                                     ReloadFunction reload)
     : ctx_(ctx), supervisor_(supervisor), reload_(std::move(reload)) {
     recorder_ = ctx_.events.subscribe([this](const Event& e) {
         recent_.push_back(to_control_event(e));
@@ -130,8 +138,8 @@ std::vector<std::string> SupervisorService::validate_config(const std::string& t
     return out;
 }
 
-std::optional<std::vector<Worker*>> SupervisorService::resolve(const std::vector<std::string>& names,
-                                                               ActionDone& done) {
+std::optional<std::vector<Worker*>> SupervisorService::resolve(
+    const std::vector<std::string>& names, ActionDone& done) {
     std::vector<Worker*> out;
     for (const auto& n : names) {
         Worker* w = supervisor_.find(n);

@@ -13,7 +13,7 @@
 namespace infervisor {
 
 class SupervisorService final : public SupervisorApi {
-public:
+  public:
     using ReloadFunction = std::function<ReloadOutcome()>;
 
     SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload);
@@ -32,9 +32,10 @@ public:
     void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;
 
-private:
+  private:
     // Null (and `done` called with worker_not_found) when a name is unknown.
-    std::optional<std::vector<Worker*>> resolve(const std::vector<std::string>& names, ActionDone& done);
+    std::optional<std::vector<Worker*>> resolve(const std::vector<std::string>& names,
+                                                ActionDone& done);
     // Calls `done` once every worker in `names` has reached a settled state
     // (running, failed, parked, stopped).
     void when_settled(std::vector<std::string> names, ActionDone done);

@@ -1,10 +1,10 @@
 #include "supervise/workdir_monitor.h"
 
 #include <fcntl.h>
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cstring>
 #include <system_error>
 
@@ -25,7 +25,8 @@ using Kind = DeletionEvent::Kind;
 // when even that is impossible.
 int cloexec_dup(int fd) {
     int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) throw std::system_error(errno, std::generic_category(), "dup of a watch descriptor");
+    if (copy < 0)
+        throw std::system_error(errno, std::generic_category(), "dup of a watch descriptor");
     return copy;
 }
 
@@ -211,14 +212,16 @@ void WorkDirMonitor::measure(const std::string& worker, const PreparedWorkDir& p
     std::weak_ptr<char> alive = alive_;
     fs::path dir = prepared.workdir.path;
     ByteLimit quota = prepared.spec.quota;
-    background_.run<Result<uint64_t>>([fd] { return measure_usage(fd->get()); },
-                                      [this, alive, worker, measurement, dir, quota](Result<uint64_t> bytes) {
-                                          if (alive.lock()) on_measured(worker, measurement, dir, quota, bytes);
-                                      });
+    background_.run<Result<uint64_t>>(
+        [fd] { return measure_usage(fd->get()); },
+        [this, alive, worker, measurement, dir, quota](Result<uint64_t> bytes) {
+            if (alive.lock()) on_measured(worker, measurement, dir, quota, bytes);
+        });
 }
 
-void WorkDirMonitor::on_measured(const std::string& worker, uint64_t measurement, const fs::path& dir,
-                                 ByteLimit quota, const Result<uint64_t>& bytes) {
+void WorkDirMonitor::on_measured(const std::string& worker, uint64_t measurement,
+                                 const fs::path& dir, ByteLimit quota,
+                                 const Result<uint64_t>& bytes) {
     auto it = watched_.find(worker);
     // Released meanwhile, or released and prepared again: not this dir's.
     if (it == watched_.end() || it->second.measuring != measurement) return;

@@ -108,8 +108,9 @@ class WorkDirMonitor {
     void arm_tick();
     void arm_deletion_wait(boost::asio::posix::stream_descriptor& wait);
     void measure(const std::string& worker, const PreparedWorkDir& prepared);
-    void on_measured(const std::string& worker, uint64_t measurement, const std::filesystem::path& dir,
-                     ByteLimit quota, const Result<uint64_t>& bytes);
+    void on_measured(const std::string& worker, uint64_t measurement,
+                     const std::filesystem::path& dir, ByteLimit quota,
+                     const Result<uint64_t>& bytes);
     void on_deletion(const DeletionEvent& event, pid_t pid, bool pid_known);
     // look_up_process, once per pid and drain.
     const DeletingProcess& identify(pid_t pid);

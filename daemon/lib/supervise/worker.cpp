@@ -1,18 +1,17 @@
 #include "supervise/worker.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
-
-#include <spdlog/spdlog.h>
 
 #include "base/signal_names.h"
 #include "cgroup/cgroup_limits.h"
 #include "notify/notify_message.h"
 #include "process/pidfd.h"
 #include "process/spawn.h"
-#include "supervise/worker_launch.h"
 #include "supervise/workdir_setup.h"
+#include "supervise/worker_launch.h"
 
 namespace infervisor {
 
@@ -24,7 +23,8 @@ namespace {
 std::string ms(Duration d) { return std::to_string(d.count()); }
 
 CgroupLimits limits_of(const WorkerSpec& spec) {
-    return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max, spec.cpu_weight};
+    return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max,
+            spec.cpu_weight};
 }
 
 std::optional<uint64_t> read_u64(const CgroupDir& dir, const std::string& file) {
@@ -128,8 +128,8 @@ void Worker::launch() {
     if (!tracker_.try_start()) {
         set_state(WorkerState::failed);
         emit(EventKind::failed,
-             "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) + " starts within " +
-                 format_duration(spec_.restart.start_limit_interval) +
+             "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) +
+                 " starts within " + format_duration(spec_.restart.start_limit_interval) +
                  "; not restarting until started explicitly",
              {{"START_LIMIT_BURST", std::to_string(spec_.restart.start_limit_burst)}});
         return;
@@ -150,7 +150,8 @@ void Worker::launch() {
 
     pid_ = spawned->pid;
     started_at_ = ctx_.clock.now();
-    pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
+    pidfd_watch_ =
+        std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
     set_state(spec_.notify ? WorkerState::starting : WorkerState::running);
     emit(EventKind::started,
          "started as pid " + std::to_string(pid_) + " in " + cgroup_path_in_proc() +
@@ -190,7 +191,8 @@ Result<SpawnedProcess> Worker::spawn() {
     auto checkpoints = prepare_checkpoint_dir(ctx_.paths, spec_.name, who->uid, who->gid);
     if (!checkpoints) return checkpoints.error();
     if (!notify_) {
-        auto sock = NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
+        auto sock =
+            NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
         if (!sock) return sock.error();
         notify_.emplace(std::move(*sock));
         watch_notify();
@@ -211,8 +213,11 @@ Result<SpawnedProcess> Worker::spawn() {
 
     UniqueFd output;
     if (ctx_.output_to_journal) {
-        output.reset(sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
-        if (!output) spdlog::warn("{}: no journal stream for its output; using the daemon's stderr", spec_.name);
+        output.reset(
+            sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
+        if (!output)
+            spdlog::warn("{}: no journal stream for its output; using the daemon's stderr",
+                         spec_.name);
     }
     req.stdout_fd = req.stderr_fd = output ? output.get() : STDERR_FILENO;
     return spawn_process(req);
@@ -294,8 +299,12 @@ void Worker::on_watchdog_expired() {
     killed_by_policy_ = true;
     emit(EventKind::policy_action,
          "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
-         {{"RULE", "watchdog"}, {"ACTION", "kill"}, {"THEN", "worker_policy"}, {"DRY_RUN", "0"},
-          {"RESULT", "done"}, {"WATCHDOG_MS", ms(spec_.watchdog)}});
+         {{"RULE", "watchdog"},
+          {"ACTION", "kill"},
+          {"THEN", "worker_policy"},
+          {"DRY_RUN", "0"},
+          {"RESULT", "done"},
+          {"WATCHDOG_MS", ms(spec_.watchdog)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
@@ -344,10 +353,12 @@ void Worker::on_exit() {
     start_timer_.cancel();
     stop_timer_.cancel();
 
-    Duration ran = started_at_ ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
-                               : Duration(0);
+    Duration ran = started_at_
+                       ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
+                       : Duration(0);
     std::vector<std::pair<std::string, std::string>> fields = {
-        {"PID", std::to_string(pid_)}, {"RUNTIME_MS", ms(ran)},
+        {"PID", std::to_string(pid_)},
+        {"RUNTIME_MS", ms(ran)},
         {"OOM_KILLS", std::to_string(reason.oom_kills)},
         {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
         {"EXIT_REASON", reason.describe()}};
@@ -355,7 +366,8 @@ void Worker::on_exit() {
         fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
     else
         fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
-    if (auto peak = read_u64(cgroup(), "memory.peak")) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
+    if (auto peak = read_u64(cgroup(), "memory.peak"))
+        fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
     emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
     if (reason.oom_killed()) {
         fields.emplace_back("OOM_SCOPE", reason.oom_at_own_limit() ? "cgroup" : "host");
@@ -372,7 +384,8 @@ void Worker::on_exit() {
     auto populated = cgroup().populated();
     if (populated && *populated) (void)cgroup().kill();
     after_empty([this, reason] {
-        if (auto r = cgroup().remove_tree(); !r) spdlog::warn("{}: {}", spec_.name, r.error().message());
+        if (auto r = cgroup().remove_tree(); !r)
+            spdlog::warn("{}: {}", spec_.name, r.error().message());
         finish_run(reason);
     });
 }
@@ -381,12 +394,14 @@ void Worker::after_empty(Done next, int polls) {
     auto populated = cgroup().populated();
     if (!populated || !*populated) return next();
     if (polls == 500)
-        spdlog::warn("{}: cgroup still populated after kill; waiting (a process in D state?)", spec_.name);
+        spdlog::warn("{}: cgroup still populated after kill; waiting (a process in D state?)",
+                     spec_.name);
     if (polls % 50 == 49) (void)cgroup().kill();
     empty_timer_.expires_after(std::chrono::milliseconds(std::min(10 * (polls + 1), 200)));
-    empty_timer_.async_wait([this, next = std::move(next), polls](const boost::system::error_code& ec) {
-        if (!ec) after_empty(next, polls + 1);
-    });
+    empty_timer_.async_wait(
+        [this, next = std::move(next), polls](const boost::system::error_code& ec) {
+            if (!ec) after_empty(next, polls + 1);
+        });
 }
 
 void Worker::finish_run(const ExitReason& reason) {
@@ -417,8 +432,10 @@ void Worker::finish_run(const ExitReason& reason) {
     if (policy_then_ == Then::restart && verdict.action == RestartVerdict::Action::stay_stopped)
         verdict = {RestartVerdict::Action::restart, spec_.restart.backoff_initial, 1};
     switch (verdict.action) {
-        case RestartVerdict::Action::restart: return schedule_restart(verdict);
-        case RestartVerdict::Action::stay_stopped: return set_state(WorkerState::stopped);
+        case RestartVerdict::Action::restart:
+            return schedule_restart(verdict);
+        case RestartVerdict::Action::stay_stopped:
+            return set_state(WorkerState::stopped);
         case RestartVerdict::Action::start_limit_hit:
             set_state(WorkerState::failed);
             emit(EventKind::failed,

@@ -36,13 +36,13 @@ struct WorkerSnapshot {
     pid_t pid = 0;
     std::optional<TimePoint> started_at;
     size_t restarts = 0;
-    std::string status_text;     // last STATUS= from the worker
-    std::string last_exit;       // ExitReason::describe() of the last run
+    std::string status_text;  // last STATUS= from the worker
+    std::string last_exit;    // ExitReason::describe() of the last run
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
 };
 
 class Worker {
-public:
+  public:
     using Done = std::function<void()>;
 
     Worker(WorkerContext& ctx, WorkerSpec spec);
@@ -83,7 +83,7 @@ public:
     // Last WATCHDOG=1 of this run, if any.
     std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
 
-private:
+  private:
     void launch();
     Result<void> prepare_cgroup();
     Result<SpawnedProcess> spawn();
@@ -127,7 +127,7 @@ private:
     bool killed_by_policy_ = false;
     bool exiting_ = false;  // the main process has exited; the run is being wound up
     std::optional<Then> policy_then_;
-    std::string policy_rule_;     // the rule behind policy_then_
+    std::string policy_rule_;       // the rule behind policy_then_
     bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed
     std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;

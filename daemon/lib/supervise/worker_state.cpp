@@ -4,13 +4,20 @@ namespace infervisor {
 
 std::string_view state_name(WorkerState state) {
     switch (state) {
-        case WorkerState::stopped: return "stopped";
-        case WorkerState::starting: return "starting";
-        case WorkerState::running: return "running";
-        case WorkerState::stopping: return "stopping";
-        case WorkerState::backoff: return "backoff";
-        case WorkerState::failed: return "failed";
-        case WorkerState::parked: return "parked";
+        case WorkerState::stopped:
+            return "stopped";
+        case WorkerState::starting:
+            return "starting";
+        case WorkerState::running:
+            return "running";
+        case WorkerState::stopping:
+            return "stopping";
+        case WorkerState::backoff:
+            return "backoff";
+        case WorkerState::failed:
+            return "failed";
+        case WorkerState::parked:
+            return "parked";
     }
     return "unknown";
 }

@@ -1,7 +1,5 @@
 #include "workdir/disk_usage.h"
 
-#include "workdir/dir_entries.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "workdir/dir_entries.h"
 
 namespace infervisor {
 

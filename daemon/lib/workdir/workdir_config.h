@@ -20,9 +20,9 @@
 #include <string>
 
 #include "base/result.h"
-#include "config/config_errors.h"
-#include "config/yaml_map.h"
 #include "workdir/workdir_spec.h"
+#include "yaml/config_errors.h"
+#include "yaml/yaml_map.h"
 
 namespace infervisor {
 

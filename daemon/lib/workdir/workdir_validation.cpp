@@ -33,7 +33,6 @@ struct NamedDir {
     std::string describe() const { return "worker '" + worker + "' " + role + " " + path.string(); }
 };
 
-
 Result<fs::path> normalize(const std::string& text) {
     if (text.empty() || text.front() != '/') return plain_error("must be an absolute path");
     if (text.size() >= PATH_MAX) return plain_error("path too long");

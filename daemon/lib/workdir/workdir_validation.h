@@ -8,8 +8,8 @@
 
 #include "base/paths.h"
 #include "base/result.h"
-#include "config/config_errors.h"
 #include "workdir/workdir_spec.h"
+#include "yaml/config_errors.h"
 
 namespace infervisor {
 

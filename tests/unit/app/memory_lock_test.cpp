@@ -53,7 +53,8 @@ bool can_lock() {
 }
 
 TEST(MemoryLock, LocksTheProcessAndMemoryAllocatedLater) {
-    if (!can_lock()) GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    if (!can_lock())
+        GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
     EXPECT_EQ(in_child([] {
                   if (locked_kib() != 0) return 1;  // nothing locked before
                   if (!lock_own_memory()) return 2;
@@ -71,7 +72,8 @@ TEST(MemoryLock, WithAFiniteLimitAndNoCapabilityNothingIsLockedAndTheErrorSaysWh
     EXPECT_EQ(in_child([] {
                   rlimit small{64 << 10, 64 << 10};
                   if (::setrlimit(RLIMIT_MEMLOCK, &small) < 0) return 1;
-                  if (has_effective_capability(CAP_IPC_LOCK) && !drop_effective_ipc_lock()) return 2;
+                  if (has_effective_capability(CAP_IPC_LOCK) && !drop_effective_ipc_lock())
+                      return 2;
                   auto r = lock_own_memory();
                   if (r) return 3;
                   if (r.error().message().find("RLIMIT_MEMLOCK") == std::string::npos) return 4;

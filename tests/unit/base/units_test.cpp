@@ -67,8 +67,9 @@ TEST(ParseDuration, RejectsWhatWouldOverflowTheClock) {
     // 200000d fits in milliseconds but not in steady_clock's nanoseconds.
     EXPECT_NE(parse_duration("200000d").error().what.find("too large"), std::string::npos);
     EXPECT_NE(parse_duration("36500d1ms").error().what.find("too large"), std::string::npos);
-    EXPECT_NE(parse_duration("4611686018427387903ms4611686018427387903ms").error().what.find("too large"),
-              std::string::npos);
+    EXPECT_NE(
+        parse_duration("4611686018427387903ms4611686018427387903ms").error().what.find("too large"),
+        std::string::npos);
     EXPECT_TRUE(parse_duration("36500d").ok());
 }
 

@@ -13,7 +13,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A cgroupfs stand-in: the interface files the kernel would show, as plain files.
-void make_cgroup(const testing::TempDir& fs, const std::string& rel, const std::string& controllers) {
+void make_cgroup(const testing::TempDir& fs, const std::string& rel,
+                 const std::string& controllers) {
     fs.write(rel + "/cgroup.controllers", controllers + "\n");
     fs.write(rel + "/cgroup.subtree_control", "");
     fs.write(rel + "/cgroup.procs", "");
@@ -48,7 +49,8 @@ TEST(CgroupTree, SetupMovesSelfAndEnablesControllers) {
     ASSERT_TRUE(tree.setup(4242).ok());
     EXPECT_EQ(testing::slurp(fs.path() / "svc/supervisor/cgroup.procs"), "4242");
     EXPECT_EQ(testing::slurp(fs.path() / "svc/cgroup.subtree_control"), "+memory +pids +cpu");
-    EXPECT_EQ(testing::slurp(fs.path() / "svc/workers/cgroup.subtree_control"), "+memory +pids +cpu");
+    EXPECT_EQ(testing::slurp(fs.path() / "svc/workers/cgroup.subtree_control"),
+              "+memory +pids +cpu");
 }
 
 TEST(CgroupTree, FindsLeftoverWorkers) {
@@ -82,7 +84,8 @@ TEST(CgroupLimits, MissingSwapFileIsAWarningMissingMemoryMaxAnError) {
     testing::TempDir fs;
     for (const char* f : {"memory.max", "memory.high", "memory.oom.group", "pids.max"})
         fs.write(std::string("w/") + f, "");
-    auto warnings = apply_limits(CgroupDir(fs.path() / "w"), CgroupLimits{1ull << 30, {}, 0, {}, {}});
+    auto warnings =
+        apply_limits(CgroupDir(fs.path() / "w"), CgroupLimits{1ull << 30, {}, 0, {}, {}});
     ASSERT_TRUE(warnings.ok());
     EXPECT_THAT(*warnings, ElementsAre(HasSubstr("memory.swap.max is not available")));
     EXPECT_EQ(testing::slurp(fs.path() / "w/memory.high"), "max");

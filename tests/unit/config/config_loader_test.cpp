@@ -44,7 +44,8 @@ TEST(ConfigLoader, DuplicatesAcrossFilesNameBothPlaces) {
     auto loaded = load_config({dir.path() / "main.yaml", dir.path() / "w"});
     ASSERT_EQ(loaded.errors.all().size(), 1u);
     EXPECT_EQ(loaded.errors.all()[0].format(),
-              (dir.path() / "w/x.yaml").string() + ":3:5: duplicate worker name 'a' (first defined at " +
+              (dir.path() / "w/x.yaml").string() +
+                  ":3:5: duplicate worker name 'a' (first defined at " +
                   (dir.path() / "main.yaml").string() + ":2:5)");
 }
 
@@ -63,8 +64,8 @@ TEST(ConfigLoader, ShippedConfigAndDemoAreValid) {
     const char* build = std::getenv("INFERVISOR_BUILD_ROOT");
     ASSERT_NE(src, nullptr);
     ASSERT_NE(build, nullptr);
-    auto loaded = load_config({std::filesystem::path(src) / "etc/infervisor.yaml",
-                               std::filesystem::path(build) / "etc"});
+    auto loaded = load_config(
+        {std::filesystem::path(src) / "etc/infervisor.yaml", std::filesystem::path(build) / "etc"});
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
     ASSERT_EQ(loaded.config.workers.size(), 2u);
     EXPECT_EQ(loaded.config.workers[0].name, "chat");

@@ -84,13 +84,15 @@ TEST(ConfigParser, ReportsEveryErrorWithItsPlace) {
     stop: {signal: SIGFOO, timeout: 30}
     colour: blue
 )");
-    EXPECT_THAT(errors, ElementsAre(
-        "test.yaml:4:23: unknown key 'hihg' in 'memory' (did you mean 'high'?)",
-        "test.yaml:5:15: 'pids_max' must be a whole number, not 'many'",
-        "test.yaml:6:23: restart policy must be never, on-failure or always, not 'sometimes'",
-        "test.yaml:7:20: unknown signal 'SIGFOO'",
-        HasSubstr("test.yaml:7:37: 'timeout': invalid duration '30': missing unit"),
-        "test.yaml:8:5: unknown key 'colour' in worker 'a'"));
+    EXPECT_THAT(
+        errors,
+        ElementsAre(
+            "test.yaml:4:23: unknown key 'hihg' in 'memory' (did you mean 'high'?)",
+            "test.yaml:5:15: 'pids_max' must be a whole number, not 'many'",
+            "test.yaml:6:23: restart policy must be never, on-failure or always, not 'sometimes'",
+            "test.yaml:7:20: unknown signal 'SIGFOO'",
+            HasSubstr("test.yaml:7:37: 'timeout': invalid duration '30': missing unit"),
+            "test.yaml:8:5: unknown key 'colour' in worker 'a'"));
 }
 
 TEST(ConfigParser, ReportsBadSizesAndWrongTypes) {
@@ -100,11 +102,12 @@ TEST(ConfigParser, ReportsBadSizesAndWrongTypes) {
     memory: {max: 1Q}
     environment: [A=1]
 )");
-    EXPECT_THAT(errors, ElementsAre(
-        "test.yaml:3:14: 'command' in worker 'a' must be a list, not a scalar",
-        "test.yaml:5:18: 'environment' must be a mapping, not a list",
-        "test.yaml:4:19: 'max': invalid size '1Q': unknown unit 'Q' (use K, M, G or T)",
-        HasSubstr("memory.max is required")));
+    EXPECT_THAT(
+        errors,
+        ElementsAre("test.yaml:3:14: 'command' in worker 'a' must be a list, not a scalar",
+                    "test.yaml:5:18: 'environment' must be a mapping, not a list",
+                    "test.yaml:4:19: 'max': invalid size '1Q': unknown unit 'Q' (use K, M, G or T)",
+                    HasSubstr("memory.max is required")));
 }
 
 TEST(ConfigParser, ReportsMissingRequiredKeys) {
@@ -115,7 +118,8 @@ TEST(ConfigParser, ReportsMissingRequiredKeys) {
 
 TEST(ConfigParser, ReportsDuplicateKeys) {
     auto errors = errors_of("log_level: info\nlog_level: debug\n");
-    EXPECT_THAT(errors, ElementsAre("test.yaml:2:1: duplicate key 'log_level' in the configuration"));
+    EXPECT_THAT(errors,
+                ElementsAre("test.yaml:2:1: duplicate key 'log_level' in the configuration"));
 }
 
 TEST(ConfigParser, ReportsYamlSyntaxErrors) {
@@ -139,19 +143,24 @@ TEST(ConfigValidator, RejectsImpossibleCombinations) {
     command: [/bin/a]
     memory: {max: 1G}
 )");
-    EXPECT_THAT(errors, ElementsAre(
-        "test.yaml:2:5: worker 'a': command[0] must be an absolute path (no PATH search, no shell), not 'bin/a'",
-        "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
-        "test.yaml:2:5: worker 'a': user 'no-such-user-here' does not exist on this host",
-        "test.yaml:2:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max (1m)",
-        "test.yaml:7:5: duplicate worker name 'a' (first defined at test.yaml:2:5)",
-        HasSubstr("test.yaml:10:5: invalid worker name '../evil'")));
+    EXPECT_THAT(
+        errors,
+        ElementsAre(
+            "test.yaml:2:5: worker 'a': command[0] must be an absolute path (no PATH search, no "
+            "shell), not 'bin/a'",
+            "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
+            "test.yaml:2:5: worker 'a': user 'no-such-user-here' does not exist on this host",
+            "test.yaml:2:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max "
+            "(1m)",
+            "test.yaml:7:5: duplicate worker name 'a' (first defined at test.yaml:2:5)",
+            HasSubstr("test.yaml:10:5: invalid worker name '../evil'")));
 }
 
 TEST(ConfigValidator, ReportsBadDaemonSettingsWhereTheyAreWritten) {
     auto errors = errors_of("dry_run: false\nlog_level: loud\nruntime_dir: run\n");
-    EXPECT_THAT(errors, ElementsAre(HasSubstr("test.yaml:2:1: log_level must be one of"),
-                                    "test.yaml:3:1: runtime_dir must be an absolute path, not 'run'"));
+    EXPECT_THAT(errors,
+                ElementsAre(HasSubstr("test.yaml:2:1: log_level must be one of"),
+                            "test.yaml:3:1: runtime_dir must be an absolute path, not 'run'"));
 }
 
 TEST(ConfigValidator, RejectsNamesOfCgroupFiles) {
@@ -163,9 +172,10 @@ TEST(ConfigValidator, RejectsNamesOfCgroupFiles) {
     command: [/bin/a]
     memory: {max: 1G}
 )");
-    EXPECT_THAT(errors, ElementsAre(HasSubstr(
-                            "test.yaml:2:5: invalid worker name 'memory.max': names starting with a cgroup "
-                            "controller prefix")));
+    EXPECT_THAT(errors,
+                ElementsAre(HasSubstr(
+                    "test.yaml:2:5: invalid worker name 'memory.max': names starting with a cgroup "
+                    "controller prefix")));
 }
 
 TEST(ConfigValidator, RejectsEnvironmentNamesWithEquals) {
@@ -175,11 +185,12 @@ TEST(ConfigValidator, RejectsEnvironmentNamesWithEquals) {
     memory: {max: 1G}
     environment: {"A=B": "1", "": "2", OK: "3"}
 )");
-    EXPECT_THAT(errors,
-                ElementsAre("test.yaml:2:5: worker 'a': environment variable name '' is invalid: it must "
-                            "be non-empty, without '='",
-                            "test.yaml:2:5: worker 'a': environment variable name 'A=B' is invalid: it "
-                            "must be non-empty, without '='"));
+    EXPECT_THAT(
+        errors,
+        ElementsAre("test.yaml:2:5: worker 'a': environment variable name '' is invalid: it must "
+                    "be non-empty, without '='",
+                    "test.yaml:2:5: worker 'a': environment variable name 'A=B' is invalid: it "
+                    "must be non-empty, without '='"));
 }
 
 TEST(ConfigParser, GrowthWindowAndStartTimeout) {
@@ -198,7 +209,8 @@ workers:
   - name: c
     command: [/bin/c]
     memory: {max: 1G}
-)", "test.yaml");
+)",
+                                   "test.yaml");
     ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
     EXPECT_EQ(loaded.config.daemon.growth_window, std::chrono::seconds(10));
     EXPECT_EQ(loaded.config.workers[0].start_timeout, std::chrono::minutes(2));
@@ -221,7 +233,8 @@ TEST(ConfigValidator, GrowthWindowMustSpanTwoSamples) {
     EXPECT_THAT(errors_of("sample_interval: 2s\ngrowth_window: 3s\n"),
                 ElementsAre("test.yaml:2:1: growth_window (3s) must be at least twice "
                             "sample_interval (2s): memory.growth needs samples across half of it"));
-    EXPECT_THAT(errors_of("growth_window: 3s\n"), ElementsAre(HasSubstr("test.yaml:1:1: growth_window")));
+    EXPECT_THAT(errors_of("growth_window: 3s\n"),
+                ElementsAre(HasSubstr("test.yaml:1:1: growth_window")));
     EXPECT_TRUE(errors_of("sample_interval: 2s\ngrowth_window: 4s\n").empty());
 }
 

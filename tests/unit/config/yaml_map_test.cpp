@@ -1,4 +1,4 @@
-#include "config/yaml_map.h"
+#include "yaml/yaml_map.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

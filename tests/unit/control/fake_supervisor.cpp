@@ -116,7 +116,8 @@ void FakeSupervisor::reload(ReloadDone done) {
 
 void FakeSupervisor::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
     if (find(name))
-        return done({ActionOutcome::failure(name, "worker '" + name + "' is configured"), {}, false});
+        return done(
+            {ActionOutcome::failure(name, "worker '" + name + "' is configured"), {}, false});
     actions.push_back("remove-workdir " + name);
     auto it = std::find(workdirs.begin(), workdirs.end(), name);
     bool existed = it != workdirs.end();

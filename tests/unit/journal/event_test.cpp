@@ -1,9 +1,10 @@
+#include "journal/event.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <vector>
 
-#include "journal/event.h"
 #include "journal/event_bus.h"
 #include "support/temp_dir.h"
 

@@ -1,9 +1,8 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <cstring>
 
@@ -30,7 +29,8 @@ TEST(NotifyMessage, RejectsMalformedInputWithAReason) {
     EXPECT_THAT(parse_notify_message("ready=1").error().what, HasSubstr("invalid key"));
     EXPECT_THAT(parse_notify_message("=1").error().what, HasSubstr("invalid key"));
     EXPECT_THAT(parse_notify_message(std::string("READY=1\0x", 9)).error().what, HasSubstr("NUL"));
-    EXPECT_THAT(parse_notify_message("STATUS=a\x1b[2Jb").error().what, HasSubstr("control characters"));
+    EXPECT_THAT(parse_notify_message("STATUS=a\x1b[2Jb").error().what,
+                HasSubstr("control characters"));
     EXPECT_THAT(parse_notify_message(std::string(5000, 'A')).error().what, HasSubstr("exceeds"));
     EXPECT_THAT(parse_notify_message("\n\n").error().what, HasSubstr("empty"));
 }
@@ -40,7 +40,8 @@ int send_to(const std::string& path, const std::string& data) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strcpy(addr.sun_path, path.c_str());
-    int r = static_cast<int>(sendto(fd, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+    int r = static_cast<int>(
+        sendto(fd, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
     close(fd);
     return r;
 }

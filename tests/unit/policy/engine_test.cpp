@@ -526,8 +526,8 @@ TEST_F(HostPolicy, SwapRateAndEscalationKeepTheVictim) {
 // A host whose swap-in runs at 100 pages/s for `seconds`, except for the
 // seconds in `quiet`; workers "a" (larger) and "b" are the candidates until
 // one is killed. Returns each decision with the second it came at.
-std::vector<std::pair<int, Decision>> swap_trace(PolicyEngine& engine, FakeClock& clock, int seconds,
-                                                 std::set<int> quiet) {
+std::vector<std::pair<int, Decision>> swap_trace(PolicyEngine& engine, FakeClock& clock,
+                                                 int seconds, std::set<int> quiet) {
     std::vector<std::pair<int, Decision>> out;
     std::vector<WorkerCandidate> candidates{{"a", 0, false}, {"b", 0, false}};
     uint64_t pages = 0;
@@ -538,7 +538,8 @@ std::vector<std::pair<int, Decision>> swap_trace(PolicyEngine& engine, FakeClock
         h.pswpin = pages;
         for (auto& d : engine.evaluate_host(h, candidates, clock.now())) {
             if (d.action == Action::kill)
-                std::erase_if(candidates, [&](const WorkerCandidate& c) { return c.name == d.worker; });
+                std::erase_if(candidates,
+                              [&](const WorkerCandidate& c) { return c.name == d.worker; });
             out.emplace_back(s, d);
         }
         clock.advance(1s);

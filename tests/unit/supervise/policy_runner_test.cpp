@@ -17,7 +17,7 @@ using K = EventKind;
 using namespace std::chrono_literals;
 
 class PolicyRunnerTest : public SupervisorFixture {
-protected:
+  protected:
     Config with_rule(WorkerSpec spec, const char* rules_yaml) {
         ConfigErrors errors;
         spec.rules = parse_rules(YAML::Load(rules_yaml), errors);
@@ -71,7 +71,8 @@ TEST_F(PolicyRunnerTest, ARuleKillsTheWorkerAndParksIt) {
 TEST_F(PolicyRunnerTest, ThenRestartRestartsEvenWithRestartPolicyNever) {
     auto spec = example("looper", {});
     spec.restart.mode = RestartMode::never;
-    start(with_rule(spec, "[{name: too-long, when: 'runtime > 300ms', action: kill, then: restart}]"));
+    start(with_rule(spec,
+                    "[{name: too-long, when: 'runtime > 300ms', action: kill, then: restart}]"));
     run_until_event("looper", K::started, 2);
     EXPECT_GE(count("looper", K::restarting), 1u);
 }
@@ -99,7 +100,8 @@ TEST_F(PolicyRunnerTest, CheckpointActionStopsCleanlyWithTheStopSignal) {
 }
 
 TEST_F(PolicyRunnerTest, AKernelNotificationEvaluatesWithoutWaitingForTheTick) {
-    auto c = with_rule(example("watched", {}), "[{name: never, when: 'runtime > 1d', action: log}]");
+    auto c =
+        with_rule(example("watched", {}), "[{name: never, when: 'runtime > 1d', action: log}]");
     c.daemon.sample_interval = 1h;  // the tick will not come during this test
     // This host has no memory controller: cgroup.events stands in for
     // memory.events (both are notified through kernfs_notify()).

@@ -12,13 +12,16 @@ namespace infervisor::testing {
 namespace fs = std::filesystem;
 
 void SupervisorFixture::SetUp() {
-    if (!std::getenv("INFERVISOR_EXAMPLE_WORKER")) GTEST_SKIP() << "INFERVISOR_EXAMPLE_WORKER unset";
+    if (!std::getenv("INFERVISOR_EXAMPLE_WORKER"))
+        GTEST_SKIP() << "INFERVISOR_EXAMPLE_WORKER unset";
     auto own = discover_own_cgroup("/proc");
     if (!own) GTEST_SKIP() << "no cgroup2 on this host: " << own.error().message();
     static int counter = 0;
-    cgroup_root_ = *own / ("infervisor-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+    cgroup_root_ =
+        *own / ("infervisor-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
     CgroupDir root(cgroup_root_);
-    if (auto r = root.create(); !r) GTEST_SKIP() << "cannot create a cgroup (root needed): " << r.error().message();
+    if (auto r = root.create(); !r)
+        GTEST_SKIP() << "cannot create a cgroup (root needed): " << r.error().message();
     ASSERT_TRUE(root.child("workers").create().ok());
 
     auto mountinfo = read_file("/proc/self/mountinfo");
@@ -32,12 +35,13 @@ void SupervisorFixture::SetUp() {
     workdirs_ = std::make_unique<WorkDirManager>(paths);
     tree_ = std::make_unique<CgroupTree>(cgroup_root_);
     bus_.subscribe([this](const Event& e) { events_.push_back(e); });
-    ctx_ = std::make_unique<WorkerContext>(WorkerContext{
-        io_, *tree_, *mount, paths, bus_, *workdirs_, clock_, false,
-        [this](const CgroupDir& dir, const CgroupLimits& limits) -> Result<std::vector<std::string>> {
-            limits_written_[dir.name()] = limits;
-            return std::vector<std::string>{};
-        }});
+    ctx_ = std::make_unique<WorkerContext>(
+        WorkerContext{io_, *tree_, *mount, paths, bus_, *workdirs_, clock_, false,
+                      [this](const CgroupDir& dir,
+                             const CgroupLimits& limits) -> Result<std::vector<std::string>> {
+                          limits_written_[dir.name()] = limits;
+                          return std::vector<std::string>{};
+                      }});
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
 }
 
@@ -60,7 +64,8 @@ void SupervisorFixture::TearDown() {
     }
 }
 
-WorkerSpec SupervisorFixture::example(const std::string& name, std::vector<std::string> args) const {
+WorkerSpec SupervisorFixture::example(const std::string& name,
+                                      std::vector<std::string> args) const {
     WorkerSpec spec;
     spec.name = name;
     spec.command = {std::getenv("INFERVISOR_EXAMPLE_WORKER")};
@@ -91,7 +96,8 @@ void SupervisorFixture::run_until(const std::function<bool()>& done) {
         if (std::chrono::steady_clock::now() > give_up) {
             std::string seen;
             for (const auto& e : events_)
-                seen += "\n  " + e.worker + ": [" + std::string(event_name(e.kind)) + "] " + e.message;
+                seen +=
+                    "\n  " + e.worker + ": [" + std::string(event_name(e.kind)) + "] " + e.message;
             ADD_FAILURE() << "hang guard: condition not reached; events so far:" << seen;
             return;
         }

@@ -22,7 +22,7 @@
 namespace infervisor::testing {
 
 class SupervisorFixture : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override;
     void TearDown() override;
 

@@ -8,7 +8,7 @@
 namespace infervisor::testing {
 
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     TempDir(const TempDir&) = delete;
@@ -20,7 +20,7 @@ public:
     std::filesystem::path write(const std::filesystem::path& rel, std::string_view content) const;
     std::filesystem::path mkdir(const std::filesystem::path& rel) const;
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

@@ -167,7 +167,12 @@ TEST_F(MonitorFixture, AMeasurementOfAReleasedDirDoesNotLandOnItsSuccessor) {
     // Hold the background thread, so that the measurement stays in flight
     // while the worker is released and prepared again with a larger quota.
     std::promise<void> gate;
-    background.run<int>([held = gate.get_future().share()] { held.wait(); return 0; }, [](int) {});
+    background.run<int>(
+        [held = gate.get_future().share()] {
+            held.wait();
+            return 0;
+        },
+        [](int) {});
     std::ofstream(paths.state_dir / "workers/llama/big") << std::string(1 << 20, 'x');
     monitor.scan_now();
     ASSERT_TRUE(manager.release("llama").ok());
@@ -184,7 +189,8 @@ TEST_F(MonitorFixture, AMeasurementOfAReleasedDirDoesNotLandOnItsSuccessor) {
 
     // The next scan measures the dir as it is now, against its new quota.
     monitor.scan_now();
-    for (int i = 0; i < 600 && !monitor.usage("llama"); ++i) io.run_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 600 && !monitor.usage("llama"); ++i)
+        io.run_for(std::chrono::milliseconds(100));
     ASSERT_TRUE(monitor.usage("llama").has_value());
     EXPECT_EQ(monitor.usage("llama")->quota, ByteLimit(64u << 20));
     EXPECT_EQ(count(EventKind::workdir_over_quota), 0u);

@@ -22,7 +22,7 @@ struct ConfigError {
 };
 
 class ConfigErrors {
-public:
+  public:
     // The file that later add() calls refer to.
     void set_file(std::string file) { file_ = std::move(file); }
     const std::string& file() const { return file_; }
@@ -36,7 +36,7 @@ public:
     // All errors, one per line.
     std::string format() const;
 
-private:
+  private:
     std::string file_;
     std::vector<ConfigError> errors_;
 };

@@ -1,4 +1,4 @@
-#include "config/yaml_map.h"
+#include "yaml/yaml_map.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,11 +9,16 @@ namespace {
 
 const char* type_name(const YAML::Node& n) {
     switch (n.Type()) {
-        case YAML::NodeType::Map: return "a mapping";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Scalar: return "a scalar";
-        case YAML::NodeType::Null: return "empty";
-        default: return "undefined";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Scalar:
+            return "a scalar";
+        case YAML::NodeType::Null:
+            return "empty";
+        default:
+            return "undefined";
     }
 }
 
@@ -92,8 +97,10 @@ bool YamlMap::get_bool(const std::string& key, bool& out, Required r) {
     if (!n) return false;
     auto s = scalar(*n, errors_, "'" + key + "' in " + what_);
     if (!s) return false;
-    if (*s == "true" || *s == "yes" || *s == "on") out = true;
-    else if (*s == "false" || *s == "no" || *s == "off") out = false;
+    if (*s == "true" || *s == "yes" || *s == "on")
+        out = true;
+    else if (*s == "false" || *s == "no" || *s == "off")
+        out = false;
     else {
         errors_.add(n->Mark(), "'" + key + "' must be true or false, not '" + *s + "'");
         return false;
@@ -153,15 +160,18 @@ bool YamlMap::get_string_list(const std::string& key, std::vector<std::string>& 
     auto n = take(key, r);
     if (!n) return false;
     if (!n->IsSequence()) {
-        errors_.add(n->Mark(), "'" + key + "' in " + what_ + " must be a list, not " + type_name(*n));
+        errors_.add(n->Mark(),
+                    "'" + key + "' in " + what_ + " must be a list, not " + type_name(*n));
         return false;
     }
     std::vector<std::string> items;
     bool ok = true;
     for (const auto& item : *n) {
         auto s = scalar(item, errors_, "each item of '" + key + "'");
-        if (s) items.push_back(*s);
-        else ok = false;
+        if (s)
+            items.push_back(*s);
+        else
+            ok = false;
     }
     if (ok) out = std::move(items);
     return ok;
@@ -178,8 +188,10 @@ bool YamlMap::get_string_map(const std::string& key, std::map<std::string, std::
     for (auto& [k, v] : inner.entries_) {
         inner.claimed_.insert(k);
         auto s = scalar(v, errors_, "'" + k + "' in '" + key + "'");
-        if (s) result[k] = *s;
-        else ok = false;
+        if (s)
+            result[k] = *s;
+        else
+            ok = false;
     }
     if (ok) out = std::move(result);
     return ok;

@@ -1,4 +1,4 @@
-#include "config/config_errors.h"
+#include "yaml/config_errors.h"
 
 #include <yaml-cpp/yaml.h>
 

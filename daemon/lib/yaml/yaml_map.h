@@ -23,14 +23,14 @@
 
 #include "base/clock.h"
 #include "base/units.h"
-#include "config/config_errors.h"
+#include "yaml/config_errors.h"
 
 namespace infervisor {
 
 enum class Required { no, yes };
 
 class YamlMap {
-public:
+  public:
     // `what` names the mapping in messages, e.g. "worker 'llama'".
     YamlMap(const YAML::Node& node, ConfigErrors& errors, std::string what);
 
@@ -59,7 +59,7 @@ public:
     static std::optional<std::string> scalar(const YAML::Node& node, ConfigErrors& errors,
                                              const std::string& what);
 
-private:
+  private:
     YAML::Node node_;
     ConfigErrors& errors_;
     std::string what_;
