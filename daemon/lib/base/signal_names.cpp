@@ -1,5 +1,7 @@
 #include "base/signal_names.h"
 
+#include <string.h>  // sigabbrev_np (glibc 2.32+)
+
 #include <cctype>
 #include <charconv>
 #include <csignal>
@@ -9,15 +11,12 @@ namespace infervisor {
 
 namespace {
 
-constexpr std::pair<int, const char*> kSignals[] = {
-    {SIGHUP, "HUP"},       {SIGINT, "INT"},   {SIGQUIT, "QUIT"},   {SIGILL, "ILL"},
-    {SIGTRAP, "TRAP"},     {SIGABRT, "ABRT"}, {SIGBUS, "BUS"},     {SIGFPE, "FPE"},
-    {SIGKILL, "KILL"},     {SIGUSR1, "USR1"}, {SIGSEGV, "SEGV"},   {SIGUSR2, "USR2"},
-    {SIGPIPE, "PIPE"},     {SIGALRM, "ALRM"}, {SIGTERM, "TERM"},   {SIGCHLD, "CHLD"},
-    {SIGCONT, "CONT"},     {SIGSTOP, "STOP"}, {SIGTSTP, "TSTP"},   {SIGTTIN, "TTIN"},
-    {SIGTTOU, "TTOU"},     {SIGURG, "URG"},   {SIGXCPU, "XCPU"},   {SIGXFSZ, "XFSZ"},
-    {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"}, {SIGWINCH, "WINCH"}, {SIGIO, "IO"},
-    {SIGPWR, "PWR"},       {SIGSYS, "SYS"},
+// Names glibc does not give (sigabbrev_np has one name per number) but that
+// people write: kill -l says IO for 29, where glibc says POLL.
+constexpr std::pair<const char*, int> kAliases[] = {
+    {"IO", SIGIO},
+    {"IOT", SIGABRT},
+    {"CLD", SIGCHLD},
 };
 
 }  // namespace
@@ -33,14 +32,17 @@ std::optional<int> parse_signal(std::string_view text) {
     for (char c : text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     std::string_view name = upper;
     if (name.substr(0, 3) == "SIG") name.remove_prefix(3);
-    for (auto [sig, sig_name] : kSignals)
-        if (name == sig_name) return sig;
+    if (name.empty()) return std::nullopt;
+    for (int sig = 1; sig < SIGRTMIN; ++sig)
+        if (const char* abbrev = ::sigabbrev_np(sig); abbrev && name == abbrev) return sig;
+    for (auto [alias, sig] : kAliases)
+        if (name == alias) return sig;
     return std::nullopt;
 }
 
 std::string signal_name(int sig) {
-    for (auto [number, name] : kSignals)
-        if (number == sig) return std::string("SIG") + name;
+    if (sig == SIGIO) return "SIGIO";  // as kill -l and most people name it, not POLL
+    if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
     return "SIG" + std::to_string(sig);
 }
 
