@@ -1,6 +1,7 @@
 #include "base/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -25,6 +26,33 @@ Result<std::string> read_file(const std::filesystem::path& path) {
             return errno_error("read " + path.string());
         }
         if (n == 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+Result<std::string> read_regular_file(const std::filesystem::path& path, size_t max_bytes,
+                                      std::string_view what) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) return errno_error("open " + path.string());
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return errno_error("stat " + path.string());
+    if (!S_ISREG(st.st_mode)) return plain_error(path.string() + " is not a regular file");
+    auto too_large = [&] {
+        return plain_error(path.string() + " is larger than " + std::to_string(max_bytes >> 10) +
+                           " KiB, the limit for " + std::string(what));
+    };
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("read " + path.string());
+        }
+        if (n == 0) break;
+        if (out.size() + static_cast<size_t>(n) > max_bytes) return too_large();  // it grew
         out.append(buf, static_cast<size_t>(n));
     }
     return out;

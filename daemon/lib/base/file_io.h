@@ -2,6 +2,7 @@
 // that must be read and written in one system call each.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -12,6 +13,13 @@ namespace infervisor {
 
 // Reads the whole file (up to 1 MiB; kernel interface files are small).
 Result<std::string> read_file(const std::filesystem::path& path);
+
+// Reads a whole regular file of at most `max_bytes` (a configuration file):
+// a larger one is an error saying so, never a silently cut text; so is a
+// file that is not a regular file (a FIFO or device would block or never end).
+// `what` names the file in the size error ("a configuration file").
+Result<std::string> read_regular_file(const std::filesystem::path& path, size_t max_bytes,
+                                      std::string_view what);
 
 // Writes `content` with a single write(2), as cgroupfs requires; the file must
 // exist (O_CREAT is not used, so a typo never creates a stray file).

@@ -3,8 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/signal_names.h"
+#include "config/config_limits.h"
 #include "policy/rule_config.h"
 #include "workdir/workdir_config.h"
+#include "yaml/document_budget.h"
 #include "yaml/yaml_map.h"
 
 namespace infervisor {
@@ -40,10 +42,10 @@ void parse_restart(YamlMap& worker, RestartSpec& restart, ConfigErrors& errors) 
     if (!node) return;
     YamlMap map(*node, errors, "'restart'");
     parse_restart_mode(map, restart.mode, errors);
-    map.get_duration("backoff_initial", restart.backoff_initial);
-    map.get_duration("backoff_max", restart.backoff_max);
+    map.get_duration("backoff_initial", restart.backoff_initial, Required::no, 1h);
+    map.get_duration("backoff_max", restart.backoff_max, Required::no, 24h);
     map.get_int("start_limit_burst", restart.start_limit_burst, 1, 10000);
-    map.get_duration("start_limit_interval", restart.start_limit_interval);
+    map.get_duration("start_limit_interval", restart.start_limit_interval, Required::no, 24h);
     map.finish();
 }
 
@@ -58,7 +60,7 @@ void parse_stop(YamlMap& worker, WorkerSpec& spec, ConfigErrors& errors) {
         else
             errors.add(map.take("signal")->Mark(), "unknown signal '" + signal + "'");
     }
-    map.get_duration("timeout", spec.stop_timeout);
+    map.get_duration("timeout", spec.stop_timeout, Required::no, 1h);
     map.finish();
 }
 
@@ -76,23 +78,26 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     const Required identity = require_identity ? Required::yes : Required::no;
     std::string what = "worker";
     if (node.IsMap() && node["name"] && node["name"].IsScalar())
-        what = "worker '" + node["name"].Scalar() + "'";
+        what = "worker '" + node["name"].Scalar().substr(0, 64) + "'";
     if (!require_identity) what = "'defaults'";
     YamlMap map(node, errors, what);
     if (!map.valid()) return;
     if (require_identity) map.get_string("name", spec.name, identity);
-    if (require_identity) map.get_string_list("command", spec.command, identity);
-    map.get_string_map("environment", spec.environment);
+    if (require_identity)
+        map.get_string_list("command", spec.command, identity, config_limits::kMaxCommandArgs);
+    map.get_string_map("environment", spec.environment, Required::no,
+                       config_limits::kMaxEnvironment);
     map.get_string("user", spec.user);
     map.get_string("group", spec.group);
-    map.get_string_list("supplementary_groups", spec.supplementary_groups);
+    map.get_string_list("supplementary_groups", spec.supplementary_groups, Required::no,
+                        config_limits::kMaxSupplementaryGroups);
     parse_memory(map, spec.memory, errors);
     parse_limits(map, spec);
     parse_restart(map, spec.restart, errors);
     parse_stop(map, spec, errors);
     map.get_bool("notify", spec.notify);
-    map.get_duration("watchdog", spec.watchdog);
-    map.get_duration("start_timeout", spec.start_timeout);
+    map.get_duration("watchdog", spec.watchdog, Required::no, 24h);
+    map.get_duration("start_timeout", spec.start_timeout, Required::no, 24h);
     map.get_int("priority", spec.priority, -1000, 1000);
     map.get_bool("protected", spec.is_protected);
     if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
@@ -104,6 +109,15 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
 void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErrors& errors) {
     if (!list.IsSequence()) {
         if (!list.IsNull()) errors.add(list.Mark(), "'workers' must be a list of workers");
+        return;
+    }
+    if (out.workers.size() + list.size() > config_limits::kMaxWorkers) {
+        errors.add(list.Mark(), "'workers' has " + std::to_string(list.size()) + " items" +
+                                    (out.workers.empty() ? std::string()
+                                                         : ", and earlier files " +
+                                                               std::to_string(out.workers.size())) +
+                                    "; at most " + std::to_string(config_limits::kMaxWorkers) +
+                                    " workers are allowed in one configuration");
         return;
     }
     for (const auto& item : list) {
@@ -130,10 +144,10 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     if (map.get_string("state_dir", path)) d.state_dir = path;
     map.get_string("control_group", d.control_group);
     map.get_bool("dry_run", d.dry_run);
-    map.get_duration("sample_interval", d.sample_interval);
-    map.get_duration("workdir_scan_interval", d.workdir_scan_interval);
-    map.get_duration("growth_window", d.growth_window);
-    map.get_duration("host_settle", d.host_settle);
+    map.get_duration("sample_interval", d.sample_interval, Required::no, 1min);
+    map.get_duration("workdir_scan_interval", d.workdir_scan_interval, Required::no, 24h);
+    map.get_duration("growth_window", d.growth_window, Required::no, 24h);
+    map.get_duration("host_settle", d.host_settle, Required::no, 1h);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);
         out.default_rules = defaults_.rules;
@@ -152,6 +166,7 @@ void ConfigParser::parse(std::string_view text, const std::string& file, ConfigF
         return;
     }
     if (root.IsNull()) return;  // an empty file defines nothing
+    if (!check_document_budget(root, errors)) return;
     YamlMap map(root, errors,
                 kind == ConfigFileKind::main ? "the configuration" : "a workers file");
     if (!map.valid()) return;

@@ -1,11 +1,11 @@
 #include "config/config_validator.h"
 
-#include <grp.h>
-#include <pwd.h>
-
 #include <map>
+#include <set>
 
 #include "base/units.h"
+#include "config/account_lookup.h"
+#include "config/config_limits.h"
 #include "policy/rule_config.h"
 #include "workdir/workdir_validation.h"
 
@@ -15,8 +15,9 @@ namespace {
 
 class WorkerChecker {
   public:
-    WorkerChecker(const WorkerSpec& spec, const SourceLocation& at, ConfigErrors& errors)
-        : spec_(spec), at_(at), errors_(errors) {}
+    WorkerChecker(const WorkerSpec& spec, const SourceLocation& at, ConfigErrors& errors,
+                  AccountLookup& accounts)
+        : spec_(spec), at_(at), errors_(errors), accounts_(accounts) {}
 
     void check() {
         check_command();
@@ -52,12 +53,13 @@ class WorkerChecker {
     }
 
     void check_identity() {
-        if (!spec_.user.empty() && !::getpwnam(spec_.user.c_str()))
+        using Answer = AccountLookup::Answer;
+        if (!spec_.user.empty() && accounts_.user(spec_.user) == Answer::missing)
             fail("user '" + spec_.user + "' does not exist on this host");
-        if (!spec_.group.empty() && !::getgrnam(spec_.group.c_str()))
+        if (!spec_.group.empty() && accounts_.group(spec_.group) == Answer::missing)
             fail("group '" + spec_.group + "' does not exist on this host");
         for (const auto& g : spec_.supplementary_groups)
-            if (!::getgrnam(g.c_str()))
+            if (accounts_.group(g) == Answer::missing)
                 fail("supplementary group '" + g + "' does not exist on this host");
     }
 
@@ -88,6 +90,7 @@ class WorkerChecker {
     const WorkerSpec& spec_;
     const SourceLocation& at_;
     ConfigErrors& errors_;
+    AccountLookup& accounts_;
 };
 
 // Reports a problem with the daemon setting `key` where it was written (the
@@ -138,6 +141,24 @@ class SettingsChecker {
     ConfigErrors& errors_;
 };
 
+// Reports, before any other error, a configuration that names more distinct
+// users and groups than are looked up (AccountLookup answers not_checked for
+// the rest): the count is cheap, the lookups are not.
+void check_account_count(const Config& config, ConfigErrors& errors) {
+    std::set<std::string> users, groups;
+    for (const auto& w : config.workers) {
+        if (!w.user.empty()) users.insert(w.user);
+        if (!w.group.empty()) groups.insert(w.group);
+        groups.insert(w.supplementary_groups.begin(), w.supplementary_groups.end());
+    }
+    std::size_t names = users.size() + groups.size();
+    if (names > config_limits::kMaxAccountLookups)
+        errors.add_unplaced("the configuration names " + std::to_string(names) +
+                            " distinct users and groups; only the first " +
+                            std::to_string(config_limits::kMaxAccountLookups) +
+                            " are looked up, the others are not checked (the limit)");
+}
+
 }  // namespace
 
 bool is_valid_worker_name(const std::string& name) {
@@ -160,6 +181,7 @@ bool is_cgroup_interface_name(const std::string& name) {
 }
 
 void validate_config(const Config& config, ConfigErrors& errors) {
+    check_account_count(config, errors);
     SettingsChecker(config, errors).check();
     validate_rules(config.default_rules, errors);
     validate_rules(config.host_rules, errors);
@@ -169,6 +191,7 @@ void validate_config(const Config& config, ConfigErrors& errors) {
     paths.state_dir = config.daemon.state_dir;
     for (const auto& w : config.workers) validate_rules(w.rules, errors);
     std::map<std::string, const SourceLocation*> seen;
+    AccountLookup accounts(config_limits::kMaxAccountLookups);
     for (size_t i = 0; i < config.workers.size(); ++i) {
         const WorkerSpec& spec = config.workers[i];
         const SourceLocation& at = config.worker_locations.at(i);
@@ -191,7 +214,7 @@ void validate_config(const Config& config, ConfigErrors& errors) {
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, at, errors).check();
+        WorkerChecker(spec, at, errors, accounts).check();
         workdirs.push_back(spec.workdir);  // only well-named, unique workers
     }
     validate_workdir_specs(workdirs, paths, errors);

@@ -117,6 +117,9 @@ Result<Duration> parse_hold(const std::vector<std::string_view>& tail) {
                            "' after the value: " + std::string(kGrammar));
     auto d = parse_duration(tail[1]);
     if (!d) return plain_error("after 'for': " + d.error().what);
+    // A condition held longer than a day is no condition a policy acts on.
+    if (*d > std::chrono::hours(24))
+        return plain_error("after 'for': at most 1d, not " + std::string(tail[1]));
     return *d;
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 std::string rule_label(const YAML::Node& item) {
     if (item.IsMap() && item["name"] && item["name"].IsScalar())
-        return "rule '" + item["name"].Scalar() + "'";
+        return "rule '" + item["name"].Scalar().substr(0, 64) + "'";
     return "rule";
 }
 
@@ -98,9 +98,10 @@ RuleSpec parse_rule(const YAML::Node& item, ConfigErrors& errors, RuleScope scop
     read_then(map, rule, errors);
     read_throttle_to(map, rule, errors);
     Duration d{};
-    if (map.get_duration("escalate_after", d)) rule.escalate_after = d;
+    if (map.get_duration("escalate_after", d, Required::no, std::chrono::hours(24)))
+        rule.escalate_after = d;
     rule.escalate_to = read_action(map, "escalate_to", errors, Required::no);
-    if (map.get_duration("cooldown", d)) rule.cooldown = d;
+    if (map.get_duration("cooldown", d, Required::no, std::chrono::hours(24))) rule.cooldown = d;
     map.get_bool("dry_run", rule.dry_run);
     map.finish();
     return rule;
@@ -139,6 +140,9 @@ std::vector<RuleSpec> parse_rules(const YAML::Node& node, ConfigErrors& errors, 
                                     " must be a list of rules (mappings with name, when, action)");
         return rules;
     }
+    if (!check_item_count(node, kMaxRules, errors,
+                          scope == RuleScope::worker ? "'rules'" : "'host_rules'"))
+        return rules;
     for (const auto& item : node) rules.push_back(parse_rule(item, errors, scope));
     return rules;
 }

@@ -31,12 +31,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <vector>
 
 #include "policy/rule_spec.h"
 #include "yaml/config_errors.h"
 
 namespace infervisor {
+
+// Rules in one list (a worker's, the defaults', host_rules); a longer list
+// is an error at the list.
+inline constexpr std::size_t kMaxRules = 64;
 
 // `node` is the list under `rules:` (a null node is an empty list).
 std::vector<RuleSpec> parse_rules(const YAML::Node& node, ConfigErrors& errors,

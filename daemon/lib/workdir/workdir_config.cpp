@@ -57,6 +57,7 @@ void parse_extra_dirs(YamlMap& worker, std::vector<ExtraDirSpec>& out, ConfigErr
         errors.add(node->Mark(), "'extra_dirs' must be a list of {path, mode, protect}");
         return;
     }
+    if (!check_item_count(*node, kMaxExtraDirs, errors, "'extra_dirs'")) return;
     for (const auto& item : *node)
         if (auto dir = parse_extra_dir(item, errors)) out.push_back(std::move(*dir));
 }

@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 
 #include "base/result.h"
@@ -25,6 +26,9 @@
 #include "yaml/yaml_map.h"
 
 namespace infervisor {
+
+// Extra dirs of one worker; a longer list is an error at the list.
+inline constexpr std::size_t kMaxExtraDirs = 64;
 
 // `spec.worker` is left as it is: the caller sets the name.
 void parse_workdir_keys(YamlMap& worker, WorkDirSpec& spec, ConfigErrors& errors);

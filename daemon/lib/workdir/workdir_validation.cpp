@@ -80,19 +80,30 @@ void check_daemon_dirs(const std::vector<NamedDir>& dirs, const Paths& paths,
             errors.add_unplaced(dir.describe() + " " + why);
 }
 
-void check_overlaps(const std::vector<NamedDir>& dirs, ConfigErrors& errors) {
-    for (size_t i = 0; i < dirs.size(); ++i)
-        for (size_t j = i + 1; j < dirs.size(); ++j) {
-            const auto &a = dirs[i], &b = dirs[j];
-            if (a.worker == b.worker) {
-                if (a.path == b.path)
-                    errors.add_unplaced("worker '" + a.worker + "' names " + a.path.string() +
-                                        " twice (" + a.role + ", " + b.role + ")");
-            } else if (is_within(a.path, b.path) || is_within(b.path, a.path)) {
-                errors.add_unplaced("workers must not share directories: " + a.describe() +
-                                    " and " + b.describe() + " overlap");
-            }
+// Sorted component-wise, a directory's subtree follows it directly, so one
+// pass with a stack of the enclosing directories finds every overlap: each
+// directory is compared with the nearest one enclosing it (or equal to it).
+// O(n log n) comparisons for n directories, at most one error per
+// directory; a directory enclosed by several others is reported once, with
+// the nearest (the config is wrong either way).
+void check_overlaps(std::vector<NamedDir> dirs, ConfigErrors& errors) {
+    std::stable_sort(dirs.begin(), dirs.end(),
+                     [](const NamedDir& a, const NamedDir& b) { return a.path < b.path; });
+    std::vector<const NamedDir*> enclosing;
+    for (const auto& dir : dirs) {
+        while (!enclosing.empty() && !is_within(dir.path, enclosing.back()->path))
+            enclosing.pop_back();
+        if (!enclosing.empty()) {
+            const NamedDir& outer = *enclosing.back();
+            if (outer.worker != dir.worker)
+                errors.add_unplaced("workers must not share directories: " + outer.describe() +
+                                    " and " + dir.describe() + " overlap");
+            else if (outer.path == dir.path)
+                errors.add_unplaced("worker '" + dir.worker + "' names " + dir.path.string() +
+                                    " twice (" + outer.role + ", " + dir.role + ")");
         }
+        enclosing.push_back(&dir);
+    }
 }
 
 }  // namespace
@@ -119,7 +130,7 @@ void validate_workdir_specs(const std::vector<WorkDirSpec>& specs, const Paths& 
     check_names(specs, errors);
     auto dirs = collect_dirs(specs, paths);
     check_daemon_dirs(dirs, paths, errors);
-    check_overlaps(dirs, errors);
+    check_overlaps(std::move(dirs), errors);
 }
 
 bool is_within(const fs::path& inner, const fs::path& outer) {

@@ -1,7 +1,13 @@
-// ConfigErrors: collects every problem found in the configuration, each with
-// the place it was found, so that one run of --check-config reports them all.
+// ConfigErrors: collects the problems found in the configuration, each with
+// the place it was found, so that one run of --check-config reports them all
+// — up to a limit: the first kMaxKept are kept, the rest only counted
+// (format() ends with "... and N more error(s)"), and each message is cut at
+// kMaxMessageBytes (it may quote text from the file). So a configuration
+// built to produce millions of errors costs a bounded amount of memory, and
+// the reply to `infervisorctl config check` stays small.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,6 +29,9 @@ struct ConfigError {
 
 class ConfigErrors {
   public:
+    static constexpr std::size_t kMaxKept = 100;
+    static constexpr std::size_t kMaxMessageBytes = 1024;
+
     // The file that later add() calls refer to.
     void set_file(std::string file) { file_ = std::move(file); }
     const std::string& file() const { return file_; }
@@ -32,13 +41,24 @@ class ConfigErrors {
     void add_unplaced(std::string message);
 
     bool empty() const { return errors_.empty(); }
+    // The errors kept (the first kMaxKept).
     const std::vector<ConfigError>& all() const { return errors_; }
-    // All errors, one per line.
+    // All errors found, kept or not.
+    std::size_t count() const { return errors_.size() + dropped_; }
+    // Errors found beyond kMaxKept, counted only.
+    std::size_t dropped() const { return dropped_; }
+    // The kept errors, one per line, then "... and N more error(s)" if any
+    // were dropped.
     std::string format() const;
+    // The same as lines (no newlines), for replies.
+    std::vector<std::string> lines() const;
 
   private:
+    void keep(ConfigError error);
+
     std::string file_;
     std::vector<ConfigError> errors_;
+    std::size_t dropped_ = 0;
 };
 
 }  // namespace infervisor

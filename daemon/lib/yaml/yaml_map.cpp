@@ -37,6 +37,16 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+bool check_item_count(const YAML::Node& node, std::size_t max, ConfigErrors& errors,
+                      const std::string& what) {
+    if (!node.IsSequence() && !node.IsMap()) return true;
+    std::size_t n = node.size();
+    if (n <= max) return true;
+    errors.add(node.Mark(), what + " has " + std::to_string(n) + " items; at most " +
+                                std::to_string(max) + " are allowed");
+    return false;
+}
+
 YamlMap::YamlMap(const YAML::Node& node, ConfigErrors& errors, std::string what)
     : node_(node), errors_(errors), what_(std::move(what)) {
     if (node.IsNull()) {
@@ -138,11 +148,17 @@ bool YamlMap::get_size(const std::string& key, ByteLimit& out, Required r) {
         errors_.add(n->Mark(), "'" + key + "': " + v.error().what);
         return false;
     }
+    if (*v && **v > kMaxConfigSize) {
+        errors_.add(n->Mark(), "'" + key + "': " + *s +
+                                   " is above the largest size accepted (2^60 bytes, 1048576T); "
+                                   "write 'max' for no limit");
+        return false;
+    }
     out = *v;
     return true;
 }
 
-bool YamlMap::get_duration(const std::string& key, Duration& out, Required r) {
+bool YamlMap::get_duration(const std::string& key, Duration& out, Required r, Duration max) {
     auto n = take(key, r);
     if (!n) return false;
     auto s = scalar(*n, errors_, "'" + key + "' in " + what_);
@@ -152,11 +168,17 @@ bool YamlMap::get_duration(const std::string& key, Duration& out, Required r) {
         errors_.add(n->Mark(), "'" + key + "': " + v.error().what);
         return false;
     }
+    if (*v > max) {
+        errors_.add(n->Mark(), "'" + key + "' in " + what_ + " must be at most " +
+                                   format_duration(max) + ", not " + *s);
+        return false;
+    }
     out = *v;
     return true;
 }
 
-bool YamlMap::get_string_list(const std::string& key, std::vector<std::string>& out, Required r) {
+bool YamlMap::get_string_list(const std::string& key, std::vector<std::string>& out, Required r,
+                              std::size_t max_items) {
     auto n = take(key, r);
     if (!n) return false;
     if (!n->IsSequence()) {
@@ -164,6 +186,7 @@ bool YamlMap::get_string_list(const std::string& key, std::vector<std::string>& 
                     "'" + key + "' in " + what_ + " must be a list, not " + type_name(*n));
         return false;
     }
+    if (!check_item_count(*n, max_items, errors_, "'" + key + "' in " + what_)) return false;
     std::vector<std::string> items;
     bool ok = true;
     for (const auto& item : *n) {
@@ -178,9 +201,10 @@ bool YamlMap::get_string_list(const std::string& key, std::vector<std::string>& 
 }
 
 bool YamlMap::get_string_map(const std::string& key, std::map<std::string, std::string>& out,
-                             Required r) {
+                             Required r, std::size_t max_items) {
     auto n = take(key, r);
     if (!n) return false;
+    if (!check_item_count(*n, max_items, errors_, "'" + key + "' in " + what_)) return false;
     YamlMap inner(*n, errors_, "'" + key + "'");
     if (!inner.valid()) return false;
     std::map<std::string, std::string> result;
@@ -203,13 +227,14 @@ void YamlMap::finish() {
         if (claimed_.count(key)) continue;
         std::string hint;
         size_t best = 3;
-        for (const auto& known : claimed_) {
-            size_t d = edit_distance(key, known);
-            if (d < best) {
-                best = d;
-                hint = " (did you mean '" + known + "'?)";
+        if (key.size() <= kMaxHintKeyLength)
+            for (const auto& known : claimed_) {
+                size_t d = edit_distance(key, known);
+                if (d < best) {
+                    best = d;
+                    hint = " (did you mean '" + known + "'?)";
+                }
             }
-        }
         errors_.add(key_marks_.at(key), "unknown key '" + key + "' in " + what_ + hint);
     }
 }

@@ -14,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,6 +29,20 @@
 namespace infervisor {
 
 enum class Required { no, yes };
+
+// Sizes above this (2^60 bytes, 1E) are no real limit: "max" says that.
+inline constexpr uint64_t kMaxConfigSize = uint64_t{1} << 60;
+// Durations above this are refused (no timer of the daemon needs more);
+// a getter may pass a lower limit for its key.
+inline constexpr Duration kMaxConfigDuration = std::chrono::hours(24 * 365);
+// Lists and mappings read by the getters hold at most this many items
+// unless the caller says otherwise.
+inline constexpr std::size_t kMaxConfigItems = 1024;
+
+// True when the sequence or mapping `node` has at most `max` items; else
+// records "<what> has N items; at most MAX are allowed" at the node.
+bool check_item_count(const YAML::Node& node, std::size_t max, ConfigErrors& errors,
+                      const std::string& what);
 
 class YamlMap {
   public:
@@ -45,19 +60,27 @@ class YamlMap {
     bool get_bool(const std::string& key, bool& out, Required r = Required::no);
     bool get_int(const std::string& key, int64_t& out, int64_t min, int64_t max,
                  Required r = Required::no);
+    // A size of at most kMaxConfigSize, or "max".
     bool get_size(const std::string& key, ByteLimit& out, Required r = Required::no);
-    bool get_duration(const std::string& key, Duration& out, Required r = Required::no);
+    // A duration of at most `max`.
+    bool get_duration(const std::string& key, Duration& out, Required r = Required::no,
+                      Duration max = kMaxConfigDuration);
+    // At most `max_items` items; more is an error and `out` is left alone.
     bool get_string_list(const std::string& key, std::vector<std::string>& out,
-                         Required r = Required::no);
+                         Required r = Required::no, std::size_t max_items = kMaxConfigItems);
     bool get_string_map(const std::string& key, std::map<std::string, std::string>& out,
-                        Required r = Required::no);
+                        Required r = Required::no, std::size_t max_items = kMaxConfigItems);
 
-    // Reports unclaimed keys. Call once, after all getters.
+    // Reports unclaimed keys. Call once, after all getters. The did-you-mean
+    // hint is looked for only for keys of up to kMaxHintKeyLength characters
+    // (its cost grows with the key's length).
     void finish();
 
     // Scalar helpers usable on nodes outside a mapping (list items).
     static std::optional<std::string> scalar(const YAML::Node& node, ConfigErrors& errors,
                                              const std::string& what);
+
+    static constexpr std::size_t kMaxHintKeyLength = 64;
 
   private:
     YAML::Node node_;
