@@ -72,6 +72,13 @@ void CliContext::fail_reply(const VarlinkReply& reply) {
                                                                   : "it already serves") +
                         " its limit of " + std::to_string(p.value("limit", 0)) +
                         " control connections; try again later");
+    if (reply.error == err::kValidationFailed)
+        return fail(kFailure, "the daemon could not check the configuration: " +
+                                  p.value("reason", std::string("no reason given")));
+    if (reply.error == err::kReplyTooLarge)
+        return fail(kFailure, "the daemon's reply was too large (" +
+                                  std::to_string(p.value("size", 0)) + " bytes, limit " +
+                                  std::to_string(p.value("limit", 0)) + ")");
     fail(kFailure, "the daemon answered " + reply.error + " " + dump_json(p));
 }
 

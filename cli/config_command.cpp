@@ -28,11 +28,20 @@ std::optional<std::string> read_text(CliContext& ctx, const std::string& file) {
 void run_check(CliContext& ctx, const std::string& file) {
     auto text = read_text(ctx, file);
     if (!text) return;
+    std::string name = file == "-" ? "<stdin>" : file;
+    json parameters = {{"config", *text}, {"file", name}};
+    VarlinkCall call{"io.infervisor.Supervisor.Validate", parameters};
+    // The daemon closes a connection that sends more; say so instead.
+    if (std::size_t size = encode_call(call).size(); size > kMaxCallBytes + 1) {
+        ctx.fail(kFailure, name + " is too large to check over the control socket (" +
+                               std::to_string(text->size()) + " bytes; a call may have at most " +
+                               std::to_string(kMaxCallBytes) +
+                               "); check it with infervisord --check-config instead");
+        return;
+    }
     auto client = ctx.connect();
     if (!client) return;
-    std::string name = file == "-" ? "<stdin>" : file;
-    auto reply =
-        ctx.call(*client, "io.infervisor.Supervisor.Validate", {{"config", *text}, {"file", name}});
+    auto reply = ctx.call(*client, call.method, parameters);
     if (!reply) return;
     bool valid = reply->parameters.value("valid", false);
     if (ctx.json) {

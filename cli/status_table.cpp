@@ -83,6 +83,14 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
     line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
     line("Protected", w.is_protected ? "yes" : "no");
     out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
+    auto env = detail.spec.find("environment");
+    if (env != detail.spec.end() && env->is_object())
+        for (const auto& value : *env)
+            if (value.is_null()) {
+                out << "  (environment values are hidden: reading them needs root or the "
+                       "daemon's control group)\n";
+                break;
+            }
 }
 
 }  // namespace infervisor::cli

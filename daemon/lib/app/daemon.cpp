@@ -20,6 +20,7 @@
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "supervise/config_load_runner.h"
 #include "supervise/policy_runner.h"
 #include "supervise/supervisor.h"
 #include "supervise/supervisor_service.h"
@@ -79,7 +80,11 @@ class Daemon {
   private:
     Result<void> set_up_cgroups();
     void wait_for_signal();
-    ReloadOutcome reload();
+    // Reads and checks the files off the loop, then applies them; `done`
+    // (may be empty) gets the outcome. A request while a reload is running
+    // waits for one more reload after it (requests meanwhile share it).
+    void reload(SupervisorApi::ReloadDone done);
+    ReloadOutcome apply_loaded(LoadedConfig loaded);
     void start_control();
     void shut_down();
     void keep_watchdog_fed();
@@ -102,6 +107,9 @@ class Daemon {
     std::unique_ptr<ControlServer> control_;
     std::string last_status_;
     bool shutting_down_ = false;
+    // One background thread for reloads, no deadline: the daemon's own files.
+    ConfigLoadRunner reloads_{io_, 1, Duration::zero()};
+    std::vector<SupervisorApi::ReloadDone> waiting_reloads_;  // for the next reload
 };
 
 Result<void> Daemon::set_up_cgroups() {
@@ -176,31 +184,47 @@ void Daemon::wait_for_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP)
-            (void)reload();
+            reload({});
         else
             shut_down();
         if (!shutting_down_) wait_for_signal();
     });
 }
 
-ReloadOutcome Daemon::reload() {
-    ReloadOutcome outcome;
+void Daemon::reload(SupervisorApi::ReloadDone done) {
+    if (done) waiting_reloads_.push_back(std::move(done));
+    if (reloads_.running()) {
+        if (!done) waiting_reloads_.push_back({});  // a SIGHUP: one more reload all the same
+        return;
+    }
     uint64_t now_usec =
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now().time_since_epoch())
                                   .count());
     notify_systemd("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now_usec));
-    auto loaded = load_config(source_of(options_));
+    auto waiting = std::exchange(waiting_reloads_, {});
+    auto job = [source = source_of(options_)] { return load_config(source); };
+    reloads_.run(job,
+                 [this, waiting](ConfigLoadRunner::Status, std::optional<LoadedConfig> loaded) {
+                     if (shutting_down_) return;
+                     ReloadOutcome outcome = apply_loaded(std::move(*loaded));
+                     for (const auto& d : waiting)
+                         if (d) d(outcome);
+                     if (!waiting_reloads_.empty()) reload({});
+                 });
+}
+
+ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
+    ReloadOutcome outcome;
     apply_overrides(options_, loaded.config.daemon);
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors.all()) {
-            spdlog::error("{}", e.format());
-            outcome.errors.push_back(e.format());
+        for (const auto& e : loaded.errors.lines()) {
+            spdlog::error("{}", e);
+            outcome.errors.push_back(e);
         }
         events_.emit(Event{EventKind::config_rejected,
                            "",
-                           "new configuration rejected (" +
-                               std::to_string(loaded.errors.all().size()) +
+                           "new configuration rejected (" + std::to_string(loaded.errors.count()) +
                                " error(s)); the running configuration stays",
                            {{"ERRORS", loaded.errors.format()}}});
     } else {
@@ -247,8 +271,8 @@ void Daemon::shut_down() {
 // The control socket. Failing to create it is logged, not fatal: workers
 // are supervised all the same.
 void Daemon::start_control() {
-    service_ =
-        std::make_unique<SupervisorService>(*ctx_, *supervisor_, [this] { return reload(); });
+    service_ = std::make_unique<SupervisorService>(
+        *ctx_, *supervisor_, [this](SupervisorApi::ReloadDone done) { reload(std::move(done)); });
     ControlServerOptions options;
     options.path = control_socket_path(paths_);
     if (auto gid = lookup_group(config_.daemon.control_group))
@@ -295,7 +319,7 @@ int check_config(const DaemonOptions& options) {
     auto loaded = load_config(source_of(options));
     if (!loaded.ok()) {
         std::cerr << loaded.errors.format();
-        std::cerr << loaded.errors.all().size() << " error(s); configuration is invalid\n";
+        std::cerr << loaded.errors.count() << " error(s); configuration is invalid\n";
         return 1;
     }
     std::cout << "configuration OK: " << loaded.config.workers.size() << " worker(s) from "
@@ -308,9 +332,9 @@ int run_daemon(const DaemonOptions& options) {
     apply_overrides(options, loaded.config.daemon);
     setup_logging(loaded.config.daemon.log_level, stderr_is_journal(), "infervisord");
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors.all()) spdlog::critical("{}", e.format());
+        for (const auto& e : loaded.errors.lines()) spdlog::critical("{}", e);
         spdlog::critical("invalid configuration ({} error(s)); not starting",
-                         loaded.errors.all().size());
+                         loaded.errors.count());
         notify_systemd("STATUS=invalid configuration; see the journal");
         return 1;
     }

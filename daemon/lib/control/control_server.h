@@ -39,7 +39,7 @@ struct ControlServerOptions {
     std::size_t max_connections = 256;           // all clients together
     std::size_t max_connections_per_uid = 32;    // each uid but root
     std::size_t root_reserved_connections = 16;  // of max_connections
-    std::size_t max_message_size = 1 << 20;
+    std::size_t max_message_size = kMaxCallBytes;
     // Unsent bytes per connection; must exceed the largest reply (a List
     // costs about 320 bytes per worker).
     std::size_t max_output = 4 << 20;

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "control/varlink_errors.h"
+
 namespace infervisor {
 
 namespace asio = boost::asio;
@@ -19,7 +21,21 @@ class ControlSession::CallSink final : public ReplySink {
     void reply(const nlohmann::json& parameters, bool continues) override {
         auto session = live_session();
         if (!session) return;
-        if (!oneway_) session->enqueue(encode_reply(parameters, continues && more_));
+        if (!oneway_) {
+            std::string bytes = encode_reply(parameters, continues && more_);
+            std::size_t limit = session->hub_->limits.max_output;
+            if (bytes.size() > limit) {
+                // Callers cap their replies (e.g. 100 config errors); this is
+                // the last line of defence, and it ends the call.
+                spdlog::warn(
+                    "control: a reply of {} bytes to uid {} pid {} is over the limit of {} "
+                    "bytes; sent ReplyTooLarge instead",
+                    bytes.size(), session->peer_.uid, session->peer_.pid, limit);
+                return fail(varlink_error::kReplyTooLarge,
+                            {{"size", bytes.size()}, {"limit", limit}});
+            }
+            session->enqueue(bytes);
+        }
         if (!continues) finish(*session);
     }
 
@@ -212,8 +228,11 @@ void ControlSession::call_finished(const CallSink* sink) {
 void ControlSession::enqueue(const std::string& bytes) {
     if (closed_) return;
     if (output_.size() + in_flight_ + bytes.size() > hub_->limits.max_output) {
-        spdlog::warn("control: closing connection of uid {} pid {}: it does not read its replies",
-                     peer_.uid, peer_.pid);
+        spdlog::warn(
+            "control: closing connection of uid {} pid {}: {} bytes of replies are waiting to "
+            "be sent, over the limit of {} (it does not read them fast enough)",
+            peer_.uid, peer_.pid, output_.size() + in_flight_ + bytes.size(),
+            hub_->limits.max_output);
         close();
         return;
     }

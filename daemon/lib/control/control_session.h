@@ -8,6 +8,8 @@
 //  - lets its unsent replies grow past max_output (it does not read),
 //  - is idle for idle_timeout: no call in progress, no subscription, and no
 //    read or write progress.
+// A single reply larger than max_output is not sent: the call fails with
+// ReplyTooLarge (size, limit) instead and the connection stays open.
 // A call in progress (e.g. Stop waiting for the worker) does not count as
 // idle; an event subscription never does. End of input (shutdown(SHUT_WR))
 // lets the calls already received finish before the connection is closed.
@@ -30,8 +32,8 @@ namespace infervisor {
 
 struct SessionLimits {
     Duration idle_timeout = std::chrono::seconds(30);
-    std::size_t max_message_size = 1 << 20;  // bytes, without the NUL
-    std::size_t max_output = 4 << 20;        // unsent reply bytes
+    std::size_t max_message_size = kMaxCallBytes;  // bytes, without the NUL
+    std::size_t max_output = 4 << 20;              // unsent reply bytes
 };
 
 class ControlSession;

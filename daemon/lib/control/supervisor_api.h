@@ -104,6 +104,18 @@ struct ReloadOutcome {
     std::vector<std::string> added, removed, changed;  // worker names, when applied
 };
 
+// The outcome of validate_config().
+struct ValidationOutcome {
+    // false: the text was not checked (too many checks at once, or the check
+    // overran its deadline); `reason` says which. true: `errors` is the
+    // verdict, empty when the text is valid.
+    bool checked = true;
+    std::vector<std::string> errors;  // "name:line:col: message"
+    std::string reason;
+
+    static ValidationOutcome refused(std::string why) { return {false, {}, std::move(why)}; }
+};
+
 // Ends an event subscription when destroyed. Move-only.
 class Subscription {
   public:
@@ -135,6 +147,7 @@ class SupervisorApi {
     using ActionDone = std::function<void(ActionOutcome)>;
     using ReloadDone = std::function<void(ReloadOutcome)>;
     using RemoveWorkDirDone = std::function<void(WorkDirRemovalOutcome)>;
+    using ValidateDone = std::function<void(ValidationOutcome)>;
     using EventSink = std::function<void(const ControlEvent&)>;
 
     virtual ~SupervisorApi() = default;
@@ -144,10 +157,11 @@ class SupervisorApi {
     virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
     // The newest `limit` events, oldest first (the supervisor keeps a ring).
     virtual std::vector<ControlEvent> recent_events(std::size_t limit) const = 0;
-    // Validates configuration text as a main config file named `name`;
-    // returns the errors as "name:line:col: message", empty when valid.
-    virtual std::vector<std::string> validate_config(const std::string& text,
-                                                     const std::string& name) const = 0;
+    // Validates configuration text as a main config file named `name`, off
+    // the event loop (any local user may ask, and the work is heavy); `done`
+    // gets the verdict later, or a refusal at once when too many checks run.
+    virtual void validate_config(const std::string& text, const std::string& name,
+                                 ValidateDone done) = 0;
 
     // Acting: see the contract at the top of this file.
     virtual void start(const std::vector<std::string>& names, ActionDone done) = 0;

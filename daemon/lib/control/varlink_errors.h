@@ -22,4 +22,10 @@ inline constexpr std::string_view kProtocolError = "io.infervisor.Supervisor.Pro
 inline constexpr std::string_view kTooManyConnections =
     "io.infervisor.Supervisor.TooManyConnections";
 
+// Validate could not check the text now: too many checks at once, or the
+// check overran its deadline; {reason: string}.
+inline constexpr std::string_view kValidationFailed = "io.infervisor.Supervisor.ValidationFailed";
+// The reply would exceed the connection's output limit; {size: int, limit: int}.
+inline constexpr std::string_view kReplyTooLarge = "io.infervisor.Supervisor.ReplyTooLarge";
+
 }  // namespace infervisor::varlink_error

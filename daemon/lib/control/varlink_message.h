@@ -6,6 +6,7 @@
 // encoding replaces such bytes with U+FFFD instead of throwing.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,6 +20,10 @@ namespace infervisor {
 // Messages nested deeper than this are refused before they are parsed, so
 // that no recursive walk over a hostile document can exhaust the stack.
 inline constexpr int kMaxJsonDepth = 64;
+
+// The largest call the daemon reads (bytes, without the NUL); a client with
+// more to send gets the connection closed. Clients check against it first.
+inline constexpr std::size_t kMaxCallBytes = 1 << 20;
 
 struct VarlinkCall {
     std::string method;  // fully qualified: "io.infervisor.Supervisor.List"

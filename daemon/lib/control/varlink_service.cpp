@@ -49,6 +49,15 @@ SupervisorApi::ActionDone complete_action(const std::shared_ptr<ReplySink>& sink
     };
 }
 
+// Replaces each environment value of a spec with null, keeping the names:
+// values are where API keys live (HF_TOKEN, ...), and the config file that
+// holds them is readable by root only.
+void hide_environment(json& spec) {
+    auto it = spec.find("environment");
+    if (it == spec.end() || !it->is_object()) return;
+    for (auto& value : *it) value = nullptr;
+}
+
 std::string describe(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
@@ -108,15 +117,28 @@ void VarlinkService::dispatch(const VarlinkCall& call, const PeerCredentials& pe
             return sink->fail(err::kInterfaceNotFound, {{"interface", iface}});
         return sink->fail(err::kMethodNotFound, {{"method", call.method}});
     }
+    caller_privileged_ = policy_.may_change(peer);
     if (method->changes_state) {
-        if (!policy_.may_change(peer)) {
-            spdlog::warn("control: denied {} to uid {} pid {}", call.method, peer.uid, peer.pid);
+        if (!caller_privileged_) {
+            log_denied(call, peer);
             return sink->fail(err::kPermissionDenied, json::object());
         }
         spdlog::info("control: {} {} from uid {} pid {}", call.member_name(),
                      dump_json(call.parameters), peer.uid, peer.pid);
     }
     (this->*method->handler)(call, sink);
+}
+
+// At most kDeniedLogBurst lines per uid per kDeniedLogWindow; the next line
+// logged for that uid says how many were left out.
+void VarlinkService::log_denied(const VarlinkCall& call, const PeerCredentials& peer) {
+    auto admitted = denied_log_.admit(std::to_string(peer.uid), std::chrono::steady_clock::now());
+    if (!admitted.log) return;
+    std::string earlier = admitted.suppressed_before
+                              ? fmt::format(" ({} earlier denied calls of this uid not logged)",
+                                            admitted.suppressed_before)
+                              : "";
+    spdlog::warn("control: denied {} to uid {} pid {}{}", call.method, peer.uid, peer.pid, earlier);
 }
 
 void VarlinkService::get_info(const VarlinkCall& call, const Sink& sink) {
@@ -158,6 +180,7 @@ void VarlinkService::get(const VarlinkCall& call, const Sink& sink) {
     auto detail = supervisor_.get_worker(name);
     if (!detail) return sink->fail(err::kWorkerNotFound, {{"name", name}});
     json spec = detail->spec.is_object() ? detail->spec : json::object();
+    if (!caller_privileged_) hide_environment(spec);
     sink->reply({{"worker", to_json(detail->status)}, {"spec", std::move(spec)}}, false);
 }
 
@@ -235,9 +258,16 @@ void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
     params.string("config", text, true);
     params.optional_string("file", file);
     if (rejected(params, sink)) return;
-    auto errors = supervisor_.validate_config(text, file.value_or("<stdin>"));
-    bool valid = errors.empty();
-    sink->reply({{"valid", valid}, {"errors", std::move(errors)}}, false);
+    supervisor_.validate_config(
+        text, file.value_or("<stdin>"),
+        [weak = std::weak_ptr<ReplySink>(sink)](ValidationOutcome outcome) {
+            auto target = weak.lock();
+            if (!target) return;
+            if (!outcome.checked)
+                return target->fail(err::kValidationFailed, {{"reason", outcome.reason}});
+            bool valid = outcome.errors.empty();
+            target->reply({{"valid", valid}, {"errors", std::move(outcome.errors)}}, false);
+        });
 }
 
 void VarlinkService::recent_events(const VarlinkCall& call, const Sink& sink) {

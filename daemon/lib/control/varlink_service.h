@@ -9,7 +9,9 @@
 // ends. Parameters are checked strictly (unknown, missing, mistyped →
 // org.varlink.service.InvalidParameter naming it). Calls that change state
 // are authorized by AccessPolicy first; a refusal is answered with
-// io.infervisor.Supervisor.PermissionDenied and logged with uid and pid.
+// io.infervisor.Supervisor.PermissionDenied and logged with uid and pid
+// (rate-limited). Reading calls never return secrets to a caller without the
+// control privilege: Get replaces the worker's environment values with null.
 // A sink that has expired by the time an action completes is skipped.
 #pragma once
 
@@ -18,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/log_limit.h"
 #include "control/access_policy.h"
 #include "control/peer_credentials.h"
 #include "control/supervisor_api.h"
@@ -63,6 +66,7 @@ class VarlinkService {
     static const Method* find_method(std::string_view name);
 
     void dispatch(const VarlinkCall& call, const PeerCredentials& peer, const Sink& sink);
+    void log_denied(const VarlinkCall& call, const PeerCredentials& peer);
     void get_info(const VarlinkCall& call, const Sink& sink);
     void get_interface_description(const VarlinkCall& call, const Sink& sink);
     void list(const VarlinkCall& call, const Sink& sink);
@@ -80,6 +84,14 @@ class VarlinkService {
     SupervisorApi& supervisor_;
     AccessPolicy policy_;
     ServiceInfo info_;
+    // Whether the caller of the call being dispatched has the control
+    // privilege (root or the control group); set by dispatch() before the
+    // handler runs, read by handlers that return secrets (Get hides the
+    // environment's values from everyone else).
+    bool caller_privileged_ = false;
+    static constexpr std::size_t kDeniedLogBurst = 5;
+    static constexpr Duration kDeniedLogWindow = std::chrono::seconds(10);
+    LogLimit denied_log_{kDeniedLogBurst, kDeniedLogWindow};
 };
 
 }  // namespace infervisor

@@ -77,7 +77,10 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
 
 SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor,
                                      ReloadFunction reload)
-    : ctx_(ctx), supervisor_(supervisor), reload_(std::move(reload)) {
+    : ctx_(ctx),
+      supervisor_(supervisor),
+      reload_(std::move(reload)),
+      checks_(ctx.io, kMaxChecks, kCheckDeadline) {
     recorder_ = ctx_.events.subscribe([this](const Event& e) {
         recent_.push_back(to_control_event(e));
         if (recent_.size() > kRecentEvents) recent_.pop_front();
@@ -130,12 +133,20 @@ std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) co
     return {recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end()};
 }
 
-std::vector<std::string> SupervisorService::validate_config(const std::string& text,
-                                                            const std::string& name) const {
-    auto loaded = load_config_text(text, name);
-    std::vector<std::string> out;
-    for (const auto& e : loaded.errors.all()) out.push_back(e.format());
-    return out;
+void SupervisorService::validate_config(const std::string& text, const std::string& name,
+                                        ValidateDone done) {
+    auto job = [text, name] { return load_config_text(text, name); };
+    auto answer = [done](ConfigLoadRunner::Status status, std::optional<LoadedConfig> loaded) {
+        if (status == ConfigLoadRunner::Status::timed_out)
+            return done(ValidationOutcome::refused("the check took longer than " +
+                                                   format_duration(kCheckDeadline) +
+                                                   " and was abandoned"));
+        done({true, loaded->errors.lines(), {}});
+    };
+    if (!checks_.run(job, answer))
+        done(ValidationOutcome::refused(std::to_string(kMaxChecks) +
+                                        " configuration checks are already running (the "
+                                        "limit); try again when they are done"));
 }
 
 std::optional<std::vector<Worker*>> SupervisorService::resolve(
@@ -202,7 +213,7 @@ void SupervisorService::kill(const std::string& name, int signal, ActionDone don
     done(r ? ActionOutcome::success() : ActionOutcome::failure(name, r.error().message()));
 }
 
-void SupervisorService::reload(ReloadDone done) { done(reload_()); }
+void SupervisorService::reload(ReloadDone done) { reload_(std::move(done)); }
 
 void SupervisorService::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
     supervisor_.remove_workdir(name, [name, done](Result<Supervisor::WorkDirRemoval> r) {

@@ -8,13 +8,20 @@
 #include <functional>
 
 #include "control/supervisor_api.h"
+#include "supervise/config_load_runner.h"
 #include "supervise/supervisor.h"
 
 namespace infervisor {
 
 class SupervisorService final : public SupervisorApi {
   public:
-    using ReloadFunction = std::function<ReloadOutcome()>;
+    // Rereads and applies the configuration, then calls its argument (maybe
+    // later: the files are read and checked off the loop).
+    using ReloadFunction = std::function<void(ReloadDone)>;
+    // Validate: at most this many checks at once, each answered within
+    // this deadline (config_load_runner.h).
+    static constexpr std::size_t kMaxChecks = 2;
+    static constexpr Duration kCheckDeadline = std::chrono::seconds(10);
 
     SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload);
     ~SupervisorService() override;
@@ -22,8 +29,8 @@ class SupervisorService final : public SupervisorApi {
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(std::size_t limit) const override;
-    std::vector<std::string> validate_config(const std::string& text,
-                                             const std::string& name) const override;
+    void validate_config(const std::string& text, const std::string& name,
+                         ValidateDone done) override;
     void start(const std::vector<std::string>& names, ActionDone done) override;
     void stop(const std::vector<std::string>& names, ActionDone done) override;
     void restart(const std::vector<std::string>& names, ActionDone done) override;
@@ -46,6 +53,7 @@ class SupervisorService final : public SupervisorApi {
     ReloadFunction reload_;
     std::deque<ControlEvent> recent_;
     EventBus::SinkId recorder_ = 0;
+    ConfigLoadRunner checks_;
 };
 
 // A journal Event as control clients see it.

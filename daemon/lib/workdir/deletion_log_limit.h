@@ -1,47 +1,11 @@
 // DeletionLogLimit: how many deletion entries one worker may put in the
-// journal. A cleanup job sweeping a protected dir of 100 000 files must not
-// write 100 000 journal entries (journald would rate-limit the whole daemon,
-// hiding the kill decisions that matter).
-//
-// Contract: per worker, at most `burst` entries per `window`; admit() says
-// whether this one may be logged. The ones refused are counted; the next
-// admitted entry (or take_suppressed(), for a periodic summary) reports and
-// resets that count. Pure logic, time passed in.
+// journal — a LogLimit keyed by worker name (base/log_limit.h).
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-
-#include "base/clock.h"
+#include "base/log_limit.h"
 
 namespace infervisor {
 
-class DeletionLogLimit {
-  public:
-    struct Admission {
-        bool log = false;
-        uint64_t suppressed_before = 0;  // refused since the last admitted one
-    };
-
-    DeletionLogLimit(size_t burst, Duration window) : burst_(burst), window_(window) {}
-
-    Admission admit(const std::string& worker, TimePoint now);
-    // The refused count of `worker` so far (and resets it); for a summary
-    // when no further entry came to carry it.
-    uint64_t take_suppressed(const std::string& worker);
-    void forget(const std::string& worker) { state_.erase(worker); }
-
-  private:
-    struct State {
-        TimePoint window_start{};
-        size_t logged = 0;
-        uint64_t suppressed = 0;
-    };
-
-    size_t burst_;
-    Duration window_;
-    std::map<std::string, State> state_;
-};
+using DeletionLogLimit = LogLimit;
 
 }  // namespace infervisor

@@ -141,6 +141,23 @@ TEST(ControlServer, AClientThatNeverReadsIsClosed) {
         [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
 }
 
+// Issue 10, defect 7: a reply over the output limit is an error the client
+// can read ("reply too large"), not a closed connection.
+TEST(ControlServer, AReplyOverTheLimitIsAnErrorAndTheConnectionStays) {
+    ControlServerOptions options;
+    options.max_output = 64 << 10;
+    ServerFixture server(options);
+    server.on_loop([](FakeSupervisor& fake) { fake.add_workers(1000); });  // ~300 KiB
+    RawClient client(server.socket_path());
+    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    auto reply = parsed(client.read_message());
+    EXPECT_EQ(reply["error"], err::kReplyTooLarge) << reply;
+    EXPECT_EQ(reply["parameters"]["limit"], 64 << 10);
+    EXPECT_GT(reply["parameters"]["size"].get<int64_t>(), 64 << 10);
+    client.send(call_bytes("io.infervisor.Supervisor.Get", {{"name", "llama"}}));
+    EXPECT_EQ(parsed(client.read_message())["parameters"]["worker"]["name"], "llama");
+}
+
 TEST(ControlServer, ConnectionsBeyondTheLimitGetAnErrorAndAreClosed) {
     ControlServerOptions options;
     options.max_connections = 4;

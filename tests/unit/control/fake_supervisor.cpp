@@ -10,7 +10,9 @@ WorkerStatus& FakeSupervisor::add_worker(const std::string& name, const std::str
     WorkerDetail detail;
     detail.status.name = name;
     detail.status.state = state;
-    detail.spec = {{"name", name}, {"command", {"/usr/bin/" + name, "--serve"}}};
+    detail.spec = {{"name", name},
+                   {"command", {"/usr/bin/" + name, "--serve"}},
+                   {"environment", {{"HF_TOKEN", "hf_secret_of_" + name}}}};
     workers_.push_back(std::move(detail));
     return workers_.back().status;
 }
@@ -55,8 +57,14 @@ std::vector<ControlEvent> FakeSupervisor::recent_events(std::size_t limit) const
     return {first, events_.end()};
 }
 
-std::vector<std::string> FakeSupervisor::validate_config(const std::string& text,
-                                                         const std::string& name) const {
+void FakeSupervisor::validate_config(const std::string& text, const std::string& name,
+                                     ValidateDone done) {
+    if (!refuse_validation.empty()) return done(ValidationOutcome::refused(refuse_validation));
+    done({true, bad_lines(text, name), {}});
+}
+
+std::vector<std::string> FakeSupervisor::bad_lines(const std::string& text,
+                                                   const std::string& name) {
     // Every line that says "bad" is an error there.
     std::vector<std::string> errors;
     int line = 1;

@@ -26,8 +26,12 @@ class FakeSupervisor : public SupervisorApi {
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(std::size_t limit) const override;
-    std::vector<std::string> validate_config(const std::string& text,
-                                             const std::string& name) const override;
+    // Every line that says "bad" is an error there; answered at once (or
+    // refused with `refuse_validation` when that is set).
+    void validate_config(const std::string& text, const std::string& name,
+                         ValidateDone done) override;
+    static std::vector<std::string> bad_lines(const std::string& text, const std::string& name);
+    std::string refuse_validation;
 
     void start(const std::vector<std::string>& names, ActionDone done) override;
     void stop(const std::vector<std::string>& names, ActionDone done) override;

@@ -112,6 +112,37 @@ TEST_F(InfervisorctlTest, TheSocketMayComeFromTheEnvironment) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// Issue 10, defect 3: `show` as an unprivileged user lists the environment's
+// names but never its values; root sees them.
+TEST_F(InfervisorctlTest, ShowHidesEnvironmentValuesFromUnprivilegedUsers) {
+    CtlOptions nobody{.as_nobody = true};
+    auto text = ctl({"show", "llama"}, nobody);
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_THAT(text.out, HasSubstr("HF_TOKEN"));
+    EXPECT_THAT(text.out, Not(HasSubstr("hf_secret_of_llama")));
+    EXPECT_THAT(text.out, HasSubstr("environment values are hidden"));
+    auto as_json = ctl({"show", "--json", "llama"}, nobody);
+    EXPECT_THAT(as_json.out, Not(HasSubstr("hf_secret_of_llama")));
+    EXPECT_TRUE(json::parse(as_json.out)["spec"]["environment"]["HF_TOKEN"].is_null());
+    auto root = ctl({"show", "llama"});
+    EXPECT_THAT(root.out, HasSubstr("hf_secret_of_llama"));
+    EXPECT_THAT(root.out, Not(HasSubstr("hidden")));
+}
+
+TEST_F(InfervisorctlTest, ACheckTheDaemonCannotRunNowSaysWhy) {
+    server.on_loop([](FakeSupervisor& fake) { fake.refuse_validation = "too many checks"; });
+    auto r = ctl({"config", "check", "-"}, {.stdin_text = "ok\n"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("could not check the configuration: too many checks"));
+}
+
+TEST_F(InfervisorctlTest, AConfigTooLargeToSendIsRefusedByTheClient) {
+    auto r = ctl({"config", "check", "-"}, {.stdin_text = std::string(2 << 20, '#')});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("too large to check over the control socket"));
+    EXPECT_EQ(server.connection_count(), 0u);
+}
+
 TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
     CtlOptions nobody{.as_nobody = true};
     EXPECT_EQ(ctl({"status"}, nobody).exit_code, 0);

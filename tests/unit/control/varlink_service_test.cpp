@@ -1,6 +1,11 @@
 #include "control/varlink_service.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include "control/status_json.h"
 #include "control/varlink_errors.h"
@@ -17,6 +22,7 @@ using testing::RecordingSink;
 namespace err = varlink_error;
 
 constexpr gid_t kControlGroup = 4242;
+constexpr uid_t kNobodyUid = 65534;
 
 class VarlinkServiceTest : public ::testing::Test {
   protected:
@@ -170,6 +176,50 @@ TEST_F(VarlinkServiceTest, ValidatesConfigText) {
     auto sink = call("io.infervisor.Supervisor.Validate", {{"config", "ok\nbad\n"}, {"file", "x"}});
     EXPECT_EQ(sink->last().parameters["valid"], false);
     EXPECT_EQ(sink->last().parameters["errors"], json({"x:2:1: bad line"}));
+}
+
+TEST_F(VarlinkServiceTest, AValidationThatCannotRunNowFailsWithItsReason) {
+    fake.refuse_validation = "2 configuration checks are already running";
+    auto sink = call("io.infervisor.Supervisor.Validate", {{"config", "ok\n"}});
+    EXPECT_EQ(sink->last().error, err::kValidationFailed);
+    EXPECT_EQ(sink->last().parameters["reason"], "2 configuration checks are already running");
+}
+
+// Issue 10, defect 3: environment values (API keys) only for the privileged.
+TEST_F(VarlinkServiceTest, GetHidesEnvironmentValuesFromUnprivilegedCallers) {
+    peer = {kNobodyUid, kNobodyUid, 1, {}};
+    auto hidden = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    EXPECT_EQ(hidden->last().parameters["spec"]["environment"], json({{"HF_TOKEN", nullptr}}));
+    EXPECT_EQ(hidden->last().parameters["spec"]["name"], "llama");
+    peer = {kNobodyUid, kNobodyUid, 1, {kControlGroup}};
+    auto member = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    EXPECT_EQ(member->last().parameters["spec"]["environment"]["HF_TOKEN"], "hf_secret_of_llama");
+    peer = {0, 0, 1, {}};
+    auto root = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    EXPECT_EQ(root->last().parameters["spec"]["environment"]["HF_TOKEN"], "hf_secret_of_llama");
+}
+
+// Issue 10, defect 8: a flood of refused calls is not a flood of log lines.
+TEST_F(VarlinkServiceTest, DeniedCallsAreLoggedRateLimited) {
+    std::ostringstream log;
+    auto previous = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+    peer = {kNobodyUid, kNobodyUid, 1, {}};
+    for (int i = 0; i < 10000; ++i)
+        EXPECT_EQ(call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}})->last().error,
+                  err::kPermissionDenied);
+    peer = {kNobodyUid + 1, kNobodyUid + 1, 2, {}};  // another user is not hidden by the flood
+    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}});
+    spdlog::set_default_logger(previous);
+    std::string text = log.str();
+    std::size_t lines = 0;
+    for (std::size_t at = text.find("denied"); at != std::string::npos;
+         at = text.find("denied", at + 1))
+        ++lines;
+    EXPECT_LE(lines, 6u) << text;
+    EXPECT_THAT(text, ::testing::HasSubstr("denied io.infervisor.Supervisor.Kill to uid 65535"));
+    EXPECT_TRUE(fake.actions.empty());
 }
 
 TEST_F(VarlinkServiceTest, SubscribeNeedsMoreAndStreamsHistoryThenLiveEvents) {

@@ -1,9 +1,9 @@
-#include "workdir/deletion_log_limit.h"
+#include "base/log_limit.h"
 
 namespace infervisor {
 
-DeletionLogLimit::Admission DeletionLogLimit::admit(const std::string& worker, TimePoint now) {
-    auto [it, fresh] = state_.try_emplace(worker);
+LogLimit::Admission LogLimit::admit(const std::string& key, TimePoint now) {
+    auto [it, fresh] = state_.try_emplace(key);
     State& s = it->second;
     if (fresh || now - s.window_start >= window_) {
         s.window_start = now;
@@ -19,8 +19,8 @@ DeletionLogLimit::Admission DeletionLogLimit::admit(const std::string& worker, T
     return a;
 }
 
-uint64_t DeletionLogLimit::take_suppressed(const std::string& worker) {
-    auto it = state_.find(worker);
+uint64_t LogLimit::take_suppressed(const std::string& key) {
+    auto it = state_.find(key);
     if (it == state_.end()) return 0;
     uint64_t n = it->second.suppressed;
     it->second.suppressed = 0;

@@ -1,0 +1,71 @@
+#include "supervise/config_load_runner.h"
+
+#include <malloc.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <exception>
+
+namespace infervisor {
+
+namespace asio = boost::asio;
+
+// One job's completion, shared by the deadline timer and the job: whichever
+// comes first calls `done`.
+struct ConfigLoadRunner::Call {
+    Call(asio::io_context& io, Done d) : timer(io), done(std::move(d)) {}
+    asio::steady_timer timer;
+    Done done;
+    bool answered = false;
+
+    void answer(Status status, std::optional<LoadedConfig> loaded) {
+        if (answered) return;
+        answered = true;
+        timer.cancel();
+        done(status, std::move(loaded));
+    }
+};
+
+ConfigLoadRunner::ConfigLoadRunner(asio::io_context& io, std::size_t max_jobs, Duration deadline)
+    : io_(io), max_jobs_(max_jobs), deadline_(deadline), pool_(max_jobs) {}
+
+ConfigLoadRunner::~ConfigLoadRunner() {
+    running_.reset();  // completions posted from now on find it gone
+    pool_.join();
+}
+
+bool ConfigLoadRunner::run(Job job, Done done) {
+    if (*running_ >= max_jobs_) return false;
+    ++*running_;
+    auto call = std::make_shared<Call>(io_, std::move(done));
+    std::weak_ptr<std::size_t> alive = running_;
+    if (deadline_ > Duration::zero()) {
+        call->timer.expires_after(deadline_);
+        call->timer.async_wait([call, alive](const boost::system::error_code& ec) {
+            if (ec || alive.expired()) return;
+            call->answer(Status::timed_out, std::nullopt);
+        });
+    }
+    asio::post(pool_, [&io = io_, alive, call, job = std::move(job)]() mutable {
+        auto loaded = std::make_shared<LoadedConfig>();
+        try {
+            *loaded = job();
+        } catch (const std::exception& e) {  // std::bad_alloc, a bug: an answer all the same
+            loaded->errors.add_unplaced(std::string("internal error while checking: ") + e.what());
+        }
+        // Give the job's garbage back to the system where the allocator can;
+        // what it keeps is reused by this thread's next job.
+        ::malloc_trim(0);
+        // `call` moves on to the loop: its timer and `done` are only ever
+        // touched, and destroyed, there.
+        asio::post(io, [alive, call = std::move(call), loaded] {
+            auto running = alive.lock();
+            if (!running) return;
+            --*running;
+            call->answer(Status::done, std::move(*loaded));
+        });
+    });
+    return true;
+}
+
+}  // namespace infervisor
