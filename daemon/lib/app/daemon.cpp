@@ -110,6 +110,7 @@ class Daemon {
     // One background thread for reloads, no deadline: the daemon's own files.
     ConfigLoadRunner reloads_{io_, 1, Duration::zero()};
     std::vector<SupervisorApi::ReloadDone> waiting_reloads_;  // for the next reload
+    bool reload_again_ = false;                               // asked for while one ran
 };
 
 Result<void> Daemon::set_up_cgroups() {
@@ -194,9 +195,10 @@ void Daemon::wait_for_signal() {
 void Daemon::reload(SupervisorApi::ReloadDone done) {
     if (done) waiting_reloads_.push_back(std::move(done));
     if (reloads_.running()) {
-        if (!done) waiting_reloads_.push_back({});  // a SIGHUP: one more reload all the same
+        reload_again_ = true;  // a flood of SIGHUPs is one more reload, not a queue
         return;
     }
+    reload_again_ = false;
     uint64_t now_usec =
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now().time_since_epoch())
@@ -210,7 +212,7 @@ void Daemon::reload(SupervisorApi::ReloadDone done) {
                      ReloadOutcome outcome = apply_loaded(std::move(*loaded));
                      for (const auto& d : waiting)
                          if (d) d(outcome);
-                     if (!waiting_reloads_.empty()) reload({});
+                     if (reload_again_) reload({});
                  });
 }
 

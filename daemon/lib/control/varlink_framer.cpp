@@ -1,5 +1,7 @@
 #include "control/varlink_framer.h"
 
+#include <algorithm>
+
 namespace infervisor {
 
 bool VarlinkFramer::feed(std::string_view bytes) {
@@ -7,11 +9,12 @@ bool VarlinkFramer::feed(std::string_view bytes) {
     if (bytes.size() > max_buffered_ - buffered()) {
         overflowed_ = true;
         buffer_.clear();
-        start_ = 0;
+        start_ = scanned_ = 0;
         return false;
     }
     if (start_ > 0 && start_ >= buffer_.size() / 2) {
         buffer_.erase(0, start_);
+        scanned_ -= start_;
         start_ = 0;
     }
     buffer_.append(bytes);
@@ -20,19 +23,22 @@ bool VarlinkFramer::feed(std::string_view bytes) {
 
 std::optional<std::string> VarlinkFramer::next() {
     if (overflowed_) return std::nullopt;
-    auto end = buffer_.find('\0', start_);
-    if (end == std::string::npos) return std::nullopt;
+    auto end = buffer_.find('\0', std::max(start_, scanned_));
+    if (end == std::string::npos) {
+        scanned_ = buffer_.size();
+        return std::nullopt;
+    }
     std::string message = buffer_.substr(start_, end - start_);
-    start_ = end + 1;
+    start_ = scanned_ = end + 1;
     if (start_ == buffer_.size()) {
         buffer_.clear();
-        start_ = 0;
+        start_ = scanned_ = 0;
     }
     return message;
 }
 
 bool VarlinkFramer::has_partial() const {
-    return buffered() > 0 && buffer_.find('\0', start_) == std::string::npos;
+    return buffered() > 0 && buffer_.find('\0', std::max(start_, scanned_)) == std::string::npos;
 }
 
 }  // namespace infervisor

@@ -1,6 +1,8 @@
 #include "supervise/config_load_runner.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,8 +28,9 @@ struct ConfigLoadRunner::Call {
     }
 };
 
-ConfigLoadRunner::ConfigLoadRunner(asio::io_context& io, std::size_t max_jobs, Duration deadline)
-    : io_(io), max_jobs_(max_jobs), deadline_(deadline), pool_(max_jobs) {}
+ConfigLoadRunner::ConfigLoadRunner(asio::io_context& io, std::size_t max_jobs, Duration deadline,
+                                   int nice)
+    : io_(io), max_jobs_(max_jobs), deadline_(deadline), nice_(nice), pool_(max_jobs) {}
 
 ConfigLoadRunner::~ConfigLoadRunner() {
     running_.reset();  // completions posted from now on find it gone
@@ -46,7 +49,9 @@ bool ConfigLoadRunner::run(Job job, Done done) {
             call->answer(Status::timed_out, std::nullopt);
         });
     }
-    asio::post(pool_, [&io = io_, alive, call, job = std::move(job)]() mutable {
+    asio::post(pool_, [&io = io_, nice = nice_, alive, call, job = std::move(job)]() mutable {
+        // Per thread on Linux; failing to lower it is no reason to refuse.
+        if (nice != 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
         auto loaded = std::make_shared<LoadedConfig>();
         try {
             *loaded = job();

@@ -40,8 +40,11 @@ class ConfigLoadRunner {
     // `loaded` is empty when status is timed_out.
     using Done = std::function<void(Status status, std::optional<LoadedConfig> loaded)>;
 
-    // deadline: Duration::zero() for none.
-    ConfigLoadRunner(boost::asio::io_context& io, std::size_t max_jobs, Duration deadline);
+    // deadline: Duration::zero() for none. nice: the jobs' threads run at
+    // this nice value (setpriority), so that on a busy host a check takes
+    // its CPU from nobody but other background work, never from the loop.
+    ConfigLoadRunner(boost::asio::io_context& io, std::size_t max_jobs, Duration deadline,
+                     int nice = 0);
     ~ConfigLoadRunner();
     ConfigLoadRunner(const ConfigLoadRunner&) = delete;
     ConfigLoadRunner& operator=(const ConfigLoadRunner&) = delete;
@@ -58,6 +61,7 @@ class ConfigLoadRunner {
     boost::asio::io_context& io_;
     std::size_t max_jobs_;
     Duration deadline_;
+    int nice_;
     // Shared with the jobs' completions, which may outlive nothing but the
     // loop: a completion that finds `alive` expired does nothing.
     std::shared_ptr<std::size_t> running_ = std::make_shared<std::size_t>(0);

@@ -80,7 +80,7 @@ SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor,
     : ctx_(ctx),
       supervisor_(supervisor),
       reload_(std::move(reload)),
-      checks_(ctx.io, kMaxChecks, kCheckDeadline) {
+      checks_(ctx.io, kMaxChecks, kCheckDeadline, kCheckNice) {
     recorder_ = ctx_.events.subscribe([this](const Event& e) {
         recent_.push_back(to_control_event(e));
         if (recent_.size() > kRecentEvents) recent_.pop_front();

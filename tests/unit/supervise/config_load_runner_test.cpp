@@ -3,6 +3,8 @@
 #include "supervise/config_load_runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -102,6 +104,24 @@ TEST(ConfigLoadRunner, AJobPastTheDeadlineIsAnsweredButKeepsItsSlotUntilItEnds) 
     slow.release.set_value();
     run_until(io, [&] { return runner.running() == 0; });
     EXPECT_EQ(answers.size(), 1u);  // answered once only
+}
+
+TEST(ConfigLoadRunner, JobsRunAtTheirNiceValueNotTheLoops) {
+    boost::asio::io_context io;
+    ConfigLoadRunner runner(io, 1, Duration::zero(), 10);
+    int job_nice = -100;
+    bool answered = false;
+    errno = 0;
+    int loop_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    runner.run(
+        [&] {
+            job_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+            return LoadedConfig{};
+        },
+        [&](Status, std::optional<LoadedConfig>) { answered = true; });
+    run_until(io, [&] { return answered; });
+    EXPECT_GE(job_nice, 10);  // more if the test itself runs niced further
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), loop_nice);
 }
 
 TEST(ConfigLoadRunner, AThrowingJobIsAnAnswerWithAnError) {
