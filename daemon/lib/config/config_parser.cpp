@@ -4,6 +4,7 @@
 
 #include "base/signal_names.h"
 #include "config/config_limits.h"
+#include "config/credential_checks.h"
 #include "policy/rule_config.h"
 #include "workdir/workdir_config.h"
 #include "yaml/document_budget.h"
@@ -87,6 +88,9 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
         map.get_string_list("command", spec.command, identity, config_limits::kMaxCommandArgs);
     map.get_string_map("environment", spec.environment, Required::no,
                        config_limits::kMaxEnvironment);
+    if (std::map<std::string, std::string> files;
+        map.get_string_map("credentials", files, Required::no, kMaxCredentials))
+        spec.credentials = {files.begin(), files.end()};
     map.get_string("user", spec.user);
     map.get_string("group", spec.group);
     map.get_string_list("supplementary_groups", spec.supplementary_groups, Required::no,

@@ -34,7 +34,13 @@ class ConfigParser {
                                class YamlMap& map);
     void parse_workers(const YAML::Node& list, Config& out, ConfigErrors& errors);
 
-    WorkerSpec defaults_;
+    // Configuration files default to a uid of each worker's own
+    // (user: dynamic); specs built in code keep WorkerSpec's own default.
+    WorkerSpec defaults_ = [] {
+        WorkerSpec spec;
+        spec.user = kDynamicUser;
+        return spec;
+    }();
 };
 
 // Reads the worker keys present in `node` on top of `spec` (absent keys keep

@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "config/account_lookup.h"
 #include "config/config_limits.h"
+#include "config/credential_checks.h"
 #include "policy/rule_config.h"
 #include "workdir/workdir_validation.h"
 
@@ -25,6 +26,7 @@ class WorkerChecker {
         check_identity();
         check_times();
         check_environment();
+        check_credentials();
     }
 
   private:
@@ -54,13 +56,28 @@ class WorkerChecker {
 
     void check_identity() {
         using Answer = AccountLookup::Answer;
-        if (!spec_.user.empty() && accounts_.user(spec_.user) == Answer::missing)
+        if (!spec_.user.empty() && spec_.user != kDynamicUser &&
+            accounts_.user(spec_.user) == Answer::missing)
             fail("user '" + spec_.user + "' does not exist on this host");
         if (!spec_.group.empty() && accounts_.group(spec_.group) == Answer::missing)
             fail("group '" + spec_.group + "' does not exist on this host");
         for (const auto& g : spec_.supplementary_groups)
             if (accounts_.group(g) == Answer::missing)
                 fail("supplementary group '" + g + "' does not exist on this host");
+    }
+
+    void check_credentials() {
+        if (spec_.credentials.size() > kMaxCredentials)
+            fail("more than " + std::to_string(kMaxCredentials) + " credentials");
+        size_t checked = 0;
+        for (const auto& [name, source] : spec_.credentials) {
+            if (++checked > kMaxCredentials) break;
+            if (!is_valid_credential_name(name))
+                fail("credential name '" + name +
+                     "' must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'");
+            if (auto problem = credential_source_problem(source); !problem.empty())
+                fail("credential '" + name + "': " + problem);
+        }
     }
 
     void check_times() {

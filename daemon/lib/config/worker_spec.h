@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,10 +47,20 @@ struct MemorySpec {
     bool operator==(const MemorySpec&) const = default;
 };
 
+// `user: dynamic`: the worker runs under a uid allocated for it alone
+// (process/dynamic_users.h). Not a user name: no account is needed.
+inline constexpr char kDynamicUser[] = "dynamic";
+
 struct WorkerSpec {
     std::string name;
     std::vector<std::string> command;  // argv; command[0] is an absolute path
     std::map<std::string, std::string> environment;
+    // Secrets as files: NAME -> source file, read by the daemon at each start
+    // and given to the worker in $CREDENTIALS_DIRECTORY/NAME (see
+    // supervise/worker_credentials.h).
+    std::map<std::string, std::filesystem::path> credentials;
+    // A user name, or kDynamicUser: a uid of the worker's own (the default of
+    // configuration files; specs built in code default to root).
     std::string user = "root";
     std::string group;  // empty: the user's primary group
     std::vector<std::string> supplementary_groups;

@@ -37,6 +37,7 @@ constexpr KindInfo kKinds[] = {
     {EventKind::protected_entry_deleted, "protected-entry-deleted",
      "68c3145eca334cfaa02b87f8600040d4", LOG_WARNING},
     {EventKind::workdir_removed, "workdir-removed", "3c45a0bec8ef4c1eaa168207e93640c6", LOG_NOTICE},
+    {EventKind::start_delayed, "start-delayed", "720d3d9439ae46278cd8d28226a993a2", LOG_WARNING},
     {EventKind::daemon_started, "daemon-started", "01eabb2763044f49bcc0623199875ec2", LOG_INFO},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
 };

@@ -31,6 +31,7 @@ enum class EventKind {
     workdir_over_quota,       // a work dir's usage rose above its workdir_quota
     protected_entry_deleted,  // someone other than the worker deleted from a protected dir
     workdir_removed,          // a removed worker's work dir was deleted on request
+    start_delayed,            // a start waits for a lock someone else holds on a worker dir
     daemon_started,
     daemon_stopping,  // stays last: tests walk every kind up to it
 };

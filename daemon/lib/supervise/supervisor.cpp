@@ -115,9 +115,9 @@ void Supervisor::release_workdir(const WorkerSpec& spec) {
         spdlog::warn("{}: {}", spec.name, r.error().message());
     removed_[spec.name] = spec;
     if (!spec.workdir.remove_on_removal) return;
-    auto who = resolve_identity(spec);
-    if (!who) return;
-    start_removal(spec, who->uid, [name = spec.name](Result<WorkDirRemoval> r) {
+    auto uid = known_uid(spec, ctx_.paths);
+    if (!uid) return;
+    start_removal(spec, *uid, [name = spec.name](Result<WorkDirRemoval> r) {
         if (!r) spdlog::error("{}: removing its work dir: {}", name, r.error().message());
     });
 }
@@ -138,7 +138,7 @@ void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
     if (known != removed_.end()) spec = known->second;
     uid_t uid = 0;  // a default work dir's parents are root's; else the stricter walk
     if (known != removed_.end() && !spec.workdir.workdir.empty())
-        if (auto who = resolve_identity(spec)) uid = who->uid;
+        if (auto had = known_uid(spec, ctx_.paths)) uid = *had;
     start_removal(spec, uid, std::move(done));
 }
 
@@ -163,6 +163,10 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
         },
         [this, name, why, done](Result<WorkDirRemoval> r) {
             removing_.erase(name);
+            // Its files are gone: the worker's own uid may go to another worker.
+            if (r && !desired_.count(name))
+                if (auto freed = dynamic_users(ctx_.paths).release(name); !freed)
+                    spdlog::warn("{}: {}", name, freed.error().message());
             if (r && r->existed)
                 ctx_.events.emit(Event{EventKind::workdir_removed,
                                        name,

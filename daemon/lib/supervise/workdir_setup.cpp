@@ -13,7 +13,8 @@ Result<std::filesystem::path> prepare_checkpoint_dir(const Paths& paths, const s
     walk.create_mode = 0711;
     auto parent = open_trusted_dir(parent_path, walk);
     if (!parent) return parent.error();
-    auto dir = ensure_owned_dir(parent->get(), name, parent_path / name, DirOwner{uid, gid, 0700});
+    auto dir = ensure_owned_dir(parent->get(), name, parent_path / name,
+                                DirOwner{uid, gid, 0700, name, true});
     if (!dir) return dir.error();
     return parent_path / name;
 }

@@ -11,6 +11,7 @@
 #include "process/pidfd.h"
 #include "process/spawn.h"
 #include "supervise/workdir_setup.h"
+#include "supervise/worker_credentials.h"
 #include "supervise/worker_launch.h"
 
 namespace infervisor {
@@ -125,6 +126,9 @@ Result<void> Worker::kill(int sig) {
 }
 
 void Worker::launch() {
+    auto run = prepare_run();
+    if (!run && run.error().code == EWOULDBLOCK) return wait_for_lock(run.error());
+    lock_waits_ = 0;
     if (!tracker_.try_start()) {
         set_state(WorkerState::failed);
         emit(EventKind::failed,
@@ -144,8 +148,9 @@ void Worker::launch() {
         (void)cgroup().remove();
         finish_run(ExitReason{ExitStatus::exited_with(127)});
     };
+    if (!run) return fail(run.error());
     if (auto r = prepare_cgroup(); !r) return fail(r.error());
-    auto spawned = spawn();
+    auto spawned = spawn(*run);
     if (!spawned) return fail(spawned.error());
 
     pid_ = spawned->pid;
@@ -181,8 +186,8 @@ Result<void> Worker::prepare_cgroup() {
     return {};
 }
 
-Result<SpawnedProcess> Worker::spawn() {
-    auto who = resolve_identity(spec_);
+Result<Worker::RunSetup> Worker::prepare_run() {
+    auto who = resolve_identity(spec_, ctx_.paths);
     if (!who) return who.error();
     WorkDirSpec workdir = spec_.workdir;
     workdir.worker = spec_.name;  // specs built in code may leave it empty
@@ -190,9 +195,32 @@ Result<SpawnedProcess> Worker::spawn() {
     if (!dirs) return dirs.error();
     auto checkpoints = prepare_checkpoint_dir(ctx_.paths, spec_.name, who->uid, who->gid);
     if (!checkpoints) return checkpoints.error();
+    return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints)};
+}
+
+void Worker::wait_for_lock(const Error& error) {
+    ++lock_waits_;
+    int doublings = std::min(lock_waits_ - 1, 5);
+    Duration delay = std::min<Duration>(kLockRetryInitial * (1 << doublings), kLockRetryMax);
+    set_state(WorkerState::backoff);
+    emit(EventKind::start_delayed,
+         "start delayed: " + error.what + "; not counted as a failed start, retrying in " +
+             format_duration(delay) + " (attempt " + std::to_string(lock_waits_) + ")",
+         {{"DELAY_MS", ms(delay)}, {"ATTEMPT", std::to_string(lock_waits_)}});
+    restart_timer_.expires_after(delay);
+    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && state_ == WorkerState::backoff) launch();
+    });
+}
+
+Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
+    const WorkerIdentity& who = run.who;
+    // Installed only now that the start counts; finish_run removes them.
+    auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.gid);
+    if (!credentials) return credentials.error();
     if (!notify_) {
         auto sock =
-            NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
+            NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who.uid, who.gid);
         if (!sock) return sock.error();
         notify_.emplace(std::move(*sock));
         watch_notify();
@@ -203,11 +231,12 @@ Result<SpawnedProcess> Worker::spawn() {
     SpawnRequest req;
     req.argv = spec_.command;
     req.environment = worker_environment(
-        spec_, *who, {notify_->path(), dirs->workdir, dirs->tmpdir, *checkpoints});
-    req.uid = who->uid;
-    req.gid = who->gid;
-    req.supplementary_groups = who->supplementary_groups;
-    req.working_directory = dirs->workdir;
+        spec_, who,
+        {notify_->path(), run.dirs.workdir, run.dirs.tmpdir, run.checkpoint_dir, *credentials});
+    req.uid = who.uid;
+    req.gid = who.gid;
+    req.supplementary_groups = who.supplementary_groups;
+    req.working_directory = run.dirs.workdir;
     req.cgroup_fd = cgroup_fd->get();
     req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
 
@@ -406,6 +435,9 @@ void Worker::after_empty(Done next, int polls) {
 
 void Worker::finish_run(const ExitReason& reason) {
     exiting_ = false;
+    if (!spec_.credentials.empty())
+        if (auto r = remove_credentials(ctx_.paths, spec_.name); !r)
+            spdlog::warn("{}: {}", spec_.name, r.error().message());
     pid_ = 0;
     started_at_.reset();
     last_exit_ = reason.describe();

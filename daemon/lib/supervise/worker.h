@@ -25,6 +25,7 @@
 #include "supervise/exit_reason.h"
 #include "supervise/restart_tracker.h"
 #include "supervise/worker_context.h"
+#include "supervise/worker_launch.h"
 #include "supervise/worker_state.h"
 
 namespace infervisor {
@@ -83,10 +84,25 @@ class Worker {
     // Last WATCHDOG=1 of this run, if any.
     std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
 
+    // A start that finds one of the worker's dirs locked by someone else is
+    // delayed, not failed: retried after 1s, doubling up to 30s, with a
+    // start-delayed event each time; the start limit does not count it.
+    static constexpr Duration kLockRetryInitial = std::chrono::seconds(1);
+    static constexpr Duration kLockRetryMax = std::chrono::seconds(30);
+
   private:
+    // What a run needs before its process exists: who it runs as and its dirs.
+    struct RunSetup {
+        WorkerIdentity who;
+        WorkDirLayout dirs;
+        std::filesystem::path checkpoint_dir;
+    };
+
     void launch();
+    Result<RunSetup> prepare_run();
+    void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
-    Result<SpawnedProcess> spawn();
+    Result<SpawnedProcess> spawn(const RunSetup& run);
     void watch_exit();
     void watch_notify();
     void on_exit();
@@ -134,6 +150,7 @@ class Worker {
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;
+    int lock_waits_ = 0;  // consecutive starts delayed by a foreign lock
 };
 
 }  // namespace infervisor

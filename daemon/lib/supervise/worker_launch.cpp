@@ -7,13 +7,9 @@
 
 namespace infervisor {
 
-Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec) {
-    WorkerIdentity who;
-    const passwd* pw = ::getpwnam(spec.user.c_str());
-    if (!pw) return plain_error("user '" + spec.user + "' does not exist");
-    who.uid = pw->pw_uid;
-    who.gid = pw->pw_gid;
-    who.home = pw->pw_dir ? pw->pw_dir : "/";
+namespace {
+
+Result<void> resolve_groups(const WorkerSpec& spec, WorkerIdentity& who) {
     if (!spec.group.empty()) {
         const group* gr = ::getgrnam(spec.group.c_str());
         if (!gr) return plain_error("group '" + spec.group + "' does not exist");
@@ -24,16 +20,49 @@ Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec) {
         if (!gr) return plain_error("group '" + name + "' does not exist");
         who.supplementary_groups.push_back(gr->gr_gid);
     }
+    return {};
+}
+
+}  // namespace
+
+DynamicUsers dynamic_users(const Paths& paths) {
+    return DynamicUsers(paths.state_dir / "dynamic-users");
+}
+
+Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec, const Paths& paths) {
+    WorkerIdentity who;
+    if (spec.user == kDynamicUser) {
+        auto uid = dynamic_users(paths).acquire(spec.name);
+        if (!uid) return uid.error();
+        who.uid = who.gid = *uid;
+        who.user_name = dynamic_user_name(spec.name);
+        who.dynamic = true;
+    } else {
+        const passwd* pw = ::getpwnam(spec.user.c_str());
+        if (!pw) return plain_error("user '" + spec.user + "' does not exist");
+        who.uid = pw->pw_uid;
+        who.gid = pw->pw_gid;
+        who.user_name = spec.user;
+        who.home = pw->pw_dir ? pw->pw_dir : "/";
+    }
+    if (auto r = resolve_groups(spec, who); !r) return r.error();
     return who;
+}
+
+std::optional<uid_t> known_uid(const WorkerSpec& spec, const Paths& paths) {
+    if (spec.user == kDynamicUser) return dynamic_users(paths).lookup(spec.name);
+    const passwd* pw = ::getpwnam(spec.user.c_str());
+    if (!pw) return std::nullopt;
+    return pw->pw_uid;
 }
 
 std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,
                                             const WorkerPaths& paths) {
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-        {"HOME", who.home},
-        {"USER", spec.user},
-        {"LOGNAME", spec.user},
+        {"HOME", who.home.empty() ? paths.workdir.string() : who.home},
+        {"USER", who.user_name},
+        {"LOGNAME", who.user_name},
         {"LANG", "C.UTF-8"},
     };
     for (const auto& [key, value] : spec.environment) env[key] = value;
@@ -42,6 +71,10 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec, const Worker
     env["INFERVISOR_WORKDIR"] = paths.workdir.string();
     env["TMPDIR"] = paths.tmpdir.string();
     env["INFERVISOR_CHECKPOINT_DIR"] = paths.checkpoint_dir.string();
+    if (!paths.credentials_dir.empty())
+        env["CREDENTIALS_DIRECTORY"] = paths.credentials_dir.string();
+    else
+        env.erase("CREDENTIALS_DIRECTORY");  // never a path the daemon did not make
     if (spec.watchdog.count() > 0)
         env["WATCHDOG_USEC"] = std::to_string(spec.watchdog.count() * 1000);
     std::vector<std::string> out;

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
+#include "base/paths.h"
 #include "base/result.h"
 #include "config/worker_spec.h"
+#include "process/dynamic_users.h"
 #include "process/spawn_request.h"
 
 namespace infervisor {
@@ -15,22 +18,39 @@ struct WorkerIdentity {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<gid_t> supplementary_groups;
-    std::string home = "/";
+    std::string user_name;  // USER=: the configured user, or the dynamic user's name
+    std::string home;       // empty: the worker's work dir (dynamic users have no home)
+    bool dynamic = false;   // a uid of the worker's own (user: dynamic)
 };
 
-// Resolves user, group and supplementary groups by name (NSS).
-Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec);
+// THE way to learn whom a worker runs as: launch, the checkpoint store and
+// anything else that chowns a per-worker file or directory call this, never
+// a user name of their own. `user: dynamic` gets the worker's own uid and a
+// primary group of the same number from the DynamicUsers store under
+// <state_dir>/dynamic-users (allocated on first use, then kept); any other
+// user, group and the supplementary groups are looked up by name (NSS).
+Result<WorkerIdentity> resolve_identity(const WorkerSpec& spec, const Paths& paths);
+
+// The uid a worker has had without allocating one (for cleaning up after a
+// removed worker); nullopt when unknown.
+std::optional<uid_t> known_uid(const WorkerSpec& spec, const Paths& paths);
+
+// The store of dynamic users under `paths`.
+DynamicUsers dynamic_users(const Paths& paths);
 
 struct WorkerPaths {
     std::filesystem::path notify_socket;
     std::filesystem::path workdir;
     std::filesystem::path tmpdir;
     std::filesystem::path checkpoint_dir;
+    std::filesystem::path credentials_dir;  // empty: no CREDENTIALS_DIRECTORY
 };
 
-// The complete environment: a minimal base (PATH, HOME, USER, LANG=C.UTF-8),
+// The complete environment: a minimal base (PATH, HOME, USER, LANG=C.UTF-8;
+// HOME is the work dir for a dynamic user),
 // the infervisor variables (NOTIFY_SOCKET, INFERVISOR_WORKER,
-// INFERVISOR_WORKDIR, TMPDIR, INFERVISOR_CHECKPOINT_DIR, WATCHDOG_USEC), then
+// INFERVISOR_WORKDIR, TMPDIR, INFERVISOR_CHECKPOINT_DIR, WATCHDOG_USEC,
+// CREDENTIALS_DIRECTORY when the worker has credentials), then
 // the spec's own `environment`, which may override the base but not the
 // infervisor variables.
 std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,

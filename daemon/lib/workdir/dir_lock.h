@@ -14,7 +14,9 @@
 // is released exactly when the DirLock is destroyed or release()d. It is never
 // waited for: if tmpfiles is inside the directory right now (holding its
 // exclusive lock), acquire() fails with EWOULDBLOCK and the caller retries
-// later; the event loop never blocks on it. Note that tmpfiles only checks
+// later; the event loop never blocks on it. The error then names the holder
+// as /proc/locks shows it (lock_holder.h). Anyone who can open the directory
+// can take a lock on it: a busy lock is never the worker's fault. Note that tmpfiles only checks
 // directories *below* the path an aging rule names: a lock on the rule's own
 // path, or on a parent of it, does not stop it.
 #pragma once
@@ -31,7 +33,9 @@ class DirLock {
     DirLock() = default;
 
     // Locks the directory `dir_fd` refers to (any descriptor of it, O_PATH too).
-    static Result<DirLock> acquire(int dir_fd, const std::filesystem::path& shown);
+    // `procfs` is where the holder of a conflicting lock is looked up.
+    static Result<DirLock> acquire(int dir_fd, const std::filesystem::path& shown,
+                                   const std::filesystem::path& procfs = "/proc");
 
     bool held() const { return fd_.valid(); }
     void release() { fd_.reset(); }

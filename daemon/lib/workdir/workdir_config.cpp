@@ -10,10 +10,9 @@ namespace infervisor {
 
 namespace {
 
-// Reads `key` as a worker directory path; reports a bad one where it stands.
-void parse_path(YamlMap& map, const std::string& key, std::filesystem::path& out,
-                ConfigErrors& errors, Required required = Required::no) {
-    auto node = map.take(key, required);
+// Reads `node` as a worker directory path; reports a bad one where it stands.
+void parse_path_node(const YAML::Node* node, const std::string& key, std::filesystem::path& out,
+                     ConfigErrors& errors) {
     if (!node) return;
     auto text = YamlMap::scalar(*node, errors, "'" + key + "'");
     if (!text) return;
@@ -23,6 +22,23 @@ void parse_path(YamlMap& map, const std::string& key, std::filesystem::path& out
         return;
     }
     out = *path;
+}
+
+void parse_path(YamlMap& map, const std::string& key, std::filesystem::path& out,
+                ConfigErrors& errors, Required required = Required::no) {
+    auto node = map.take(key, required);
+    parse_path_node(node ? &*node : nullptr, key, out, errors);
+}
+
+// `workdir: PATH` or `workdir: {path: PATH, adopt: true}`.
+void parse_workdir(YamlMap& worker, WorkDirSpec& spec, ConfigErrors& errors) {
+    auto node = worker.take("workdir");
+    if (!node) return;
+    if (!node->IsMap()) return parse_path_node(&*node, "workdir", spec.workdir, errors);
+    YamlMap map(*node, errors, "'workdir'");
+    parse_path(map, "path", spec.workdir, errors, Required::yes);
+    map.get_bool("adopt", spec.adopt_workdir);
+    map.finish();
 }
 
 void parse_mode(YamlMap& map, mode_t& out, ConfigErrors& errors) {
@@ -45,6 +61,7 @@ std::optional<ExtraDirSpec> parse_extra_dir(const YAML::Node& item, ConfigErrors
     parse_path(map, "path", dir.path, errors, Required::yes);
     parse_mode(map, dir.mode, errors);
     map.get_bool("protect", dir.protect);
+    map.get_bool("adopt", dir.adopt);
     map.finish();
     if (dir.path.empty()) return std::nullopt;
     return dir;
@@ -54,7 +71,7 @@ void parse_extra_dirs(YamlMap& worker, std::vector<ExtraDirSpec>& out, ConfigErr
     auto node = worker.take("extra_dirs");
     if (!node || node->IsNull()) return;
     if (!node->IsSequence()) {
-        errors.add(node->Mark(), "'extra_dirs' must be a list of {path, mode, protect}");
+        errors.add(node->Mark(), "'extra_dirs' must be a list of {path, mode, protect, adopt}");
         return;
     }
     if (!check_item_count(*node, kMaxExtraDirs, errors, "'extra_dirs'")) return;
@@ -75,7 +92,7 @@ Result<mode_t> parse_dir_mode(const std::string& text) {
 }
 
 void parse_workdir_keys(YamlMap& worker, WorkDirSpec& spec, ConfigErrors& errors) {
-    parse_path(worker, "workdir", spec.workdir, errors);
+    parse_workdir(worker, spec, errors);
     parse_extra_dirs(worker, spec.extra_dirs, errors);
     worker.get_size("workdir_quota", spec.quota);
     worker.get_bool("remove_workdir_on_removal", spec.remove_on_removal);

@@ -26,14 +26,14 @@ WalkOptions parent_walk(bool is_default, uid_t uid, CreateMissing create) {
 }
 
 Result<PreparedDir> prepare_dir(const fs::path& path, const WalkOptions& walk,
-                                const DirOwner& owner, bool protect) {
+                                const DirOwner& owner, bool protect, const fs::path& procfs) {
     auto parent = open_trusted_dir(path.parent_path(), walk);
     if (!parent) return parent.error();
     auto fd = ensure_owned_dir(parent->get(), path.filename().string(), path, owner);
     if (!fd) return fd.error();
     PreparedDir dir{path, std::move(*fd), {}};
     if (protect) {
-        auto lock = DirLock::acquire(dir.fd.get(), path);
+        auto lock = DirLock::acquire(dir.fd.get(), path, procfs);
         if (!lock) return lock.error();
         dir.lock = std::move(*lock);
     }
@@ -60,15 +60,18 @@ Result<PreparedWorkDir> WorkDirManager::prepare_dirs(const WorkDirSpec& spec, ui
         return plain_error("worker name '" + spec.worker + "' cannot name a work dir");
     fs::path path = resolve_workdir(spec, paths_);
     auto walk = parent_walk(spec.workdir.empty(), uid, CreateMissing::yes);
-    auto workdir = prepare_dir(path, walk, DirOwner{uid, gid, 0700}, true);
+    DirOwner owner{uid, gid, 0700, spec.worker, spec.workdir.empty(), spec.adopt_workdir};
+    auto workdir = prepare_dir(path, walk, owner, true, paths_.procfs);
     if (!workdir) return workdir.error();
     fs::path tmpdir = path / kWorkerTmpDirName;
-    auto tmp = ensure_owned_dir(workdir->fd.get(), kWorkerTmpDirName, tmpdir, {uid, gid, 0700});
+    auto tmp = ensure_owned_dir(workdir->fd.get(), kWorkerTmpDirName, tmpdir,
+                                {uid, gid, 0700, spec.worker, true});
     if (!tmp) return tmp.error();
     PreparedWorkDir prepared{spec, uid, gid, std::move(*workdir), tmpdir, {}};
     for (const auto& extra : spec.extra_dirs) {
         auto dir = prepare_dir(extra.path, parent_walk(false, uid, CreateMissing::yes),
-                               DirOwner{uid, gid, extra.mode}, extra.protect);
+                               DirOwner{uid, gid, extra.mode, spec.worker, false, extra.adopt},
+                               extra.protect, paths_.procfs);
         if (!dir) return dir.error();
         prepared.extra_dirs.push_back(std::move(*dir));
     }

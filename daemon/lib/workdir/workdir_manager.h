@@ -67,7 +67,9 @@ class WorkDirManager {
     // rewrites the exclusion file if the protected set changed. On failure
     // nothing of this worker's previous preparation is lost (a worker already
     // prepared stays prepared as before). An error whose code is EWOULDBLOCK
-    // means systemd-tmpfiles was cleaning a directory at that moment: retry.
+    // means someone else holds an exclusive lock on one of the directories
+    // (systemd-tmpfiles cleaning it, or any user who can open it; the message
+    // names the holder): not the worker's failure; retry later.
     Result<WorkDirLayout> prepare(const WorkDirSpec& spec, uid_t uid, gid_t gid);
 
     // Drops the worker's locks and its x lines (rewriting the file). Files are

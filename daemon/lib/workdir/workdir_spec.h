@@ -21,6 +21,11 @@ struct ExtraDirSpec {
     mode_t mode = 0700;
     // Protected from systemd-tmpfiles aging (lock + x line) while configured.
     bool protect = true;
+    // The directory may exist already, made by someone other than the daemon
+    // (e.g. a model cache the operator prepared): it is handed to the worker
+    // all the same. Without it an existing directory the daemon did not
+    // create is refused (owned_dir.h).
+    bool adopt = false;
 
     bool operator==(const ExtraDirSpec&) const = default;
 };
@@ -28,6 +33,7 @@ struct ExtraDirSpec {
 struct WorkDirSpec {
     std::string worker;             // the worker's name
     std::filesystem::path workdir;  // empty: <state_dir>/workers/<worker>
+    bool adopt_workdir = false;     // as ExtraDirSpec::adopt, for a configured workdir
     std::vector<ExtraDirSpec> extra_dirs;
     ByteLimit quota;  // nullopt: no quota
     // Delete the work dir when the worker is removed from the configuration.

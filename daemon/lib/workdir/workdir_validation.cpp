@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "workdir/safe_path.h"
+#include "workdir/system_dirs.h"
 #include "workdir/tmpfiles_exclusions.h"
 
 namespace infervisor {
@@ -73,11 +74,24 @@ std::string daemon_dir_conflict(const fs::path& dir, const Paths& paths) {
     return {};
 }
 
+// Inside the state dir a worker may only have its own default work dir (and
+// what lies within it): the rest is the daemon's or other workers'
+// (checkpoints/NAME, workers/OTHER, dynamic-users).
+std::string state_dir_conflict(const NamedDir& dir, const Paths& paths) {
+    if (!is_within(dir.path, paths.state_dir)) return {};
+    if (is_within(dir.path, paths.state_dir / "workers" / dir.worker)) return {};
+    return "is inside the daemon's state dir " + paths.state_dir.string() +
+           ", where only its own work dir " + (paths.state_dir / "workers" / dir.worker).string() +
+           " may be";
+}
+
 void check_daemon_dirs(const std::vector<NamedDir>& dirs, const Paths& paths,
                        ConfigErrors& errors) {
     for (const auto& dir : dirs)
         if (auto why = daemon_dir_conflict(dir.path, paths); !why.empty())
             errors.add_unplaced(dir.describe() + " " + why);
+        else if (auto inside = state_dir_conflict(dir, paths); !inside.empty())
+            errors.add_unplaced(dir.describe() + " " + inside);
 }
 
 // Sorted component-wise, a directory's subtree follows it directly, so one
@@ -115,6 +129,10 @@ Result<fs::path> check_worker_dir_path(const std::string& text) {
     for (auto kernel : kKernelDirs)
         if (is_within(*path, fs::path(kernel)))
             return plain_error(path->string() + " is under " + std::string(kernel));
+    if (auto tree = system_tree_of(*path); !tree.empty())
+        return plain_error(path->string() + " is in the system's own tree " + tree +
+                           "; a worker's directory belongs under the state dir (the default), "
+                           "/srv, /opt, /mnt, /var/tmp or a data disk");
     for (auto system : kSystemDirs)
         if (is_within(fs::path(system), *path))
             return plain_error(path->string() + " is a system directory or contains one (" +

@@ -169,15 +169,99 @@ TEST_F(ManagerFixture, KeepsExtraDirsWhenRemovingAWorkDir) {
     EXPECT_TRUE(fs::is_directory(cache));
 }
 
-TEST_F(ManagerFixture, RefusesAWorkDirOwnedBySomeoneElse) {
+// A worker switching users (e.g. from the shared infervisor-worker to a uid
+// of its own): its default work dir is the daemon's and follows it, with
+// what it wrote under the old uid; nothing else changes hands.
+TEST_F(ManagerFixture, HandsItsOwnWorkDirOverWhenTheWorkerChangesUid) {
+    constexpr uid_t kOld = 12345;
     auto dir = root.mkdir("state/workers/llama");
-    ASSERT_EQ(::chown(dir.c_str(), 12345, 12345), 0);
-    ASSERT_EQ(::chmod((root.path() / "state").c_str(), 0755), 0);
+    auto sub = root.mkdir("state/workers/llama/models");
+    auto model = root.write("state/workers/llama/models/model.bin", "weights");
+    auto foreign = root.write("state/workers/llama/foreign", "someone else's");
+    auto linked = root.write("elsewhere", "hard-linked in by a worker sharing the old uid");
+    ASSERT_EQ(::link(linked.c_str(), (dir / "linked").c_str()), 0);
+    ASSERT_EQ(::symlink("/etc/passwd", (dir / "link").c_str()), 0);
+    for (const auto& p : {dir, sub, model, linked}) ASSERT_EQ(::lchown(p.c_str(), kOld, kOld), 0);
+    ASSERT_EQ(::lchown((dir / "link").c_str(), kOld, kOld), 0);
+    ASSERT_EQ(::chown(foreign.c_str(), 4242, 4242), 0);
+
     auto r = manager.prepare(WorkDirSpec{.worker = "llama"}, kNobody, kNogroup);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    for (const auto& p : {dir, sub, model, dir / "link", dir / "tmp"})
+        EXPECT_EQ(lstat_of(p).st_uid, kNobody) << p;
+    EXPECT_EQ(lstat_of(model).st_gid, kNogroup);
+    EXPECT_EQ(lstat_of(foreign).st_uid, 4242u);     // not the old uid's: untouched
+    EXPECT_EQ(lstat_of(linked).st_uid, kOld);       // two links: could be another's
+    EXPECT_EQ(lstat_of("/etc/passwd").st_uid, 0u);  // a symlink is never followed
+}
+
+// Issue 10, defect 5: an existing directory the daemon did not create is
+// not handed over (seen: /var/lib/dpkg chowned to a worker).
+TEST_F(ManagerFixture, RefusesAnExistingDirItDidNotCreate) {
+    auto existing = root.mkdir("srv/system-owned");
+    auto before = lstat_of(existing);
+    WorkDirSpec spec{.worker = "llama", .extra_dirs = {{existing, 0700, true}}};
+    auto r = manager.prepare(spec, kNobody, kNogroup);
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message().find("owned by uid 12345"), std::string::npos)
+    EXPECT_NE(r.error().message().find("was not created by infervisord"), std::string::npos)
         << r.error().message();
-    EXPECT_EQ(lstat_of(dir).st_uid, 12345u);
+    EXPECT_NE(r.error().message().find("adopt: true"), std::string::npos);
+    auto after = lstat_of(existing);
+    EXPECT_EQ(after.st_uid, before.st_uid);
+    EXPECT_EQ(after.st_mode, before.st_mode);
+
+    WorkDirSpec custom{.worker = "llama", .workdir = existing};
+    EXPECT_FALSE(manager.prepare(custom, kNobody, kNogroup).ok());
+    EXPECT_EQ(lstat_of(existing).st_uid, before.st_uid);
+}
+
+TEST_F(ManagerFixture, AdoptsAnExistingDirWhenMarkedAdoptable) {
+    auto existing = root.mkdir("srv/models");
+    auto weights = root.write("srv/models/weights", "root's");
+    WorkDirSpec spec{.worker = "llama", .extra_dirs = {{existing, 0750, true, true}}};
+    auto r = manager.prepare(spec, kNobody, kNogroup);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(lstat_of(existing).st_uid, kNobody);
+    EXPECT_EQ(lstat_of(weights).st_uid, 0u);  // taken from root: contents stay as they are
+
+    WorkDirSpec custom{.worker = "other", .workdir = root.mkdir("srv/work"), .adopt_workdir = true};
+    ASSERT_TRUE(manager.prepare(custom, kNobody, kNogroup).ok());
+    EXPECT_EQ(lstat_of(root.path() / "srv/work").st_uid, kNobody);
+}
+
+TEST_F(ManagerFixture, RefusesToAdoptAUsersDirInAWorldWritableDir) {
+    auto open = root.mkdir("shared");
+    ASSERT_EQ(::chmod(open.c_str(), 01777), 0);
+    auto squatted = root.mkdir("shared/cache");
+    ASSERT_EQ(::chown(squatted.c_str(), 4242, 4242), 0);
+    WorkDirSpec spec{.worker = "llama", .extra_dirs = {{squatted, 0700, true, true}}};
+    auto r = manager.prepare(spec, kNobody, kNogroup);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("anyone could have made it"), std::string::npos)
+        << r.error().message();
+    EXPECT_EQ(lstat_of(squatted).st_uid, 4242u);
+}
+
+// A directory the daemon created carries its marker, so it follows the
+// worker to a new uid even outside the state dir.
+TEST_F(ManagerFixture, ADirItCreatedFollowsTheWorkerToANewUid) {
+    auto cache = root.path() / "srv" / "llama-cache";
+    WorkDirSpec spec{.worker = "llama", .extra_dirs = {{cache, 0700, true}}};
+    ASSERT_TRUE(manager.prepare(spec, 12345, 12345).ok());
+    root.write("srv/llama-cache/blob", "downloaded");
+    ASSERT_EQ(::chown((cache / "blob").c_str(), 12345, 12345), 0);
+    ASSERT_TRUE(manager.release("llama").ok());
+
+    auto r = manager.prepare(spec, kNobody, kNogroup);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(lstat_of(cache).st_uid, kNobody);
+    EXPECT_EQ(lstat_of(cache / "blob").st_uid, kNobody);
+
+    // Another worker's marker is not this worker's.
+    WorkDirSpec thief{.worker = "thief", .extra_dirs = {{cache, 0700, true}}};
+    ASSERT_TRUE(manager.release("llama").ok());
+    EXPECT_FALSE(manager.prepare(thief, 4242, 4242).ok());
+    EXPECT_EQ(lstat_of(cache).st_uid, kNobody);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// Credentials: secrets passed to a worker as files, not in its environment
+// (systemd's LoadCredential= is the model). The environment is readable
+// through /proc/PID/environ by anyone who may ptrace the worker, shows up in
+// `infervisorctl show`, and is inherited by every child; a file in a
+// directory only the worker can read is none of these.
+//
+// Contract: before each start, the daemon (root) reads each configured source
+// file (a regular file, at most kMaxCredentialSize bytes) and writes it to
+// <runtime_dir>/credentials/WORKER/NAME, replacing what an earlier run had
+// there. The directory is root's with mode 0550 and the files 0440, both in
+// the worker's primary group: the worker reads them and cannot change them;
+// no other user can (with a dynamic user that group is the worker's alone;
+// a named user's primary group is shared by its members). The worker learns
+// the directory from CREDENTIALS_DIRECTORY. The directory is removed when the
+// run ends. The parent <runtime_dir>/credentials is root's, 0711.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "base/paths.h"
+#include "base/result.h"
+#include "config/credential_checks.h"
+
+namespace infervisor {
+
+// <runtime_dir>/credentials/WORKER
+std::filesystem::path credentials_dir(const Paths& paths, const std::string& worker);
+
+// Writes the worker's credentials (NAME -> source file) and returns the
+// directory; with none configured, removes any left over and returns "".
+Result<std::filesystem::path> install_credentials(
+    const Paths& paths, const std::string& worker,
+    const std::map<std::string, std::filesystem::path>& credentials, gid_t gid);
+
+// Removes the worker's credentials directory (absent is fine).
+Result<void> remove_credentials(const Paths& paths, const std::string& worker);
+
+}  // namespace infervisor

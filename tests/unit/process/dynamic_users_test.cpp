@@ -1,0 +1,79 @@
+#include "process/dynamic_users.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <set>
+
+#include "support/temp_dir.h"
+
+namespace infervisor {
+namespace {
+
+using testing::TempDir;
+
+TEST(DynamicUsers, TheRangeAvoidsSystemdsDynamicUsersAndRegularUsers) {
+    EXPECT_GT(kDynamicUidFirst, 60000u);  // regular users (login.defs UID_MAX)
+    EXPECT_LT(kDynamicUidLast, 61184u);   // systemd's DynamicUser= range starts here
+    EXPECT_LT(kDynamicUidLast, 65534u);   // nobody; 16-bit safe
+}
+
+TEST(DynamicUsers, EachWorkerGetsItsOwnUidKeptAcrossRestarts) {
+    TempDir dir;
+    DynamicUsers users(dir.path() / "dynamic-users");
+    auto a = users.acquire("a");
+    auto b = users.acquire("b");
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    EXPECT_NE(*a, *b);
+    EXPECT_GE(*a, kDynamicUidFirst);
+    EXPECT_LE(*b, kDynamicUidLast);
+    EXPECT_EQ(*users.acquire("a"), *a);
+
+    DynamicUsers after_restart(dir.path() / "dynamic-users");  // a new daemon
+    EXPECT_EQ(after_restart.lookup("a"), *a);
+    EXPECT_EQ(*after_restart.acquire("b"), *b);
+    struct stat st;
+    ASSERT_EQ(::stat((dir.path() / "dynamic-users").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+TEST(DynamicUsers, SkipsNumbersTheHostKnowsAndReusesOnlyReleasedOnes) {
+    TempDir dir;
+    std::set<uid_t> host = {100, 102};
+    DynamicUsers users(dir.path() / "u", 100, 104, [&](uid_t id) { return host.count(id) > 0; });
+    EXPECT_EQ(*users.acquire("a"), 101u);
+    EXPECT_EQ(*users.acquire("b"), 103u);
+    EXPECT_EQ(*users.acquire("c"), 104u);
+    auto full = users.acquire("d");
+    ASSERT_FALSE(full.ok());
+    EXPECT_NE(full.error().message().find("no free uid left in 100-104"), std::string::npos);
+
+    EXPECT_EQ(users.lookup("d"), std::nullopt);  // lookup never allocates
+    ASSERT_TRUE(users.release("b").ok());
+    EXPECT_EQ(users.lookup("b"), std::nullopt);
+    EXPECT_EQ(*users.acquire("d"), 103u);
+    EXPECT_TRUE(users.release("never-had-one").ok());
+    auto all = users.list();
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->size(), 3u);
+}
+
+TEST(DynamicUsers, RefusesNamesThatAreNotFileNames) {
+    TempDir dir;
+    DynamicUsers users(dir.path() / "u");
+    for (const char* bad : {"", ".", "..", ".hidden", "a/b"}) EXPECT_FALSE(users.acquire(bad).ok());
+}
+
+TEST(DynamicUsers, IgnoresGarbageAndOutOfRangeFiles) {
+    TempDir dir;
+    dir.write("u/a", "not a number\n");
+    dir.write("u/b", "0\n");  // root: never handed out from a tampered file
+    DynamicUsers users(dir.path() / "u", 100, 101, [](uid_t) { return false; });
+    EXPECT_EQ(users.lookup("b"), std::nullopt);
+    EXPECT_EQ(*users.acquire("b"), 100u);
+    EXPECT_EQ(*users.acquire("a"), 101u);
+}
+
+}  // namespace
+}  // namespace infervisor
