@@ -24,6 +24,8 @@
 #include "supervise/policy_runner.h"
 #include "supervise/supervisor.h"
 #include "supervise/supervisor_service.h"
+#include "supervise/userdb_records.h"
+#include "supervise/userdb_server.h"
 
 namespace infervisor {
 
@@ -86,6 +88,7 @@ class Daemon {
     void reload(SupervisorApi::ReloadDone done);
     ReloadOutcome apply_loaded(LoadedConfig loaded);
     void start_control();
+    void start_userdb();
     void shut_down();
     void keep_watchdog_fed();
 
@@ -105,6 +108,7 @@ class Daemon {
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<SupervisorService> service_;
     std::unique_ptr<ControlServer> control_;
+    std::unique_ptr<UserDbServer> userdb_;
     std::string last_status_;
     bool shutting_down_ = false;
     // One background thread for reloads, no deadline: the daemon's own files.
@@ -163,6 +167,7 @@ int Daemon::run() {
     supervisor_->apply(config_);
     policy_->start();
     start_control();
+    start_userdb();
     events_.emit(Event{EventKind::daemon_started, "",
                        "infervisord " INFERVISOR_VERSION " supervising " +
                            std::to_string(config_.workers.size()) + " worker(s)"});
@@ -262,6 +267,7 @@ void Daemon::shut_down() {
     policy_->stop();
     supervisor_->workdir_monitor().stop();
     if (control_) control_->stop();
+    if (userdb_) userdb_->stop();
     supervisor_->stop_all([this] {
         signals_.cancel();
         watchdog_.cancel();
@@ -287,6 +293,14 @@ void Daemon::start_control() {
         spdlog::error("control socket {}: {}", options.path.string(), r.error().message());
     else
         spdlog::info("control socket {}", options.path.string());
+}
+
+// The dynamic users' names for nss-systemd. Optional: without systemd's
+// userdb directory (or on failure) ps and ls show the numbers.
+void Daemon::start_userdb() {
+    userdb_ = std::make_unique<UserDbServer>(io_, paths_);
+    if (auto r = userdb_->start(); !r)
+        spdlog::info("dynamic users' names not served: {}", r.error().message());
 }
 
 // Fed six times per WatchdogSec rather than the customary two, so that a
@@ -330,6 +344,9 @@ int check_config(const DaemonOptions& options) {
 }
 
 int run_daemon(const DaemonOptions& options) {
+    // Our own NSS lookups must not ask our own userdb server: it would wait
+    // for itself (supervise/userdb_server.h).
+    ::setenv("SYSTEMD_BYPASS_USERDB", kUserDbService, 1);
     auto loaded = load_config(source_of(options));
     apply_overrides(options, loaded.config.daemon);
     setup_logging(loaded.config.daemon.log_level, stderr_is_journal(), "infervisord");
