@@ -148,7 +148,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     if (map.get_string("state_dir", path)) d.state_dir = path;
     map.get_string("control_group", d.control_group);
     map.get_bool("dry_run", d.dry_run);
-    map.get_duration("sample_interval", d.sample_interval, Required::no, 1min);
+    map.get_duration("sample_interval", d.sample_interval, Required::no, 1h);
     map.get_duration("workdir_scan_interval", d.workdir_scan_interval, Required::no, 24h);
     map.get_duration("growth_window", d.growth_window, Required::no, 24h);
     map.get_duration("host_settle", d.host_settle, Required::no, 1h);

@@ -202,7 +202,7 @@ TEST(ConfigLimits, AbsurdSizesAndDurationsAreRefused) {
                        "    start_timeout: 36500d\n";
     auto all = load_config_text(text, "a.yaml").errors.format();
     EXPECT_THAT(all,
-                HasSubstr("'sample_interval' in the configuration must be at most 1m, not 2h"));
+                HasSubstr("'sample_interval' in the configuration must be at most 1h, not 2h"));
     EXPECT_THAT(all, HasSubstr("'backoff_max' in 'restart' must be at most 1d, not 36500d"));
     EXPECT_THAT(all, HasSubstr("'timeout' in 'stop' must be at most 1h, not 2h"));
     EXPECT_THAT(all, HasSubstr("'max': 18446744073709551615 is above the largest size accepted"));
