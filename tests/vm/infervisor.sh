@@ -116,14 +116,16 @@ served_more_than() { (($(served_count "$1") > $2)); }
 
 cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
 
-# start_two_idle_workers FILE: workers 'one' and 'two' (the example worker,
-# notify, 64M) in workers.d/FILE, a fresh daemon, and both ready.
+# start_two_idle_workers FILE [WATCHDOG]: workers 'one' and 'two' (the
+# example worker, notify, 64M) in workers.d/FILE, a fresh daemon, and both
+# ready. WATCHDOG (e.g. 10s): 'one' must send WATCHDOG=1 that often.
 start_two_idle_workers() {
 	use_workers "$1" <<-YAML
 		workers:
 		  - name: one
 		    command: [$ivd_example_worker]
 		    notify: true
+		    watchdog: ${2:-0s}
 		    memory: {max: 64M}
 		  - name: two
 		    command: [$ivd_example_worker]

@@ -71,21 +71,7 @@ summary() { # FILE: "n=N max=MS mean=MS" of the second column
 
 hostile_check_spares_the_workers() {
 	install_infervisor
-	use_workers hostile.yaml <<-YAML
-		workers:
-		  - name: one
-		    command: [$ivd_example_worker]
-		    notify: true
-		    watchdog: 10s
-		    memory: {max: 64M}
-		  - name: two
-		    command: [$ivd_example_worker]
-		    notify: true
-		    memory: {max: 64M}
-	YAML
-	fresh_daemon
-	wait_until 300 has_events one ready 1
-	wait_until 300 has_events two ready 1
+	start_two_idle_workers hostile.yaml 10s
 	local daemon_pid one_pid two_pid
 	daemon_pid=$(systemctl show -P MainPID infervisord)
 	one_pid=$(main_pid one)
