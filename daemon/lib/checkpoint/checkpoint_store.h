@@ -1,0 +1,121 @@
+// CheckpointStore: the checkpoints of one worker, <state_dir>/checkpoints/NAME.
+//
+//   checkpoints/            root, 0711
+//   └── NAME/               root, 0711: only the daemon adds, renames, removes
+//       ├── staging/        the worker's, 0700: $INFERVISOR_CHECKPOINT_DIR
+//       ├── 0000000007/     a complete checkpoint (a former staging dir)
+//       ├── 0000000007.info its numbers (bytes=, seconds=), written by the daemon
+//       ├── 0000000008/     the newest: $INFERVISOR_RESTORE_FROM on the next start
+//       └── trash/          root, 0700: retired checkpoints, removed off the loop
+//
+// Contract:
+//  - A checkpoint is complete when, and only when, the daemon has renamed the
+//    staging dir to the next sequence number, which it does on CHECKPOINT=1.
+//    rename(2) is atomic: a crash leaves either the staging dir or the
+//    numbered one, never half of it. A staging dir is never offered: every run
+//    starts with a fresh, empty one (the last run's goes to the trash), so a
+//    checkpoint the worker was writing when it died is dropped.
+//  - The worker owns what is inside staging/ and the numbered dirs (it may
+//    corrupt its own checkpoints; that harms only itself), but not NAME: it
+//    cannot plant, swap or rename entries there. The daemon (root) opens
+//    everything with openat(O_NOFOLLOW) below a descriptor of NAME, never
+//    reads the worker's files, and walks the worker's trees only with
+//    measure_usage and remove_workdir_tree (no symlink followed, no mount
+//    crossed), and those only off the event loop: every member here is O(1)
+//    system calls except empty_trash() and measure(), which are blocking.
+//  - Retention keeps the newest `keep` complete checkpoints.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace infervisor {
+
+inline constexpr char kCheckpointStagingName[] = "staging";
+inline constexpr char kCheckpointTrashName[] = "trash";
+// More entries than this in NAME is refused (only an old layout, where the
+// worker owned NAME, could get there).
+inline constexpr size_t kMaxCheckpointDirEntries = 1024;
+
+struct StoredCheckpoint {
+    uint64_t sequence = 0;
+    std::filesystem::path path;  // NAME/<sequence, 10 digits>
+
+    bool operator==(const StoredCheckpoint&) const = default;
+};
+
+// The numbers the daemon recorded when it published a checkpoint.
+struct CheckpointInfo {
+    uint64_t bytes = 0;
+    // From the checkpoint request to CHECKPOINT=1; empty when the worker
+    // checkpointed on its own.
+    std::optional<double> seconds;
+};
+
+class CheckpointStore {
+  public:
+    // Opens <checkpoints_root>/<name>, creating both (root-owned, 0711) and
+    // taking NAME over from the worker where an earlier version gave it to
+    // it; lists the complete checkpoints.
+    static Result<CheckpointStore> open(const std::filesystem::path& checkpoints_root,
+                                        const std::string& name);
+
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path staging_path() const { return path_ / kCheckpointStagingName; }
+    // Complete checkpoints, oldest first.
+    const std::vector<StoredCheckpoint>& complete() const { return complete_; }
+    std::optional<StoredCheckpoint> newest() const;
+
+    // A fresh, empty staging dir owned by uid:gid, mode 0700; whatever was
+    // there before goes to the trash. Call before each run.
+    Result<std::filesystem::path> fresh_staging(uid_t uid, gid_t gid);
+    // Publishes the staging dir as the next complete checkpoint. Refused when
+    // staging is missing, not a directory, or empty (nothing was written). The
+    // caller then calls fresh_staging() for the next one.
+    Result<StoredCheckpoint> publish();
+    // Moves the oldest complete checkpoints beyond the newest `keep` to the
+    // trash; returns how many.
+    Result<size_t> retire_beyond(size_t keep);
+
+    // True after open() (an earlier run may have left trash) and whenever
+    // something went to the trash since the last take_trash_flag().
+    bool take_trash_flag() { return std::exchange(trash_flag_, false); }
+
+    // A descriptor of NAME for blocking work on another thread.
+    Result<UniqueFd> dup_dir() const;
+
+    // Blocking: the allocated bytes of checkpoint `sequence` (see
+    // measure_usage), below `dir_fd` (a descriptor of NAME).
+    static Result<uint64_t> measure(int dir_fd, uint64_t sequence);
+    // Blocking: removes everything in NAME/trash.
+    static Result<void> empty_trash(int dir_fd);
+    // Writes / reads NAME/<sequence>.info (daemon-written, root-owned).
+    static Result<void> write_info(int dir_fd, uint64_t sequence, const CheckpointInfo& info);
+    static std::optional<CheckpointInfo> read_info(int dir_fd, uint64_t sequence);
+
+    // "0000000042".
+    static std::string sequence_name(uint64_t sequence);
+
+  private:
+    CheckpointStore(UniqueFd fd, std::filesystem::path path)
+        : fd_(std::move(fd)), path_(std::move(path)) {}
+    Result<void> list();
+    Result<void> to_trash(const std::string& name);
+
+    UniqueFd fd_;  // NAME, O_RDONLY|O_DIRECTORY
+    std::filesystem::path path_;
+    std::vector<StoredCheckpoint> complete_;
+    uint64_t trash_counter_ = 0;
+    bool trash_flag_ = true;
+};
+
+}  // namespace infervisor
