@@ -184,8 +184,10 @@ Result<void> CheckpointStore::to_trash(const std::string& name) {
 
 Result<fs::path> CheckpointStore::fresh_staging(uid_t uid, gid_t gid) {
     if (auto r = to_trash(kCheckpointStagingName); !r) return r.error();
-    auto dir = ensure_owned_dir(fd_.get(), kCheckpointStagingName, staging_path(),
-                                DirOwner{uid, gid, 0700});
+    DirOwner owner{uid, gid, 0700};
+    owner.worker = path_.filename().string();
+    owner.parent_is_daemons = true;  // NAME is root's, and only the daemon writes there
+    auto dir = ensure_owned_dir(fd_.get(), kCheckpointStagingName, staging_path(), owner);
     if (!dir) return dir.error();
     return staging_path();
 }

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/signal_names.h"
+#include "checkpoint/checkpoint_config.h"
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
 #include "policy/rule_config.h"
@@ -106,6 +107,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     map.get_bool("protected", spec.is_protected);
     if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
     parse_workdir_keys(map, spec.workdir, errors);
+    parse_checkpoint_keys(map, spec.checkpoint, errors);
     spec.workdir.worker = spec.name;
     map.finish();
 }

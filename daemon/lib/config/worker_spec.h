@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/units.h"
+#include "checkpoint/checkpoint_spec.h"
 #include "policy/rule_spec.h"
 #include "workdir/workdir_spec.h"
 
@@ -85,6 +86,9 @@ struct WorkerSpec {
     Duration watchdog = 0ms;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.
     WorkDirSpec workdir;
+    // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the
+    // period, how many are kept.
+    CheckpointSpec checkpoint;
     // The worker's own policy rules (merged over the config's default rules
     // by name; see policy/rule_config.h).
     std::vector<RuleSpec> rules;

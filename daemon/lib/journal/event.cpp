@@ -39,6 +39,14 @@ constexpr KindInfo kKinds[] = {
     {EventKind::workdir_removed, "workdir-removed", "3c45a0bec8ef4c1eaa168207e93640c6", LOG_NOTICE},
     {EventKind::start_delayed, "start-delayed", "720d3d9439ae46278cd8d28226a993a2", LOG_WARNING},
     {EventKind::daemon_started, "daemon-started", "01eabb2763044f49bcc0623199875ec2", LOG_INFO},
+    {EventKind::checkpoint_written, "checkpoint-written", "5b0719316cd545b4bdc5b05e388716f7",
+     LOG_NOTICE},
+    {EventKind::checkpoint_failed, "checkpoint-failed", "a3b5d7697570464b90f77d20e5ec6c9d",
+     LOG_WARNING},
+    {EventKind::checkpoint_restoring, "checkpoint-restoring", "66f34bfe75a64ccc9e37652c4a585422",
+     LOG_INFO},
+    {EventKind::checkpoint_restored, "checkpoint-restored", "4a7afb6c20ef4a25a7c70530925acdc2",
+     LOG_INFO},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
 };
 

@@ -33,7 +33,11 @@ enum class EventKind {
     workdir_removed,          // a removed worker's work dir was deleted on request
     start_delayed,            // a start waits for a lock someone else holds on a worker dir
     daemon_started,
-    daemon_stopping,  // stays last: tests walk every kind up to it
+    checkpoint_written,    // CHECKPOINT=1: the staging dir was published as a checkpoint
+    checkpoint_failed,     // no CHECKPOINT=1 in time, or nothing usable was written
+    checkpoint_restoring,  // a run was started with INFERVISOR_RESTORE_FROM
+    checkpoint_restored,   // READY=1 from a run that was given a checkpoint
+    daemon_stopping,       // stays last: tests walk every kind up to it
 };
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.

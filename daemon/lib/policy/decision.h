@@ -24,7 +24,7 @@ struct Decision {
     RuleScope scope = RuleScope::worker;
     RuleStep step = RuleStep::fire;  // first firing, escalation, or cooldown repeat
     Action action = Action::log;
-    Then then = Then::worker_policy;  // what follows, when action is kill
+    Then then = Then::worker_policy;  // what follows a kill or checkpoint
     // For throttle: the new memory.high in bytes. Empty when nothing to
     // compute it from is known (no memory.high, max or current).
     std::optional<uint64_t> memory_high;

@@ -48,7 +48,8 @@ void read_then(YamlMap& map, RuleSpec& rule, ConfigErrors& errors) {
     if (!map.get_string("then", text)) return;
     auto then = parse_then(text);
     if (!then) {
-        errors.add(map.take("then")->Mark(), "'then' must be restart or park, not '" + text + "'");
+        errors.add(map.take("then")->Mark(),
+                   "'then' must be restart, park or keep_running, not '" + text + "'");
         return;
     }
     rule.then = *then;
@@ -107,8 +108,10 @@ RuleSpec parse_rule(const YAML::Node& item, ConfigErrors& errors, RuleScope scop
     return rule;
 }
 
-bool kills(const RuleSpec& rule) {
-    return rule.action == Action::kill || rule.escalate_to == Action::kill;
+// A kill ends the run; so does a checkpoint unless `then: keep_running`.
+bool ends_run(const RuleSpec& rule) {
+    auto ends = [](Action a) { return a == Action::kill || a == Action::checkpoint; };
+    return ends(rule.action) || (rule.escalate_to && ends(*rule.escalate_to));
 }
 
 void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
@@ -124,9 +127,11 @@ void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
              "' must be further up the ladder (log, throttle, freeze, checkpoint, kill) than "
              "'action: " +
              std::string(to_string(rule.action)) + "'");
-    if (rule.then != Then::worker_policy && !kills(rule))
+    if (rule.then == Then::keep_running && rule.action != Action::checkpoint)
+        fail("'then: keep_running' needs 'action: checkpoint'");
+    else if (rule.then != Then::worker_policy && !ends_run(rule))
         fail("'then: " + std::string(to_string(rule.then)) +
-             "' needs 'kill' as the action or the escalation");
+             "' needs 'kill' or 'checkpoint' as the action or the escalation");
     if (rule.cooldown && *rule.cooldown <= Duration::zero()) fail("'cooldown' must be positive");
 }
 

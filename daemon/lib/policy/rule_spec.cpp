@@ -28,6 +28,8 @@ std::string_view to_string(Then then) {
             return "restart";
         case Then::park:
             return "park";
+        case Then::keep_running:
+            return "keep_running";
     }
     return "?";
 }
@@ -40,7 +42,7 @@ std::optional<Action> parse_action(std::string_view text) {
 }
 
 std::optional<Then> parse_then(std::string_view text) {
-    for (Then t : {Then::restart, Then::park})
+    for (Then t : {Then::restart, Then::park, Then::keep_running})
         if (to_string(t) == text) return t;
     return std::nullopt;
 }

@@ -22,11 +22,12 @@ enum class Action {
     kill,        // cgroup.kill, then Then
 };
 
-// What follows a kill.
+// What follows a kill, or the stop after a checkpoint.
 enum class Then {
     worker_policy,  // whatever the worker's restart policy says (default)
     restart,        // restart with backoff, whatever the restart policy says
     park,           // stay stopped until asked to start
+    keep_running,   // checkpoint only: the worker is not stopped
 };
 
 std::string_view to_string(Action action);

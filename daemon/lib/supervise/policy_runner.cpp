@@ -182,7 +182,7 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::freeze:
             return worker.freeze();
         case Action::checkpoint:
-            return worker.stop_by_policy(d.then, d.rule);
+            return worker.checkpoint_by_policy(d.then, d.rule);
         case Action::kill:
             return worker.kill_by_policy(d.then, d.rule);
     }

@@ -10,7 +10,6 @@
 #include "notify/notify_message.h"
 #include "process/pidfd.h"
 #include "process/spawn.h"
-#include "supervise/workdir_setup.h"
 #include "supervise/worker_credentials.h"
 #include "supervise/worker_launch.h"
 
@@ -48,7 +47,13 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
       restart_timer_(ctx.io),
       watchdog_timer_(ctx.io),
       start_timer_(ctx.io),
-      empty_timer_(ctx.io) {}
+      empty_timer_(ctx.io),
+      checkpoints_(ctx.io, ctx.clock, ctx.paths, spec_.name,
+                   [this](EventKind kind, std::string message, WorkerCheckpoints::Fields fields) {
+                       emit(kind, std::move(message), std::move(fields));
+                   }) {
+    checkpoints_.set_spec(spec_.checkpoint);
+}
 
 Worker::~Worker() {
     stop_timer_.cancel();
@@ -165,7 +170,19 @@ void Worker::launch() {
           {"CGROUP", cgroup_path_in_proc()},
           {"BORN_IN_CGROUP", spawned->born_in_cgroup ? "1" : "0"},
           {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
-    if (!spec_.notify) emit(EventKind::ready, "running", {{"PID", std::to_string(pid_)}});
+    checkpoints_.run_started([this](int sig, bool thaw) -> Result<void> {
+        if (!pidfd_watch_) return plain_error("not running");
+        // A frozen worker could not act on the signal.
+        if (thaw)
+            (void)cgroup().set_frozen(false);
+        else if (cgroup().read("cgroup.freeze").value_or("0").starts_with("1"))
+            return plain_error("the worker is frozen");
+        return send_signal(pidfd_watch_->native_handle(), sig);
+    });
+    if (!spec_.notify) {
+        emit(EventKind::ready, "running", {{"PID", std::to_string(pid_)}});
+        checkpoints_.run_ready(*started_at_, false);
+    }
     watch_exit();
     arm_watchdog();
     arm_start_timeout();
@@ -193,7 +210,7 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     workdir.worker = spec_.name;  // specs built in code may leave it empty
     auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
     if (!dirs) return dirs.error();
-    auto checkpoints = prepare_checkpoint_dir(ctx_.paths, spec_.name, who->uid, who->gid);
+    auto checkpoints = checkpoints_.prepare_run(who->uid, who->gid);
     if (!checkpoints) return checkpoints.error();
     return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints)};
 }
@@ -232,7 +249,8 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     req.argv = spec_.command;
     req.environment = worker_environment(
         spec_, who,
-        {notify_->path(), run.dirs.workdir, run.dirs.tmpdir, run.checkpoint_dir, *credentials});
+        {notify_->path(), run.dirs.workdir, run.dirs.tmpdir, run.checkpoints.staging, *credentials,
+         run.checkpoints.restore_from});
     req.uid = who.uid;
     req.gid = who.gid;
     req.supplementary_groups = who.supplementary_groups;
@@ -312,7 +330,9 @@ void Worker::handle_notify(const NotifyDatagram& d) {
         start_timer_.cancel();
         set_state(WorkerState::running);
         emit(EventKind::ready, "ready (READY=1)", {{"PID", std::to_string(pid_)}});
+        if (started_at_) checkpoints_.run_ready(*started_at_, true);
     }
+    if (msg->has("CHECKPOINT", "1")) checkpoints_.on_checkpoint_message();
 }
 
 void Worker::arm_watchdog() {
@@ -371,6 +391,7 @@ void Worker::on_exit() {
         }
     }
     exiting_ = true;
+    checkpoints_.run_ended();
     ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.limit_ooms = cgroup().memory_event("oom");
@@ -580,6 +601,32 @@ Result<void> Worker::stop_by_policy(Then then, std::string rule) {
     policy_rule_ = std::move(rule);
     begin_stop();
     return {};
+}
+
+Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    std::string trigger = "rule '" + rule + "'";
+    if (then == Then::keep_running)
+        return checkpoints_.request(trigger, "the worker keeps running", {});
+    auto after = [this, then, rule](const WorkerCheckpoints::Outcome& o) {
+        stop_after_checkpoint(then, rule, o);
+    };
+    return checkpoints_.request(trigger, "killing the worker", after);
+}
+
+// Written (or not usable): a clean stop. No answer in time: a kill.
+void Worker::stop_after_checkpoint(Then then, const std::string& rule,
+                                   const WorkerCheckpoints::Outcome& outcome) {
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;  // ended meanwhile
+    if (outcome.timed_out)
+        (void)kill_by_policy(then, rule);
+    else
+        (void)stop_by_policy(then, rule);
+}
+
+Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    return checkpoints_.request("infervisorctl", "the worker keeps running", std::move(finished));
 }
 
 }  // namespace infervisor

@@ -24,6 +24,7 @@
 #include "process/spawn_request.h"
 #include "supervise/exit_reason.h"
 #include "supervise/restart_tracker.h"
+#include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
 #include "supervise/worker_launch.h"
 #include "supervise/worker_state.h"
@@ -74,9 +75,15 @@ class Worker {
     Result<void> freeze();
     // cgroup.kill, then process_mrelease of the main process.
     Result<void> kill_by_policy(Then then, std::string rule = {});
-    // A clean stop (stop signal, timeout, cgroup.kill) until checkpointing
-    // exists; `then` as above.
+    // A clean stop (stop signal, timeout, cgroup.kill); `then` as above.
     Result<void> stop_by_policy(Then then, std::string rule = {});
+    // The checkpoint signal, then up to checkpoint.timeout for CHECKPOINT=1;
+    // then a clean stop (stop_by_policy), or nothing with Then::keep_running.
+    // No answer in time: kill_by_policy (with keep_running: only journaled).
+    Result<void> checkpoint_by_policy(Then then, std::string rule = {});
+    // A checkpoint by hand: the worker keeps running. `finished` as for
+    // WorkerCheckpoints::request (not called when this fails).
+    Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // The main process has exited and the run is being wound up.
@@ -95,7 +102,7 @@ class Worker {
     struct RunSetup {
         WorkerIdentity who;
         WorkDirLayout dirs;
-        std::filesystem::path checkpoint_dir;
+        WorkerCheckpoints::RunDirs checkpoints;
     };
 
     void launch();
@@ -113,6 +120,8 @@ class Worker {
     void arm_start_timeout();
     void on_start_timeout();
     void park(const ExitReason& reason);
+    void stop_after_checkpoint(Then then, const std::string& rule,
+                               const WorkerCheckpoints::Outcome& outcome);
     void after_empty(Done next, int polls = 0);
     void finish_run(const ExitReason& reason);
     void begin_stop();
@@ -147,6 +156,7 @@ class Worker {
     bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed
     std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;
+    WorkerCheckpoints checkpoints_;
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;

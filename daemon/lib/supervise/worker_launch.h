@@ -44,13 +44,15 @@ struct WorkerPaths {
     std::filesystem::path tmpdir;
     std::filesystem::path checkpoint_dir;
     std::filesystem::path credentials_dir;  // empty: no CREDENTIALS_DIRECTORY
+    std::optional<std::filesystem::path> restore_from;  // the newest complete checkpoint
 };
 
 // The complete environment: a minimal base (PATH, HOME, USER, LANG=C.UTF-8;
 // HOME is the work dir for a dynamic user),
 // the infervisor variables (NOTIFY_SOCKET, INFERVISOR_WORKER,
 // INFERVISOR_WORKDIR, TMPDIR, INFERVISOR_CHECKPOINT_DIR, WATCHDOG_USEC,
-// CREDENTIALS_DIRECTORY when the worker has credentials), then
+// CREDENTIALS_DIRECTORY when the worker has credentials,
+// INFERVISOR_RESTORE_FROM when there is a checkpoint), then
 // the spec's own `environment`, which may override the base but not the
 // infervisor variables.
 std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,

@@ -176,6 +176,29 @@ TEST(RuleConfig, ValidationChecksWhatNoSingleKeyCan) {
     EXPECT_EQ(errors.all().size(), 4u) << all;
 }
 
+TEST(RuleConfig, ACheckpointTakesThenAndOnlyItKeepsRunning) {
+    auto p = parse(R"(rules:
+  - {name: a, when: runtime > 2h, action: checkpoint, then: restart}
+  - {name: b, when: runtime > 2h, action: checkpoint, then: keep_running}
+  - {name: c, when: runtime > 2h, action: throttle, escalate_after: 1m, escalate_to: checkpoint, then: park}
+  - {name: d, when: runtime > 2h, action: kill, then: keep_running}
+  - {name: e, when: runtime > 2h, action: checkpoint, then: later}
+)");
+    ASSERT_EQ(p.errors.all().size(), 1u) << p.errors.format();
+    EXPECT_NE(p.errors.format().find(":7:"), std::string::npos) << p.errors.format();
+    EXPECT_NE(p.errors.format().find("'then' must be restart, park or keep_running, not 'later'"),
+              std::string::npos)
+        << p.errors.format();
+    EXPECT_EQ(p.rules[1].then, Then::keep_running);
+    ConfigErrors errors;
+    validate_rules(p.rules, errors);
+    std::string all = errors.format();
+    ASSERT_EQ(errors.all().size(), 1u) << all;
+    EXPECT_NE(all.find(":6:5: rule 'd': 'then: keep_running' needs 'action: checkpoint'"),
+              std::string::npos)
+        << all;
+}
+
 TEST(RuleConfig, ADisabledRuleNeedsNoCondition) {
     auto p = parse("rules:\n  - {name: stuck, enabled: false}\n");
     ASSERT_TRUE(p.errors.empty()) << p.errors.format();

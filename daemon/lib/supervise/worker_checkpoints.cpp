@@ -1,0 +1,261 @@
+#include "supervise/worker_checkpoints.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "base/signal_names.h"
+#include "base/units.h"
+
+namespace infervisor {
+
+namespace {
+
+std::string seconds_text(double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", seconds);
+    return buf;
+}
+
+double seconds_between(TimePoint from, TimePoint to) {
+    return std::chrono::duration<double>(to - from).count();
+}
+
+// Seconds since the checkpoint was published (the rename set its ctime).
+std::optional<double> age_of(const StoredCheckpoint& checkpoint) {
+    struct stat st;
+    if (::lstat(checkpoint.path.c_str(), &st) < 0) return std::nullopt;
+    timespec now;
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    return double(now.tv_sec - st.st_ctim.tv_sec) + double(now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
+}
+
+struct Recorded {
+    Result<uint64_t> bytes = uint64_t{0};
+    Result<void> trash;
+};
+
+}  // namespace
+
+WorkerCheckpoints::WorkerCheckpoints(boost::asio::io_context& io, const Clock& clock, Paths paths,
+                                     std::string worker, Emit emit)
+    : io_(io),
+      clock_(clock),
+      paths_(std::move(paths)),
+      worker_(std::move(worker)),
+      emit_(std::move(emit)),
+      timeout_timer_(io),
+      periodic_timer_(io) {}
+
+WorkerCheckpoints::~WorkerCheckpoints() {
+    timeout_timer_.cancel();
+    periodic_timer_.cancel();
+}
+
+std::string WorkerCheckpoints::last_good() const {
+    if (!store_ || !store_->newest()) return "none";
+    return store_->newest()->path.string();
+}
+
+Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid_t gid) {
+    auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
+    if (!store) return store.error();
+    store_.emplace(std::move(*store));
+    uid_ = uid;
+    gid_ = gid;
+    auto staging = store_->fresh_staging(uid, gid);
+    if (!staging) return staging.error();
+    offered_ = store_->newest();
+    if (store_->take_trash_flag()) empty_trash_in_background();
+    RunDirs dirs{*staging, std::nullopt};
+    if (offered_) dirs.restore_from = offered_->path;
+    return dirs;
+}
+
+void WorkerCheckpoints::run_started(Signaller signaller) {
+    signaller_ = std::move(signaller);
+    if (!offered_ || !store_) return;
+    Fields fields = {{"CHECKPOINT", offered_->path.string()},
+                     {"CHECKPOINT_SEQUENCE", std::to_string(offered_->sequence)}};
+    std::string numbers;
+    if (auto dir = store_->dup_dir()) {
+        if (auto info = CheckpointStore::read_info(dir->get(), offered_->sequence)) {
+            fields.emplace_back("CHECKPOINT_BYTES", std::to_string(info->bytes));
+            numbers = ", " + format_size(info->bytes);
+        }
+    }
+    if (auto age = age_of(*offered_)) {
+        fields.emplace_back("CHECKPOINT_AGE_SECONDS", seconds_text(*age));
+        numbers += ", written " + format_duration(Duration(int64_t(*age * 1000))) + " ago";
+    }
+    emit_(EventKind::checkpoint_restoring,
+          "started with INFERVISOR_RESTORE_FROM=" + offered_->path.string() + " (checkpoint " +
+              std::to_string(offered_->sequence) + numbers + ")",
+          std::move(fields));
+}
+
+void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
+    arm_periodic();
+    if (!announced || !offered_) return;
+    double seconds = seconds_between(started_at, clock_.now());
+    emit_(EventKind::checkpoint_restored,
+          "ready " + seconds_text(seconds) + " s after starting from checkpoint " +
+              std::to_string(offered_->sequence),
+          {{"CHECKPOINT", offered_->path.string()},
+           {"CHECKPOINT_SEQUENCE", std::to_string(offered_->sequence)},
+           {"RESTORE_SECONDS", seconds_text(seconds)}});
+}
+
+void WorkerCheckpoints::run_ended() {
+    signaller_ = nullptr;
+    periodic_timer_.cancel();
+    if (pending_) finish({false, false, "the run ended"});
+}
+
+Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late, Finished finished,
+                                        bool thaw) {
+    if (!signaller_) return plain_error("not running");
+    if (pending_) return plain_error("a checkpoint is already under way");
+    if (auto r = signaller_(spec_.signal, thaw); !r) return r;
+    pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
+    timeout_timer_.expires_after(spec_.timeout);
+    timeout_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) on_timeout();
+    });
+    return {};
+}
+
+void WorkerCheckpoints::finish(Outcome outcome) {
+    timeout_timer_.cancel();
+    auto pending = std::move(pending_);
+    pending_.reset();
+    if (pending && pending->finished) pending->finished(outcome);
+}
+
+void WorkerCheckpoints::on_timeout() {
+    if (!awaiting_answer()) return;
+    std::string last = last_good();
+    emit_(EventKind::checkpoint_failed,
+          "no CHECKPOINT=1 within " + format_duration(spec_.timeout) + " of " +
+              signal_name(spec_.signal) + " (" + pending_->trigger + "); " + pending_->if_late +
+              "; last good checkpoint: " + last,
+          {{"TRIGGER", pending_->trigger},
+           {"REASON", "timeout"},
+           {"TIMEOUT_MS", std::to_string(spec_.timeout.count())},
+           {"LAST_CHECKPOINT", last}});
+    finish({false, true, "no CHECKPOINT=1 within " + format_duration(spec_.timeout)});
+}
+
+void WorkerCheckpoints::on_checkpoint_message() {
+    if (!store_) return;
+    bool answer = awaiting_answer();
+    if (recording_ > 0 && !answer) {
+        deferred_ = true;  // handled once the previous one is recorded
+        return;
+    }
+    std::string trigger = answer ? pending_->trigger : "the worker itself";
+    std::optional<double> seconds;
+    if (answer) seconds = seconds_between(pending_->requested_at, clock_.now());
+    auto published = store_->publish();
+    if (!published) {
+        std::string last = last_good();
+        emit_(EventKind::checkpoint_failed,
+              "CHECKPOINT=1 (" + trigger + ") but " + published.error().message() +
+                  "; last good checkpoint: " + last,
+              {{"TRIGGER", trigger}, {"REASON", "unusable"}, {"LAST_CHECKPOINT", last}});
+        if (answer) finish({false, false, published.error().message()});
+        return;
+    }
+    if (answer) {
+        timeout_timer_.cancel();
+        pending_->published = published->sequence;
+    }
+    if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
+        spdlog::error("{}: no staging dir for the next checkpoint: {}", worker_,
+                      staging.error().message());
+    if (auto retired = store_->retire_beyond(static_cast<size_t>(spec_.keep)); !retired)
+        spdlog::error("{}: retiring old checkpoints: {}", worker_, retired.error().message());
+    (void)store_->take_trash_flag();  // the recording empties the trash
+    record_in_background(*published, seconds, trigger);
+}
+
+BackgroundWork& WorkerCheckpoints::background() {
+    if (!background_) background_ = std::make_unique<BackgroundWork>(io_);
+    return *background_;
+}
+
+void WorkerCheckpoints::empty_trash_in_background() {
+    auto dir = store_->dup_dir();
+    if (!dir) return spdlog::warn("{}: {}", worker_, dir.error().message());
+    auto fd = std::make_shared<UniqueFd>(std::move(*dir));
+    background().run<Result<void>>([fd] { return CheckpointStore::empty_trash(fd->get()); },
+                                   [worker = worker_](Result<void> r) {
+                                       if (!r) spdlog::warn("{}: {}", worker, r.error().message());
+                                   });
+}
+
+void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
+                                             std::optional<double> seconds, std::string trigger) {
+    auto dir = store_->dup_dir();
+    if (!dir) {
+        spdlog::error("{}: {}", worker_, dir.error().message());
+        return;
+    }
+    ++recording_;
+    auto fd = std::make_shared<UniqueFd>(std::move(*dir));
+    uint64_t sequence = published.sequence;
+    background().run<Recorded>(
+        [fd, sequence, seconds] {
+            Recorded r;
+            r.bytes = CheckpointStore::measure(fd->get(), sequence);
+            if (r.bytes)
+                (void)CheckpointStore::write_info(fd->get(), sequence, {*r.bytes, seconds});
+            r.trash = CheckpointStore::empty_trash(fd->get());
+            return r;
+        },
+        [this, published, seconds, trigger](Recorded r) {
+            --recording_;
+            if (!r.trash) spdlog::warn("{}: {}", worker_, r.trash.error().message());
+            Fields fields = {{"CHECKPOINT", published.path.string()},
+                             {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
+                             {"TRIGGER", trigger},
+                             {"KEEP", std::to_string(spec_.keep)}};
+            std::string numbers;
+            if (r.bytes) {
+                fields.emplace_back("CHECKPOINT_BYTES", std::to_string(*r.bytes));
+                numbers = format_size(*r.bytes);
+            } else {
+                numbers = "size unknown: " + r.bytes.error().message();
+            }
+            if (seconds) {
+                fields.emplace_back("CHECKPOINT_SECONDS", seconds_text(*seconds));
+                numbers += ", " + seconds_text(*seconds) + " s after the request";
+            }
+            emit_(EventKind::checkpoint_written,
+                  "checkpoint " + std::to_string(published.sequence) + " written to " +
+                      published.path.string() + " (" + trigger + ": " + numbers + ")",
+                  std::move(fields));
+            if (pending_ && pending_->published == published.sequence)
+                finish({true, false, published.path.string()});
+            if (recording_ == 0 && std::exchange(deferred_, false) && signaller_)
+                on_checkpoint_message();
+        });
+}
+
+void WorkerCheckpoints::arm_periodic() {
+    periodic_timer_.cancel();
+    if (spec_.interval <= Duration::zero()) return;
+    periodic_timer_.expires_after(spec_.interval);
+    periodic_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec || !signaller_) return;
+        if (!pending_) {
+            auto r = request("periodic", "the worker keeps running", {}, false);
+            if (!r) spdlog::warn("{}: periodic checkpoint: {}", worker_, r.error().message());
+        }
+        arm_periodic();
+    });
+}
+
+}  // namespace infervisor

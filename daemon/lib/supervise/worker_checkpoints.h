@@ -1,0 +1,135 @@
+// WorkerCheckpoints: the cooperative checkpoints of one Worker — the request
+// (signal, deadline), CHECKPOINT=1, publishing into the CheckpointStore, the
+// periodic timer, and what the next run is offered to restore from.
+//
+// Contract: all methods run on the event loop thread and none blocks: the
+// store's O(1) renames happen on the loop; measuring a checkpoint and
+// deleting retired ones run on a background thread of this object. Every
+// checkpoint and restore is journaled here with its numbers:
+//  - checkpoint-written when CHECKPOINT=1 published the staging dir (bytes,
+//    seconds from the request, trigger), whether requested or not;
+//  - checkpoint-failed when no CHECKPOINT=1 came within the timeout, or what
+//    was written could not be published; it names the last good checkpoint;
+//  - checkpoint-restoring when a run starts with INFERVISOR_RESTORE_FROM, and
+//    checkpoint-restored when that run sends READY=1 (seconds since start).
+// A request answers its `Finished` exactly once: once the checkpoint its
+// CHECKPOINT=1 published is recorded (or at once when nothing could be
+// published), at the timeout, or when the run ends first. Waiting for the
+// record keeps the journal in order (checkpoint-written before the stop). An unrequested
+// CHECKPOINT=1 that arrives while a checkpoint is still being measured is
+// handled after it, and any more meanwhile count as one (a worker flooding
+// them cannot queue unbounded work).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/paths.h"
+#include "base/result.h"
+#include "checkpoint/checkpoint_spec.h"
+#include "checkpoint/checkpoint_store.h"
+#include "journal/event.h"
+#include "supervise/background_work.h"
+
+namespace infervisor {
+
+class WorkerCheckpoints {
+  public:
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    using Emit = std::function<void(EventKind, std::string, Fields)>;
+    // Sends the checkpoint signal to the worker's main process; `thaw`: a
+    // frozen worker is thawed first (else refused: periodic checkpoints
+    // leave a frozen worker alone).
+    using Signaller = std::function<Result<void>(int sig, bool thaw)>;
+
+    struct Outcome {
+        bool published = false;  // a new complete checkpoint exists
+        bool timed_out = false;  // no CHECKPOINT=1 within the timeout
+        std::string detail;      // why not, in words
+    };
+    using Finished = std::function<void(const Outcome&)>;
+
+    // The directories a run is given.
+    struct RunDirs {
+        std::filesystem::path staging;                      // INFERVISOR_CHECKPOINT_DIR
+        std::optional<std::filesystem::path> restore_from;  // INFERVISOR_RESTORE_FROM
+    };
+
+    WorkerCheckpoints(boost::asio::io_context& io, const Clock& clock, Paths paths,
+                      std::string worker, Emit emit);
+    ~WorkerCheckpoints();
+    WorkerCheckpoints(const WorkerCheckpoints&) = delete;
+    WorkerCheckpoints& operator=(const WorkerCheckpoints&) = delete;
+
+    void set_spec(const CheckpointSpec& spec) { spec_ = spec; }
+
+    // Before a run: a fresh staging dir owned by uid:gid and the newest
+    // complete checkpoint. Then run_started() once the process exists.
+    Result<RunDirs> prepare_run(uid_t uid, gid_t gid);
+    void run_started(Signaller signaller);
+    // The run became `running`: periodic checkpoints start. `announced`:
+    // by READY=1 (then a restore is journaled as done, with its time).
+    void run_ready(TimePoint started_at, bool announced);
+    // The main process exited: timers stop, a pending request is answered.
+    void run_ended();
+
+    // Sends the signal and waits for CHECKPOINT=1. `trigger` says who asked
+    // ("rule 'growth'", "periodic", "infervisorctl"); `if_late` what the
+    // caller will do when the timeout passes ("killing the worker"), for the
+    // journal; `thaw` as for Signaller. Fails when no run is up or a
+    // request is already pending.
+    Result<void> request(std::string trigger, std::string if_late, Finished finished,
+                         bool thaw = true);
+    bool pending() const { return pending_.has_value(); }
+    // CHECKPOINT=1 from a process of the worker.
+    void on_checkpoint_message();
+
+    // The newest complete checkpoint, as a path for messages ("none").
+    std::string last_good() const;
+
+  private:
+    struct Pending {
+        std::string trigger;
+        std::string if_late;
+        TimePoint requested_at;
+        Finished finished;
+        std::optional<uint64_t> published;  // answered; being recorded
+    };
+    // A request is waiting for CHECKPOINT=1.
+    bool awaiting_answer() const { return pending_ && !pending_->published; }
+    void finish(Outcome outcome);
+    void on_timeout();
+    void arm_periodic();
+    BackgroundWork& background();
+    void empty_trash_in_background();
+    void record_in_background(const StoredCheckpoint& published, std::optional<double> seconds,
+                              std::string trigger);
+
+    boost::asio::io_context& io_;
+    const Clock& clock_;
+    Paths paths_;
+    std::string worker_;
+    Emit emit_;
+    CheckpointSpec spec_;
+    std::optional<CheckpointStore> store_;
+    uid_t uid_ = 0;
+    gid_t gid_ = 0;
+    Signaller signaller_;                      // set while a run is up
+    std::optional<StoredCheckpoint> offered_;  // what this run was given
+    std::optional<Pending> pending_;
+    int recording_ = 0;      // published checkpoints being measured
+    bool deferred_ = false;  // an unrequested CHECKPOINT=1 came meanwhile
+    boost::asio::steady_timer timeout_timer_;
+    boost::asio::steady_timer periodic_timer_;
+    std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
+};
+
+}  // namespace infervisor

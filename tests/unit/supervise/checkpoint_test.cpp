@@ -1,0 +1,148 @@
+// Cooperative checkpoints on real processes: the example worker writes its
+// served count into $INFERVISOR_CHECKPOINT_DIR on SIGUSR1 and answers
+// CHECKPOINT=1; the daemon publishes it, stops the worker, and the next run
+// is started with INFERVISOR_RESTORE_FROM and counts on from there.
+#include <gmock/gmock.h>
+
+#include <fstream>
+
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+class Checkpoints : public SupervisorFixture {
+  protected:
+    WorkerSpec counter(const std::string& name) const {
+        auto spec = example(name, {"--serve-interval-ms", "20"});
+        spec.notify = true;
+        spec.checkpoint.timeout = 20s;
+        return spec;
+    }
+    long served(const std::string& name) {
+        std::string status = supervisor_->find(name)->snapshot().status_text;
+        long n = 0;
+        std::sscanf(status.c_str(), "served %ld", &n);
+        return n;
+    }
+    // The served count the worker wrote into a checkpoint.
+    static long served_in(const fs::path& checkpoint) {
+        std::ifstream in(checkpoint / "checkpoint");
+        std::string line;
+        while (std::getline(in, line))
+            if (line.rfind("served=", 0) == 0) return std::stol(line.substr(7));
+        return -1;
+    }
+    fs::path store(const std::string& name) const {
+        return dir_->path() / "state/checkpoints" / name;
+    }
+    size_t complete_checkpoints(const std::string& name) const {
+        size_t n = 0;
+        for (const auto& e : fs::directory_iterator(store(name)))
+            n += e.is_directory() && e.path().filename().string().size() == 10;
+        return n;
+    }
+};
+
+TEST_F(Checkpoints, ACheckpointStopsTheWorkerAndTheNextRunResumesFromIt) {
+    supervisor_->apply(config({counter("count")}));
+    run_until_event("count", K::ready);
+    run_until([&] { return served("count") >= 10; });
+    Worker* w = supervisor_->find("count");
+    ASSERT_TRUE(w->checkpoint_by_policy(Then::restart, "growth").ok());
+    run_until_event("count", K::checkpoint_written);
+    run_until_event("count", K::ready, 2);
+
+    const Event* written = last("count", K::checkpoint_written);
+    fs::path first = field(*written, "CHECKPOINT");
+    EXPECT_EQ(first, store("count") / "0000000001");
+    EXPECT_EQ(field(*written, "TRIGGER"), "rule 'growth'");
+    EXPECT_NE(field(*written, "CHECKPOINT_BYTES"), "");
+    EXPECT_NE(field(*written, "CHECKPOINT_SECONDS"), "");
+    long at_checkpoint = served_in(first);
+    EXPECT_GE(at_checkpoint, 10);
+
+    // The run ended as a policy stop and was restarted with the checkpoint.
+    const Event* exited = last("count", K::exited);
+    EXPECT_EQ(field(*exited, "EXIT_CODE"), "0");  // it stopped on SIGTERM
+    const Event* restoring = last("count", K::checkpoint_restoring);
+    ASSERT_NE(restoring, nullptr);
+    EXPECT_EQ(field(*restoring, "CHECKPOINT"), first.string());
+    EXPECT_EQ(field(*restoring, "CHECKPOINT_SEQUENCE"), "1");
+    EXPECT_EQ(field(*restoring, "CHECKPOINT_BYTES"), field(*written, "CHECKPOINT_BYTES"));
+    EXPECT_EQ(count("count", K::checkpoint_restored), 1u);
+
+    // It counts on from the checkpoint: its next checkpoint holds more.
+    ASSERT_TRUE(supervisor_->find("count")->checkpoint_now().ok());
+    run_until_event("count", K::checkpoint_written, 2);
+    fs::path second = field(*last("count", K::checkpoint_written), "CHECKPOINT");
+    EXPECT_EQ(second, store("count") / "0000000002");
+    EXPECT_GE(served_in(second), at_checkpoint);
+    EXPECT_EQ(supervisor_->find("count")->state(), WorkerState::running);
+}
+
+TEST_F(Checkpoints, AWorkerThatDoesNotAnswerIsKilledAndTheJournalNamesItsLastCheckpoint) {
+    auto spec = counter("deaf");
+    spec.checkpoint.signal = SIGWINCH;  // ignored by the worker: it never answers
+    spec.checkpoint.timeout = 300ms;
+    spec.restart.mode = RestartMode::never;
+    supervisor_->apply(config({spec}));
+    run_until_event("deaf", K::ready);
+    ASSERT_TRUE(supervisor_->find("deaf")->checkpoint_by_policy(Then::park, "growth").ok());
+    run_until_event("deaf", K::parked);
+
+    const Event* failed = last("deaf", K::checkpoint_failed);
+    ASSERT_NE(failed, nullptr);
+    EXPECT_EQ(field(*failed, "REASON"), "timeout");
+    EXPECT_EQ(field(*failed, "LAST_CHECKPOINT"), "none");
+    EXPECT_EQ(field(*failed, "TIMEOUT_MS"), "300");
+    EXPECT_THAT(failed->message, HasSubstr("no CHECKPOINT=1 within 300ms of SIGWINCH"));
+    EXPECT_THAT(failed->message, HasSubstr("killing the worker"));
+    EXPECT_EQ(field(*last("deaf", K::exited), "EXIT_SIGNAL"), "SIGKILL");
+    EXPECT_EQ(count("deaf", K::checkpoint_written), 0u);
+}
+
+TEST_F(Checkpoints, KeepRunningAndPeriodicCheckpointsKeepOnlyTheNewest) {
+    auto spec = counter("steady");
+    spec.checkpoint.interval = 200ms;
+    spec.checkpoint.keep = 2;
+    supervisor_->apply(config({spec}));
+    run_until_event("steady", K::ready);
+    run_until_event("steady", K::checkpoint_written, 2);
+    // A periodic one may be under way: then the rule's request is refused.
+    Worker* w = supervisor_->find("steady");
+    run_until([&] { return w->checkpoint_by_policy(Then::keep_running, "r").ok(); });
+    run_until([&] {
+        for (const auto& e : events_)
+            if (e.kind == K::checkpoint_written && field(e, "TRIGGER") == "rule 'r'") return true;
+        return false;
+    });
+    run_until_event("steady", K::checkpoint_written, 4);
+
+    EXPECT_EQ(supervisor_->find("steady")->state(), WorkerState::running);
+    EXPECT_EQ(count("steady", K::exited), 0u);
+    EXPECT_EQ(complete_checkpoints("steady"), 2u);
+    EXPECT_TRUE(fs::exists(store("steady") / "staging"));
+}
+
+TEST_F(Checkpoints, ARunThatDiesWhileCheckpointingIsNotOfferedItsHalfWrittenState) {
+    auto spec = counter("torn");
+    spec.checkpoint.signal = SIGWINCH;
+    supervisor_->apply(config({spec}));
+    run_until_event("torn", K::ready);
+    // It writes part of a checkpoint, then dies without CHECKPOINT=1.
+    std::ofstream(store("torn") / "staging/checkpoint") << "served=999999\n";
+    ASSERT_TRUE(supervisor_->find("torn")->kill(SIGKILL).ok());
+    run_until_event("torn", K::ready, 2);
+    EXPECT_EQ(count("torn", K::checkpoint_restoring), 0u);
+    EXPECT_TRUE(fs::is_empty(store("torn") / "staging"));
+    EXPECT_EQ(complete_checkpoints("torn"), 0u);
+}
+
+}  // namespace
+}  // namespace infervisor::testing

@@ -1,0 +1,196 @@
+#!/bin/bash
+# Cooperative checkpoints on a real kernel, with the example worker (it writes
+# its served count into $INFERVISOR_CHECKPOINT_DIR on SIGUSR1, answers
+# CHECKPOINT=1, and counts on from $INFERVISOR_RESTORE_FROM):
+#  1. a memory rule with `action: checkpoint, then: restart` checkpoints a
+#     growing worker, stops it, and the restart resumes from its count;
+#  2. a worker that ignores the checkpoint signal is killed after the timeout,
+#     and the journal names its last good checkpoint;
+#  3. periodic checkpoints survive a `kill -9` of the worker: the restart
+#     resumes from the newest one.
+# Guest time: about 60-90 s for the three under load.
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+at_exit systemctl stop infervisord
+at_exit dump_state
+
+main_config=$ivd_conf/infervisor.yaml
+main_config_saved=/run/vmtest-140-checkpoint-main.yaml
+store=/var/lib/infervisor/checkpoints
+
+# Samples every second, so that the memory rule acts within seconds.
+use_fast_sampling() {
+	if [[ ! -e $main_config_saved ]]; then
+		cp "$main_config" "$main_config_saved"
+		at_exit cp "$main_config_saved" "$main_config"
+	fi
+	{
+		grep -Ev '^(sample_interval):' "$main_config_saved"
+		echo "sample_interval: 1s"
+	} >"$main_config"
+}
+
+# served_in CHECKPOINT_DIR: the count the worker wrote into it.
+served_in() { sed -n 's/^served=//p' "$1/checkpoint"; }
+
+# last_served WORKER: the number of its newest "served request N" line.
+last_served() {
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
+		sed -n 's/.*served request \([0-9]*\).*/\1/p' | tail -n1
+}
+served_beyond() { local n; n=$(last_served "$1"); [[ -n $n ]] && ((n > $2)); }
+
+# newest_checkpoint WORKER: the newest complete checkpoint's directory.
+newest_checkpoint() {
+	find "$store/$1" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' | sort | tail -n1
+}
+
+no_default_rules() {
+	cat <<-YAML
+		    rules:
+		      - {name: runaway-growth, enabled: false}
+		      - {name: memory-pressure, enabled: false}
+	YAML
+}
+
+memory_rule_checkpoints_and_the_restart_resumes() {
+	install_infervisor
+	use_fast_sampling
+	rm -rf "${store:?}/grower"
+	{
+		cat <<-YAML
+			workers:
+			  - name: grower
+			    command: [$ivd_example_worker, --serve-interval-ms, "200", --leak-mb-per-s, "2"]
+			    notify: true
+			    memory: {max: 256M}
+			    restart: {policy: on-failure, backoff_initial: 1s}
+			    checkpoint: {timeout: 60s}
+		YAML
+		no_default_rules
+		cat <<-YAML
+			      - {name: too-big, when: "memory.current > 24M for 1s", action: checkpoint, then: restart}
+		YAML
+	} | use_workers checkpoint.yaml
+	fresh_daemon
+	wait_until 300 has_events grower checkpoint-restoring 1
+	wait_until 300 has_events grower ready 2
+
+	assert_eq "started ready policy-action:too-big checkpoint-written exited restarting started checkpoint-restoring ready checkpoint-restored" \
+		"$(event_sequence grower | cut -d' ' -f1-10)" "grower's events"
+	assert_eq checkpoint "$(event_field grower policy-action ACTION | head -n1)" "action"
+	local checkpoint served
+	checkpoint=$(event_field grower checkpoint-written CHECKPOINT | head -n1)
+	assert_eq "$store/grower/0000000001" "$checkpoint" "published checkpoint"
+	assert_eq "rule 'too-big'" "$(event_field grower checkpoint-written TRIGGER | head -n1)" "trigger"
+	assert_cmd test "$(event_field grower checkpoint-written CHECKPOINT_BYTES | head -n1)" -gt 0
+	log "checkpoint: $(ivd_journal INFERVISOR_WORKER=grower INFERVISOR_EVENT=checkpoint-written -o cat | head -n1)"
+	# Stopped by its stop signal, not killed.
+	assert_eq 0 "$(event_field grower exited EXIT_CODE | head -n1)" "exit code"
+	assert_eq "$checkpoint" "$(event_field grower checkpoint-restoring CHECKPOINT | head -n1)" "restored from"
+	log "restore: $(ivd_journal INFERVISOR_WORKER=grower INFERVISOR_EVENT=checkpoint-restored -o cat | head -n1)"
+
+	# The new run says it resumed, and counts on from the checkpoint.
+	served=$(served_in "$checkpoint")
+	assert_cmd test "$served" -gt 0
+	wait_until 120 journal_has_resumed grower "$checkpoint" "$served"
+	wait_until 120 served_beyond grower "$served"
+	assert_cmd test "$(stat -c %U "$checkpoint")" = "$(stat -c %U "$store/grower/staging")"
+	assert_eq root "$(stat -c %U "$store/grower")" "owner of the store"
+}
+
+journal_has_resumed() { # WORKER CHECKPOINT SERVED
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
+		grep -qF "resumed from $2 (served $3 requests before)"
+}
+run_scenario memory-rule-checkpoints-the-worker-and-its-restart-resumes memory_rule_checkpoints_and_the_restart_resumes
+
+a_worker_that_ignores_the_signal_is_killed() {
+	install_infervisor
+	use_fast_sampling
+	rm -rf "${store:?}/deaf"
+	# First it checkpoints (every 2 s) ...
+	use_workers checkpoint.yaml <<-YAML
+		workers:
+		  - name: deaf
+		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+		    notify: true
+		    memory: {max: 64M}
+		    checkpoint: {interval: 2s, timeout: 60s}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events deaf checkpoint-written 1
+	# ... then it is asked with a signal it does not handle (SIGWINCH is
+	# ignored by default), by a rule that would stop it.
+	{
+		cat <<-YAML
+			workers:
+			  - name: deaf
+			    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+			    notify: true
+			    memory: {max: 64M}
+			    restart: {policy: always}
+			    checkpoint: {signal: SIGWINCH, timeout: 5s}
+		YAML
+		no_default_rules
+		cat <<-YAML
+			      - {name: late, when: "runtime > 3s", action: checkpoint, then: park}
+		YAML
+	} | use_workers checkpoint.yaml
+	systemctl reload infervisord
+	wait_until 300 has_events deaf parked 1
+
+	# The newest complete checkpoint (a periodic one of the first config).
+	local good
+	good=$(newest_checkpoint deaf)
+	assert_ne "" "$good" "a good checkpoint"
+	assert_eq "$good" "$(event_field deaf checkpoint-restoring CHECKPOINT | tail -n1)" "offered on the new start"
+	assert_eq timeout "$(event_field deaf checkpoint-failed REASON | tail -n1)" "reason"
+	assert_eq "$good" "$(event_field deaf checkpoint-failed LAST_CHECKPOINT | tail -n1)" "last good checkpoint named"
+	local message
+	message=$(ivd_journal INFERVISOR_WORKER=deaf INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)
+	log "journal: $message"
+	assert_contains "$message" "no CHECKPOINT=1 within 5s of SIGWINCH"
+	assert_contains "$message" "killing the worker"
+	assert_eq SIGKILL "$(event_field deaf exited EXIT_SIGNAL | tail -n1)" "exit signal"
+	assert_eq late "$(event_field deaf parked RULE)" "parked by"
+	assert_cmd test -s "$good/checkpoint"
+}
+run_scenario a-worker-that-ignores-the-checkpoint-signal-is-killed a_worker_that_ignores_the_signal_is_killed
+
+periodic_checkpoints_survive_kill_9() {
+	install_infervisor
+	rm -rf "${store:?}/steady"
+	use_workers checkpoint.yaml <<-YAML
+		workers:
+		  - name: steady
+		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+		    notify: true
+		    memory: {max: 64M}
+		    restart: {policy: always, backoff_initial: 1s}
+		    checkpoint: {interval: 2s, keep: 2}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events steady checkpoint-written 3
+	local before offered served
+	before=$(event_field steady checkpoint-written CHECKPOINT | tail -n1)
+	kill -9 "$(main_pid steady)"
+	wait_until 300 has_events steady ready 2
+
+	# The newest: the last one journaled before the kill, or one published
+	# between that and the kill.
+	offered=$(event_field steady checkpoint-restoring CHECKPOINT | tail -n1)
+	assert_eq "$store/steady" "${offered%/*}" "offered from the store"
+	assert_cmd test "${offered##*/}" -ge "${before##*/}"
+	assert_eq SIGKILL "$(event_field steady exited EXIT_SIGNAL | head -n1)" "killed"
+	served=$(served_in "$offered")
+	log "restarted from $offered (served $served)"
+	wait_until 120 journal_has_resumed steady "$offered" "$served"
+	wait_until 120 served_beyond steady "$served"
+	# Retention: never more than `keep` complete checkpoints.
+	local complete
+	complete=$(find "$store/steady" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' | wc -l)
+	assert_cmd test "$complete" -le 2
+}
+run_scenario periodic-checkpoints-survive-kill-9 periodic_checkpoints_survive_kill_9
