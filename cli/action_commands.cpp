@@ -1,4 +1,5 @@
-// start|stop|restart NAME..., kill [--signal SIG] NAME, reload, remove-workdir NAME
+// start|stop|restart|checkpoint NAME..., kill [--signal SIG] NAME, reload,
+// remove-workdir NAME
 #include <iostream>
 #include <memory>
 
@@ -58,6 +59,10 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
     add_names_command(app, ctx, "restart", "io.infervisor.Supervisor.Restart",
                       "Stop, then start workers; waits until they run again",
                       "Examples:\n  infervisorctl restart llama whisper");
+    add_names_command(app, ctx, "checkpoint", "io.infervisor.Supervisor.Checkpoint",
+                      "Ask workers for a checkpoint; waits until each is written",
+                      "The workers keep running; their next start restores from it.\n"
+                      "Examples:\n  infervisorctl checkpoint llama");
 
     struct KillArgs {
         std::string name;

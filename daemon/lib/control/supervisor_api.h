@@ -168,6 +168,9 @@ class SupervisorApi {
     virtual void stop(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void restart(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void kill(const std::string& name, int signal, ActionDone done) = 0;
+    // A cooperative checkpoint of each worker (they keep running); settles
+    // when every checkpoint is written or has failed.
+    virtual void checkpoint(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void reload(ReloadDone done) = 0;
     // Deletes the work dir of a worker that is no longer configured (kept by
     // default when a worker is removed). Fails (ActionOutcome failed, naming

@@ -82,6 +82,7 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.Supervisor.Stop", {true, &VarlinkService::stop}},
         {"io.infervisor.Supervisor.Restart", {true, &VarlinkService::restart}},
         {"io.infervisor.Supervisor.Kill", {true, &VarlinkService::kill}},
+        {"io.infervisor.Supervisor.Checkpoint", {true, &VarlinkService::checkpoint}},
         {"io.infervisor.Supervisor.Reload", {true, &VarlinkService::reload}},
         {"io.infervisor.Supervisor.RemoveWorkDir", {true, &VarlinkService::remove_workdir}},
         {"io.infervisor.Supervisor.Validate", {false, &VarlinkService::validate}},
@@ -216,6 +217,14 @@ void VarlinkService::kill(const VarlinkCall& call, const Sink& sink) {
     params.optional_integer("signal", signal, 1, SIGRTMAX);
     if (rejected(params, sink)) return;
     supervisor_.kill(name, static_cast<int>(signal.value_or(SIGTERM)), complete_action(sink));
+}
+
+void VarlinkService::checkpoint(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.checkpoint(names, complete_action(sink));
 }
 
 void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {

@@ -75,6 +75,7 @@ class VarlinkService {
     void stop(const VarlinkCall& call, const Sink& sink);
     void restart(const VarlinkCall& call, const Sink& sink);
     void kill(const VarlinkCall& call, const Sink& sink);
+    void checkpoint(const VarlinkCall& call, const Sink& sink);
     void reload(const VarlinkCall& call, const Sink& sink);
     void remove_workdir(const VarlinkCall& call, const Sink& sink);
     void validate(const VarlinkCall& call, const Sink& sink);

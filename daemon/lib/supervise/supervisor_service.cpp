@@ -68,6 +68,11 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
          {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
         {"notify", s.notify},
         {"watchdog", format_duration(s.watchdog)},
+        {"checkpoint",
+         {{"signal", signal_name(s.checkpoint.signal)},
+          {"timeout", format_duration(s.checkpoint.timeout)},
+          {"interval", format_duration(s.checkpoint.interval)},
+          {"keep", s.checkpoint.keep}}},
         {"priority", s.priority},
         {"protected", s.is_protected},
         {"workdir", s.workdir.workdir.string()},
@@ -211,6 +216,30 @@ void SupervisorService::kill(const std::string& name, int signal, ActionDone don
     if (!w) return done(ActionOutcome::not_found(name));
     auto r = w->kill(signal);
     done(r ? ActionOutcome::success() : ActionOutcome::failure(name, r.error().message()));
+}
+
+void SupervisorService::checkpoint(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    if (workers->empty()) return done(ActionOutcome::success());
+    // Answered once: with the first failure, or success when all are written.
+    struct Tally {
+        size_t remaining;
+        ActionDone done;
+        std::optional<ActionOutcome> failure;
+    };
+    auto tally = std::make_shared<Tally>(Tally{workers->size(), std::move(done), std::nullopt});
+    auto settle = [tally](const std::string& name, bool ok, const std::string& why) {
+        if (!ok && !tally->failure) tally->failure = ActionOutcome::failure(name, why);
+        if (--tally->remaining == 0) tally->done(tally->failure.value_or(ActionOutcome::success()));
+    };
+    for (Worker* w : *workers) {
+        std::string name = w->name();
+        auto r = w->checkpoint_now([settle, name](const WorkerCheckpoints::Outcome& o) {
+            settle(name, o.published, o.detail);
+        });
+        if (!r) settle(name, false, r.error().message());
+    }
 }
 
 void SupervisorService::reload(ReloadDone done) { reload_(std::move(done)); }

@@ -117,6 +117,15 @@ void FakeSupervisor::kill(const std::string& name, int signal, ActionDone done) 
     done(ActionOutcome::success());
 }
 
+void FakeSupervisor::checkpoint(const std::vector<std::string>& names, ActionDone done) {
+    for (const auto& n : names)
+        if (!find(n)) return done(ActionOutcome::not_found(n));
+    std::string record = "checkpoint";
+    for (const auto& n : names) record += " " + n;
+    actions.push_back(record);
+    done(ActionOutcome::success());
+}
+
 void FakeSupervisor::reload(ReloadDone done) {
     actions.push_back("reload");
     done(next_reload);

@@ -75,10 +75,13 @@ TEST_F(InfervisorctlTest, StartsStopsRestartsAndKills) {
     EXPECT_EQ(ctl({"kill", "llama"}).exit_code, 0);
     EXPECT_EQ(ctl({"kill", "--signal", "KILL", "llama"}).exit_code, 0);
     EXPECT_EQ(ctl({"kill", "-s", "SIGUSR1", "llama"}).exit_code, 0);
+    EXPECT_EQ(ctl({"checkpoint", "llama", "whisper"}).exit_code, 0);
+    EXPECT_EQ(ctl({"checkpoint", "nope"}).exit_code, 3);
     server.on_loop([](FakeSupervisor& fake) {
         EXPECT_EQ(fake.actions,
                   (std::vector<std::string>{"stop llama", "start llama whisper", "restart whisper",
-                                            "kill llama 15", "kill llama 9", "kill llama 10"}));
+                                            "kill llama 15", "kill llama 9", "kill llama 10",
+                                            "checkpoint llama whisper"}));
     });
 }
 

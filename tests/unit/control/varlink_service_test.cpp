@@ -137,7 +137,7 @@ TEST_F(VarlinkServiceTest, CompletesLaterAndSkipsACallerThatLeft) {
 
 TEST_F(VarlinkServiceTest, ChangesNeedRootOrTheControlGroup) {
     peer = {1000, 1000, 77, {10, 20}};
-    for (const char* method : {"Start", "Stop", "Restart"}) {
+    for (const char* method : {"Start", "Stop", "Restart", "Checkpoint"}) {
         auto sink = call(std::string("io.infervisor.Supervisor.") + method, {{"names", {"llama"}}});
         EXPECT_EQ(sink->last().error, err::kPermissionDenied) << method;
     }
