@@ -91,12 +91,18 @@ TEST_F(PolicyRunnerTest, DryRunDecidesAndJournalsButDoesNotAct) {
     EXPECT_EQ(supervisor_->find("calm")->state(), WorkerState::running);
 }
 
-TEST_F(PolicyRunnerTest, CheckpointActionStopsCleanlyWithTheStopSignal) {
+TEST_F(PolicyRunnerTest, CheckpointActionCheckpointsThenStopsCleanlyWithTheStopSignal) {
     start(with_rule(example("tidy", {}),
                     "[{name: too-long, when: 'runtime > 300ms', action: checkpoint, then: park}]"));
     run_until([&] { return supervisor_->find("tidy")->state() == WorkerState::parked; });
+    EXPECT_EQ(field(*last("tidy", K::checkpoint_written), "TRIGGER"), "rule 'too-long'");
     EXPECT_EQ(field(*last("tidy", K::exited), "EXIT_CODE"), "0");  // exited on SIGTERM
     EXPECT_EQ(count("tidy", K::stop_escalated), 0u);
+    std::vector<K> order;
+    for (K k : kinds_of("tidy"))
+        if (k == K::policy_action || k == K::checkpoint_written || k == K::exited)
+            order.push_back(k);
+    EXPECT_EQ(order, (std::vector<K>{K::policy_action, K::checkpoint_written, K::exited}));
 }
 
 TEST_F(PolicyRunnerTest, AKernelNotificationEvaluatesWithoutWaitingForTheTick) {
