@@ -129,7 +129,8 @@ TEST(RuleConfig, ReportsBadKeysAndValues) {
                        "not 'explode'"),
               std::string::npos)
         << all;
-    EXPECT_NE(all.find(":5:11: 'then' must be restart or park, not 'reboot'"), std::string::npos)
+    EXPECT_NE(all.find(":5:11: 'then' must be restart, park or keep_running, not 'reboot'"),
+              std::string::npos)
         << all;
     EXPECT_NE(all.find(":6:18: 'throttle_to' must be a percentage between 0% and 100%"),
               std::string::npos)
@@ -185,7 +186,7 @@ TEST(RuleConfig, ACheckpointTakesThenAndOnlyItKeepsRunning) {
   - {name: e, when: runtime > 2h, action: checkpoint, then: later}
 )");
     ASSERT_EQ(p.errors.all().size(), 1u) << p.errors.format();
-    EXPECT_NE(p.errors.format().find(":7:"), std::string::npos) << p.errors.format();
+    EXPECT_NE(p.errors.format().find(":6:"), std::string::npos) << p.errors.format();
     EXPECT_NE(p.errors.format().find("'then' must be restart, park or keep_running, not 'later'"),
               std::string::npos)
         << p.errors.format();
@@ -194,7 +195,7 @@ TEST(RuleConfig, ACheckpointTakesThenAndOnlyItKeepsRunning) {
     validate_rules(p.rules, errors);
     std::string all = errors.format();
     ASSERT_EQ(errors.all().size(), 1u) << all;
-    EXPECT_NE(all.find(":6:5: rule 'd': 'then: keep_running' needs 'action: checkpoint'"),
+    EXPECT_NE(all.find(":5:5: rule 'd': 'then: keep_running' needs 'action: checkpoint'"),
               std::string::npos)
         << all;
 }

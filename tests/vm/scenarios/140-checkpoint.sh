@@ -34,12 +34,24 @@ use_fast_sampling() {
 # served_in CHECKPOINT_DIR: the count the worker wrote into it.
 served_in() { sed -n 's/^served=//p' "$1/checkpoint"; }
 
-# last_served WORKER: the number of its newest "served request N" line.
-last_served() {
+# resumed_count WORKER CHECKPOINT: the count a run says it resumed from.
+resumed_count() {
 	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
-		sed -n 's/.*served request \([0-9]*\).*/\1/p' | tail -n1
+		grep -F "resumed from $2 (served " | head -n1 | sed 's/.*(served \([0-9]*\) requests before).*/\1/'
 }
-served_beyond() { local n; n=$(last_served "$1"); [[ -n $n ]] && ((n > $2)); }
+has_resumed() { [[ -n $(resumed_count "$1" "$2") ]]; }
+
+# first_served_after_resume WORKER CHECKPOINT: N of the first "served
+# request N" line after the run that resumed from CHECKPOINT said so.
+first_served_after_resume() {
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
+		awk -v from="resumed from $2 (" '
+			index($0, from) { resumed = 1; next }
+			resumed && match($0, /served request [0-9]+/) {
+				print substr($0, RSTART + 15, RLENGTH - 15); exit
+			}'
+}
+served_after_resume() { [[ -n $(first_served_after_resume "$1" "$2") ]]; }
 
 # newest_checkpoint WORKER: the newest complete checkpoint's directory.
 newest_checkpoint() {
@@ -66,7 +78,7 @@ memory_rule_checkpoints_and_the_restart_resumes() {
 			    notify: true
 			    memory: {max: 256M}
 			    restart: {policy: on-failure, backoff_initial: 1s}
-			    checkpoint: {timeout: 60s}
+			    checkpoint: {timeout: 60s, keep: 20}
 		YAML
 		no_default_rules
 		cat <<-YAML
@@ -91,19 +103,19 @@ memory_rule_checkpoints_and_the_restart_resumes() {
 	assert_eq "$checkpoint" "$(event_field grower checkpoint-restoring CHECKPOINT | head -n1)" "restored from"
 	log "restore: $(ivd_journal INFERVISOR_WORKER=grower INFERVISOR_EVENT=checkpoint-restored -o cat | head -n1)"
 
-	# The new run says it resumed, and counts on from the checkpoint.
+	# The new run says it resumed from the count in the checkpoint, and
+	# counts on from there.
 	served=$(served_in "$checkpoint")
 	assert_cmd test "$served" -gt 0
-	wait_until 120 journal_has_resumed grower "$checkpoint" "$served"
-	wait_until 120 served_beyond grower "$served"
+	wait_until 120 has_resumed grower "$checkpoint"
+	assert_eq "$served" "$(resumed_count grower "$checkpoint")" "count resumed from"
+	wait_until 120 served_after_resume grower "$checkpoint"
+	assert_eq $((served + 1)) "$(first_served_after_resume grower "$checkpoint")" "next request"
+
 	assert_cmd test "$(stat -c %U "$checkpoint")" = "$(stat -c %U "$store/grower/staging")"
 	assert_eq root "$(stat -c %U "$store/grower")" "owner of the store"
 }
 
-journal_has_resumed() { # WORKER CHECKPOINT SERVED
-	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
-		grep -qF "resumed from $2 (served $3 requests before)"
-}
 run_scenario memory-rule-checkpoints-the-worker-and-its-restart-resumes memory_rule_checkpoints_and_the_restart_resumes
 
 a_worker_that_ignores_the_signal_is_killed() {
@@ -184,10 +196,14 @@ periodic_checkpoints_survive_kill_9() {
 	assert_eq "$store/steady" "${offered%/*}" "offered from the store"
 	assert_cmd test "${offered##*/}" -ge "${before##*/}"
 	assert_eq SIGKILL "$(event_field steady exited EXIT_SIGNAL | head -n1)" "killed"
-	served=$(served_in "$offered")
+	# (Retention may have deleted it by now: the count comes from the worker.)
+	wait_until 120 has_resumed steady "$offered"
+	served=$(resumed_count steady "$offered")
 	log "restarted from $offered (served $served)"
-	wait_until 120 journal_has_resumed steady "$offered" "$served"
-	wait_until 120 served_beyond steady "$served"
+	assert_cmd test "$served" -gt 0
+	wait_until 120 served_after_resume steady "$offered"
+	assert_eq $((served + 1)) "$(first_served_after_resume steady "$offered")" "next request"
+
 	# Retention: never more than `keep` complete checkpoints.
 	local complete
 	complete=$(find "$store/steady" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' | wc -l)
