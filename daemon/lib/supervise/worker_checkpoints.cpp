@@ -19,6 +19,9 @@ std::string seconds_text(double seconds) {
     return buf;
 }
 
+// Unrequested checkpoints closer together than this are ignored.
+constexpr Duration kMinUnrequestedGap = std::chrono::seconds(1);
+
 double seconds_between(TimePoint from, TimePoint to) {
     return std::chrono::duration<double>(to - from).count();
 }
@@ -148,6 +151,20 @@ void WorkerCheckpoints::on_timeout() {
     finish({false, true, "no CHECKPOINT=1 within " + format_duration(spec_.timeout)});
 }
 
+void WorkerCheckpoints::report_unusable(const std::string& trigger, const Error& error,
+                                        bool answer) {
+    // Unrequested ones are the worker's own doing: the first few, then every 100th.
+    size_t n = answer ? 0 : ++unusable_unrequested_;
+    if (answer || n <= 5 || n % 100 == 0) {
+        std::string last = last_good();
+        emit_(EventKind::checkpoint_failed,
+              "CHECKPOINT=1 (" + trigger + ") but " + error.message() +
+                  "; last good checkpoint: " + last,
+              {{"TRIGGER", trigger}, {"REASON", "unusable"}, {"LAST_CHECKPOINT", last}});
+    }
+    if (answer) finish({false, false, error.message()});
+}
+
 void WorkerCheckpoints::on_checkpoint_message() {
     if (!store_) return;
     bool answer = awaiting_answer();
@@ -155,19 +172,17 @@ void WorkerCheckpoints::on_checkpoint_message() {
         deferred_ = true;  // handled once the previous one is recorded
         return;
     }
+    if (!answer && last_published_ && clock_.now() - *last_published_ < kMinUnrequestedGap) {
+        spdlog::debug("{}: CHECKPOINT=1 within {} of the last checkpoint; ignored", worker_,
+                      format_duration(kMinUnrequestedGap));
+        return;
+    }
     std::string trigger = answer ? pending_->trigger : "the worker itself";
     std::optional<double> seconds;
     if (answer) seconds = seconds_between(pending_->requested_at, clock_.now());
     auto published = store_->publish();
-    if (!published) {
-        std::string last = last_good();
-        emit_(EventKind::checkpoint_failed,
-              "CHECKPOINT=1 (" + trigger + ") but " + published.error().message() +
-                  "; last good checkpoint: " + last,
-              {{"TRIGGER", trigger}, {"REASON", "unusable"}, {"LAST_CHECKPOINT", last}});
-        if (answer) finish({false, false, published.error().message()});
-        return;
-    }
+    if (!published) return report_unusable(trigger, published.error(), answer);
+    last_published_ = clock_.now();
     if (answer) {
         timeout_timer_.cancel();
         pending_->published = published->sequence;

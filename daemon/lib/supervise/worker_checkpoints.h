@@ -17,8 +17,10 @@
 // published), at the timeout, or when the run ends first. Waiting for the
 // record keeps the journal in order (checkpoint-written before the stop). An unrequested
 // CHECKPOINT=1 that arrives while a checkpoint is still being measured is
-// handled after it, and any more meanwhile count as one (a worker flooding
-// them cannot queue unbounded work).
+// handled after it, and any more meanwhile count as one; one within a second
+// of the previous checkpoint is ignored, and unusable unrequested ones are
+// journaled at a bounded rate (a worker flooding them cannot queue unbounded
+// work or flood the journal).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -106,6 +108,7 @@ class WorkerCheckpoints {
     // A request is waiting for CHECKPOINT=1.
     bool awaiting_answer() const { return pending_ && !pending_->published; }
     void finish(Outcome outcome);
+    void report_unusable(const std::string& trigger, const Error& error, bool answer);
     void on_timeout();
     void arm_periodic();
     BackgroundWork& background();
@@ -125,8 +128,10 @@ class WorkerCheckpoints {
     Signaller signaller_;                      // set while a run is up
     std::optional<StoredCheckpoint> offered_;  // what this run was given
     std::optional<Pending> pending_;
-    int recording_ = 0;      // published checkpoints being measured
-    bool deferred_ = false;  // an unrequested CHECKPOINT=1 came meanwhile
+    std::optional<TimePoint> last_published_;
+    size_t unusable_unrequested_ = 0;  // CHECKPOINT=1 with nothing to publish
+    int recording_ = 0;                // published checkpoints being measured
+    bool deferred_ = false;            // an unrequested CHECKPOINT=1 came meanwhile
     boost::asio::steady_timer timeout_timer_;
     boost::asio::steady_timer periodic_timer_;
     std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
