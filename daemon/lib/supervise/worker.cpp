@@ -247,10 +247,10 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
 
     SpawnRequest req;
     req.argv = spec_.command;
-    req.environment = worker_environment(
-        spec_, who,
-        {notify_->path(), run.dirs.workdir, run.dirs.tmpdir, run.checkpoints.staging, *credentials,
-         run.checkpoints.restore_from});
+    req.environment =
+        worker_environment(spec_, who,
+                           {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                            run.checkpoints.staging, *credentials, run.checkpoints.restore_from});
     req.uid = who.uid;
     req.gid = who.gid;
     req.supplementary_groups = who.supplementary_groups;

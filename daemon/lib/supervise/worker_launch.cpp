@@ -75,7 +75,7 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec, const Worker
         env["CREDENTIALS_DIRECTORY"] = paths.credentials_dir.string();
     else
         env.erase("CREDENTIALS_DIRECTORY");  // never a path the daemon did not make
-    env.erase("INFERVISOR_RESTORE_FROM");  // only ever a complete checkpoint of ours
+    env.erase("INFERVISOR_RESTORE_FROM");    // only ever a complete checkpoint of ours
     if (paths.restore_from) env["INFERVISOR_RESTORE_FROM"] = paths.restore_from->string();
     if (spec.watchdog.count() > 0)
         env["WATCHDOG_USEC"] = std::to_string(spec.watchdog.count() * 1000);
