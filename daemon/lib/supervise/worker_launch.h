@@ -43,7 +43,7 @@ struct WorkerPaths {
     std::filesystem::path workdir;
     std::filesystem::path tmpdir;
     std::filesystem::path checkpoint_dir;
-    std::filesystem::path credentials_dir;  // empty: no CREDENTIALS_DIRECTORY
+    std::filesystem::path credentials_dir;              // empty: no CREDENTIALS_DIRECTORY
     std::optional<std::filesystem::path> restore_from;  // the newest complete checkpoint
 };
 
