@@ -10,13 +10,38 @@ namespace infervisor::cli {
 
 namespace {
 
-constexpr std::size_t kColumns = 11;
+constexpr std::size_t kColumns = 12;
 using Row = std::array<std::string, kColumns>;
 constexpr std::size_t kStateColumn = 1;
 
 Row header() {
     return {"NAME", "STATE", "PID",  "UPTIME", "RESTARTS", "MEMORY",
-            "HIGH", "MAX",   "SWAP", "PSI10",  "LAST EXIT"};
+            "HIGH", "MAX",   "SWAP", "PSI10",  "PROBES",   "LAST EXIT"};
+}
+
+// "-" without probes; "ok" when every active probe passes; else what does
+// not: "startup waiting", "readiness failing", "liveness failing".
+std::string probes_summary(const std::vector<ProbeStatus>& probes) {
+    if (probes.empty()) return "-";
+    std::string out;
+    for (const auto& p : probes) {
+        if (!p.active || p.verdict == "passing") continue;
+        out +=
+            (out.empty() ? "" : ",") + p.probe + (p.verdict == "failing" ? " failing" : " waiting");
+    }
+    return out.empty() ? "ok" : out;
+}
+
+// "liveness GET http://127.0.0.1:8080/health: passing; last failure 12s ago: HTTP 503"
+std::string probe_line(const ProbeStatus& p) {
+    std::string line =
+        p.probe + " " + printable(p.target) + ": " + p.verdict + (p.active ? "" : " (not probing)");
+    if (p.consecutive_failures > 0)
+        line += ", " + std::to_string(p.consecutive_failures) + " failures in a row";
+    if (p.last_failure)
+        line += "; last failure " + human_uptime(p.last_failure_age_usec) +
+                " ago: " + printable(*p.last_failure);
+    return line;
 }
 
 Row row(const WorkerStatus& w) {
@@ -30,6 +55,7 @@ Row row(const WorkerStatus& w) {
             human_limit(w.memory_max),
             human_bytes(w.swap_current),
             human_percent(w.memory_pressure_some_avg10),
+            probes_summary(w.probes),
             w.last_exit.empty() ? "-" : printable(w.last_exit)};
 }
 
@@ -82,6 +108,7 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
     line("Last exit", w.last_exit.empty() ? "-" : printable(w.last_exit));
     line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
     line("Protected", w.is_protected ? "yes" : "no");
+    for (const auto& p : w.probes) line("    Probe", probe_line(p));
     out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
     auto env = detail.spec.find("environment");
     if (env != detail.spec.end() && env->is_object())

@@ -26,10 +26,16 @@ Lifecycle (times count from process start):
                             STATUS=served K requests (default 1000)
                             If $WATCHDOG_USEC is set, WATCHDOG=1 is sent every half of it.
 
+Health endpoint, for HTTP probes:
+  --http-port N             listen on 127.0.0.1:N; GET /health answers 503 while loading and
+                            200 once serving (other paths 404). It is served from the worker's
+                            own loop, so after --spin-after-ms it stops answering
+
 Misbehaviour, to exercise the supervisor:
   --leak-mb-per-s R         allocate and touch R MiB per second, forever (context explosion)
-  --spin-after-ms N         after N ms spin in a busy loop: no output, no heartbeats
-                            (infinite loop); SIGTERM then kills it (default action)
+  --spin-after-ms N         after N ms spin in a busy loop: no output, no heartbeats, no
+                            health answers (infinite loop); SIGTERM then kills it (default
+                            action)
   --crash-after-ms N        after N ms exit with the --exit-code
   --exit-code C             exit code for --crash-after-ms (default 1)
   --abort                   with --crash-after-ms: abort() instead of exiting
@@ -60,7 +66,7 @@ Checkpoints:
 
 SIGTERM (unless ignored): print "NAME: stopping", send STOPPING=1, exit 0.
 Exit codes: 0 stopped by SIGTERM, C from --exit-code, 66 model file vanished,
-73 model file could not be written, 2 bad usage.
+73 model file could not be written, 71 health endpoint could not listen, 2 bad usage.
   --help                    show this help
 )USAGE";
 
@@ -173,6 +179,8 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.burst_mb = parse_long(opt, args.value());
     else if (opt == "--burst-stamp")
         o.burst_stamp = args.value();
+    else if (opt == "--http-port")
+        o.http_port = static_cast<int>(parse_long(opt, args.value()));
     else
         return false;
     return true;
@@ -195,6 +203,7 @@ Options parse_options(int argc, char** argv) {
             usage_error("unknown option '" + args.option() + "'");
     }
     if (o.serve_interval_ms == 0) usage_error("--serve-interval-ms must be positive");
+    if (o.http_port > 65535) usage_error("--http-port must be at most 65535");
     if (o.abort && !o.crash_after_ms) usage_error("--abort needs --crash-after-ms");
     if (!o.burst_stamp.empty() && o.burst_mb == 0) usage_error("--burst-stamp needs --burst-mb");
     if (o.burst_mb > 0 && o.checkpoint_signal == SIGUSR2)

@@ -23,6 +23,7 @@ struct Options {
     bool touch_model = false;   // --touch-model: read the whole model on every serve tick
     long burst_mb = 0;          // --burst-mb: allocate this much at once on SIGUSR2
     std::string burst_stamp;    // --burst-stamp: where the burst's times go
+    int http_port = 0;          // --http-port: health endpoint on 127.0.0.1; 0 = none
 };
 
 // Parses argv. On --help prints the usage and exits 0; on a bad option prints

@@ -281,7 +281,10 @@ void Worker::sleep_until(Clock::time_point deadline) {
                      static_cast<long>(wait.count() % 1000000000)};
     sigset_t unblocked;
     sigemptyset(&unblocked);
-    ::ppoll(nullptr, 0, &timeout, &unblocked);
+    pollfd listener{endpoint_.fd(), POLLIN, 0};
+    const bool listening = endpoint_.fd() >= 0;
+    int n = ::ppoll(listening ? &listener : nullptr, listening ? 1 : 0, &timeout, &unblocked);
+    if (n > 0 && (listener.revents & POLLIN)) endpoint_.serve_pending(ready_);
 }
 
 int Worker::run() {
@@ -290,6 +293,14 @@ int Worker::run() {
     restore_if_asked();
     if (options_.double_fork) leave_orphan();
     if (!options_.tmp_file.empty() && !create_tmp_file()) return 73;
+    if (options_.http_port > 0) {
+        std::string error;
+        if (!endpoint_.open(options_.http_port, error)) {
+            std::fprintf(stderr, "%s: error: %s\n", options_.name.c_str(), error.c_str());
+            return 71;
+        }
+        say("health endpoint on http://127.0.0.1:%d/health", options_.http_port);
+    }
     notifier_.send("STATUS=loading model");
     next_watchdog_ = start_;
     for (;;) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "http_endpoint.h"
 #include "memory.h"
 #include "notifier.h"
 #include "options.h"
@@ -36,10 +37,12 @@ class Worker {
     [[noreturn]] void crash();
     [[noreturn]] void spin();
     Clock::time_point next_deadline() const;
+    // Sleeps until `deadline`, a signal, or a health request (then served).
     void sleep_until(Clock::time_point deadline);
 
     Options options_;
     Notifier notifier_;
+    HttpEndpoint endpoint_;
     ResidentMemory model_;
     ResidentMemory leak_;
     ResidentMemory burst_;

@@ -7,6 +7,7 @@
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
 #include "policy/rule_config.h"
+#include "probe/probe_config.h"
 #include "workdir/workdir_config.h"
 #include "yaml/document_budget.h"
 #include "yaml/yaml_map.h"
@@ -108,6 +109,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
     parse_workdir_keys(map, spec.workdir, errors);
     parse_checkpoint_keys(map, spec.checkpoint, errors);
+    parse_probe_keys(map, spec.probes, errors);
     spec.workdir.worker = spec.name;
     map.finish();
 }

@@ -8,6 +8,7 @@
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
 #include "policy/rule_config.h"
+#include "probe/probe_config.h"
 #include "workdir/workdir_validation.h"
 
 namespace infervisor {
@@ -27,6 +28,7 @@ class WorkerChecker {
         check_times();
         check_environment();
         check_credentials();
+        check_probes();
     }
 
   private:
@@ -102,6 +104,14 @@ class WorkerChecker {
             if (value.find('\0') != std::string::npos)
                 fail("environment variable '" + key + "' contains a NUL byte");
         }
+    }
+
+    // The rest of each probe is checked where it stands in the file.
+    void check_probes() {
+        for (ProbeRole role : {ProbeRole::startup, ProbeRole::readiness, ProbeRole::liveness})
+            if (const auto& probe = spec_.probes.of(role))
+                for (const auto& missing : probe_spec_missing(*probe))
+                    fail("probe '" + std::string(probe_role_name(role)) + "': " + missing);
     }
 
     const WorkerSpec& spec_;

@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "checkpoint/checkpoint_spec.h"
 #include "policy/rule_spec.h"
+#include "probe/probe_spec.h"
 #include "workdir/workdir_spec.h"
 
 namespace infervisor {
@@ -84,6 +85,8 @@ struct WorkerSpec {
     Duration start_timeout = 10min;
     // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
     Duration watchdog = 0ms;
+    // Health probes (startup, readiness, liveness); see probe/probe_spec.h.
+    ProbesSpec probes;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.
     WorkDirSpec workdir;
     // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the

@@ -41,6 +41,42 @@ void read(const json& obj, const char* key, std::optional<T>& out) {
     }
 }
 
+json to_json(const ProbeStatus& p) {
+    return {
+        {"probe", p.probe},
+        {"target", p.target},
+        {"verdict", p.verdict},
+        {"active", p.active},
+        {"consecutive_failures", p.consecutive_failures},
+        {"failures", p.failures},
+        {"last_failure", nullable(p.last_failure)},
+        {"last_failure_http_status", nullable(p.last_failure_http_status)},
+        {"last_failure_age_usec", nullable(p.last_failure_age_usec)},
+    };
+}
+
+ProbeStatus probe_status_from_json(const json& v) {
+    ProbeStatus p;
+    read(v, "probe", p.probe);
+    read(v, "target", p.target);
+    read(v, "verdict", p.verdict);
+    read(v, "active", p.active);
+    read(v, "consecutive_failures", p.consecutive_failures);
+    read(v, "failures", p.failures);
+    if (auto f = member(v, "last_failure"); f && f->is_string())
+        p.last_failure = f->get<std::string>();
+    read(v, "last_failure_http_status", p.last_failure_http_status);
+    read(v, "last_failure_age_usec", p.last_failure_age_usec);
+    return p;
+}
+
+json probes_json(const std::vector<ProbeStatus>& probes) {
+    if (probes.empty()) return nullptr;
+    json out = json::array();
+    for (const auto& p : probes) out.push_back(to_json(p));
+    return out;
+}
+
 }  // namespace
 
 json to_json(const WorkerStatus& s) {
@@ -60,6 +96,7 @@ json to_json(const WorkerStatus& s) {
         {"last_exit", s.last_exit},
         {"status_text", s.status_text},
         {"protected", s.is_protected},
+        {"probes", probes_json(s.probes)},
     };
 }
 
@@ -87,6 +124,8 @@ WorkerStatus worker_status_from_json(const json& v) {
     read(v, "last_exit", s.last_exit);
     read(v, "status_text", s.status_text);
     read(v, "protected", s.is_protected);
+    if (auto probes = member(v, "probes"); probes && probes->is_array())
+        for (const auto& p : *probes) s.probes.push_back(probe_status_from_json(p));
     return s;
 }
 

@@ -31,6 +31,21 @@
 
 namespace infervisor {
 
+// One health probe of a worker (see probe/probe_spec.h).
+struct ProbeStatus {
+    std::string probe;    // startup, readiness or liveness
+    std::string target;   // "GET http://127.0.0.1:8080/health", "TCP ...", "exec ..."
+    std::string verdict;  // unknown, passing or failing
+    bool active = false;  // being probed now (startup stops once passed)
+    int64_t consecutive_failures = 0;
+    uint64_t failures = 0;                    // in the current (or last) run
+    std::optional<std::string> last_failure;  // its answer, e.g. "HTTP 503"
+    std::optional<int64_t> last_failure_http_status;
+    std::optional<uint64_t> last_failure_age_usec;  // how long ago
+
+    bool operator==(const ProbeStatus&) const = default;
+};
+
 // One worker as `infervisorctl status` shows it. Optional members are null
 // when unknown or not applicable (no process, controller missing); for the
 // limits (high, max, swap_max) null means "max", i.e. no limit.
@@ -51,6 +66,7 @@ struct WorkerStatus {
     std::string last_exit;      // e.g. "exited 0", "killed by SIGKILL (memory.max)"; "" if none
     std::string status_text;    // the worker's last STATUS= notification; "" if none
     bool is_protected = false;  // exempt from policy kills
+    std::vector<ProbeStatus> probes;  // empty (null on the wire) without probes
 
     bool operator==(const WorkerStatus&) const = default;
 };

@@ -38,6 +38,8 @@ constexpr KindInfo kKinds[] = {
      "68c3145eca334cfaa02b87f8600040d4", LOG_WARNING},
     {EventKind::workdir_removed, "workdir-removed", "3c45a0bec8ef4c1eaa168207e93640c6", LOG_NOTICE},
     {EventKind::start_delayed, "start-delayed", "720d3d9439ae46278cd8d28226a993a2", LOG_WARNING},
+    {EventKind::probe_changed, "probe-changed", "5380014a57bc4d6d8ea164c2c26e55ad", LOG_NOTICE},
+    {EventKind::probe_failed, "probe-failed", "5704e40278bb4ef592be557c00e373da", LOG_WARNING},
     {EventKind::daemon_started, "daemon-started", "01eabb2763044f49bcc0623199875ec2", LOG_INFO},
     {EventKind::checkpoint_written, "checkpoint-written", "5b0719316cd545b4bdc5b05e388716f7",
      LOG_NOTICE},

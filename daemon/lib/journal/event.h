@@ -32,6 +32,8 @@ enum class EventKind {
     protected_entry_deleted,  // someone other than the worker deleted from a protected dir
     workdir_removed,          // a removed worker's work dir was deleted on request
     start_delayed,            // a start waits for a lock someone else holds on a worker dir
+    probe_changed,            // a health probe's verdict changed (passing / failing)
+    probe_failed,             // a failing startup or liveness probe ended the run
     daemon_started,
     checkpoint_written,    // CHECKPOINT=1: the staging dir was published as a checkpoint
     checkpoint_failed,     // no CHECKPOINT=1 in time, or nothing usable was written

@@ -6,7 +6,8 @@ namespace infervisor {
 
 std::string ExitReason::describe() const {
     // Our kill, not a crash: say why we killed it.
-    if (no_ready_within) return "no READY=1 within " + format_duration(*no_ready_within);
+    if (no_ready_within) return "no " + awaited + " within " + format_duration(*no_ready_within);
+    if (killed_by_policy && !kill_reason.empty()) return "killed: " + kill_reason;
     if (oom_at_own_limit()) return "oom-killed (memory.max reached)";
     if (oom_killed()) return "oom-killed by a host-wide OOM kill (memory.max not reached)";
     return status.describe();

@@ -23,6 +23,10 @@ struct ExitReason {
     bool killed_by_policy = false;  // a rule or the watchdog killed it
     // Set when a notify worker was killed for sending no READY=1 within this.
     std::optional<Duration> no_ready_within;
+    std::string awaited = "READY=1";  // what did not come within no_ready_within
+    // Set when a health probe's failure made the daemon kill the run:
+    // "liveness probe failed 3 times in a row: no answer within 1s".
+    std::string kill_reason;
 
     bool oom_killed() const {
         return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled &&
@@ -34,9 +38,9 @@ struct ExitReason {
         return status.success() && !oom_killed() && !no_ready_within ? ExitClass::clean
                                                                      : ExitClass::failure;
     }
-    // "no READY=1 within 1m30s", "oom-killed (memory.max reached)",
-    // "oom-killed by a host-wide OOM kill (memory.max not reached)",
-    // "exited with code 3", "killed by SIGSEGV (core dumped)".
+    // "no READY=1 within 1m30s", "killed: liveness probe failed ...", "oom-killed (memory.max
+    // reached)", "oom-killed by a host-wide OOM kill (memory.max not reached)", "exited with code
+    // 3", "killed by SIGSEGV (core dumped)".
     std::string describe() const;
 };
 

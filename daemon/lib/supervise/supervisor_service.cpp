@@ -29,6 +29,45 @@ const char* restart_mode_name(RestartMode m) {
     return "?";
 }
 
+ProbeStatus probe_status_of(const ProbeSnapshot& p) {
+    ProbeStatus out;
+    out.probe = std::string(probe_role_name(p.role));
+    out.target = p.target;
+    out.verdict = std::string(probe_verdict_name(p.verdict));
+    out.active = p.active;
+    out.consecutive_failures = p.consecutive_failures;
+    out.failures = p.failures;
+    if (p.last_failure) {
+        out.last_failure = p.last_failure->detail;
+        if (p.last_failure->http_status)
+            out.last_failure_http_status = *p.last_failure->http_status;
+    }
+    if (p.last_failure_age)
+        out.last_failure_age_usec = static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(*p.last_failure_age).count());
+    return out;
+}
+
+nlohmann::json probes_to_json(const ProbesSpec& probes) {
+    nlohmann::json out = nlohmann::json::object();
+    for (ProbeRole role : {ProbeRole::startup, ProbeRole::readiness, ProbeRole::liveness}) {
+        const auto& p = probes.of(role);
+        if (!p) continue;
+        nlohmann::json j = {{"kind", probe_kind_name(p->kind)},
+                            {"target", describe_probe(*p)},
+                            {"initial_delay", format_duration(p->initial_delay)},
+                            {"interval", format_duration(p->interval)},
+                            {"timeout", format_duration(p->timeout)},
+                            {"failure_threshold", p->failure_threshold},
+                            {"success_threshold", p->success_threshold}};
+        if (p->kind == ProbeKind::http)
+            j["status"] = std::to_string(p->status_min) + "-" + std::to_string(p->status_max);
+        if (p->kind == ProbeKind::exec) j["command"] = p->command;
+        out[std::string(probe_role_name(role))] = std::move(j);
+    }
+    return out;
+}
+
 }  // namespace
 
 ControlEvent to_control_event(const Event& e) {
@@ -77,6 +116,8 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
         {"protected", s.is_protected},
         {"workdir", s.workdir.workdir.string()},
         {"rules", rules},
+        {"start_timeout", format_duration(s.start_timeout)},
+        {"probes", probes_to_json(s.probes)},
     };
 }
 
@@ -118,6 +159,7 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     s.last_exit = snap.last_exit;
     s.status_text = snap.status_text;
     s.is_protected = w.spec().is_protected;
+    for (const auto& p : snap.probes) s.probes.push_back(probe_status_of(p));
     return s;
 }
 

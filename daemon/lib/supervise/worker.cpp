@@ -53,9 +53,14 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
                        emit(kind, std::move(message), std::move(fields));
                    }) {
     checkpoints_.set_spec(spec_.checkpoint);
+    if (spec_.probes.startup || spec_.probes.readiness || spec_.probes.liveness)
+        probes_ = std::make_unique<WorkerProbes>(
+            ctx_, spec_.name, spec_.probes,
+            [this](ProbeRole role, const ProbeChange& change) { on_probe_change(role, change); });
 }
 
 Worker::~Worker() {
+    probes_.reset();
     stop_timer_.cancel();
     restart_timer_.cancel();
     watchdog_timer_.cancel();
@@ -93,6 +98,7 @@ WorkerSnapshot Worker::snapshot() const {
         s.memory_peak = read_u64(dir, "memory.peak");
         s.swap_current = read_u64(dir, "memory.swap.current");
     }
+    if (probes_) s.probes = probes_->snapshot();
     return s;
 }
 
@@ -148,6 +154,8 @@ void Worker::launch() {
     policy_rule_.clear();
     start_timed_out_ = false;
     last_heartbeat_.reset();
+    ready_notified_ = gate_passed_ = false;
+    kill_reason_.clear();
     auto fail = [this](const Error& error) {
         emit(EventKind::start_failed, "could not start: " + error.message());
         (void)cgroup().remove();
@@ -162,7 +170,7 @@ void Worker::launch() {
     started_at_ = ctx_.clock.now();
     pidfd_watch_ =
         std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
-    set_state(spec_.notify ? WorkerState::starting : WorkerState::running);
+    set_state(loading_gated() ? WorkerState::starting : WorkerState::running);
     emit(EventKind::started,
          "started as pid " + std::to_string(pid_) + " in " + cgroup_path_in_proc() +
              " (memory.max=" + format_size(spec_.memory.max) + ")",
@@ -179,10 +187,8 @@ void Worker::launch() {
             return plain_error("the worker is frozen");
         return send_signal(pidfd_watch_->native_handle(), sig);
     });
-    if (!spec_.notify) {
-        emit(EventKind::ready, "running", {{"PID", std::to_string(pid_)}});
-        checkpoints_.run_ready(*started_at_, false);
-    }
+    if (probes_) probes_->run_started(launched_);
+    if (!loading_gated()) enter_running("");
     watch_exit();
     arm_watchdog();
     arm_start_timeout();
@@ -257,6 +263,8 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     req.working_directory = run.dirs.workdir;
     req.cgroup_fd = cgroup_fd->get();
     req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
+    launched_ = req;  // exec probes run as the worker does
+    launched_.cgroup_fd = -1;
 
     UniqueFd output;
     if (ctx_.output_to_journal) {
@@ -327,12 +335,71 @@ void Worker::handle_notify(const NotifyDatagram& d) {
         arm_watchdog();
     }
     if (msg->has("READY", "1") && state_ == WorkerState::starting) {
-        start_timer_.cancel();
-        set_state(WorkerState::running);
-        emit(EventKind::ready, "ready (READY=1)", {{"PID", std::to_string(pid_)}});
-        if (started_at_) checkpoints_.run_ready(*started_at_, true);
+        ready_notified_ = true;
+        if (!loading_gated()) enter_running("READY=1");
     }
     if (msg->has("CHECKPOINT", "1")) checkpoints_.on_checkpoint_message();
+}
+
+bool Worker::loading_gated() const {
+    return (spec_.notify && !ready_notified_) || (spec_.probes.gate() && !gate_passed_);
+}
+
+std::string Worker::awaited_signal() const {
+    std::string awaited;
+    if (spec_.notify && !ready_notified_) awaited = "READY=1";
+    if (auto gate = spec_.probes.gate(); gate && !gate_passed_)
+        awaited += (awaited.empty() ? "" : " and no ") + std::string("pass of the ") +
+                   std::string(probe_role_name(*gate)) + " probe (" +
+                   describe_probe(*spec_.probes.of(*gate)) + ")";
+    return awaited;
+}
+
+// The end of loading: READY=1, the gate probe's first pass, or at once for
+// a worker with neither. `why` empty: there was nothing to wait for.
+void Worker::enter_running(const std::string& why) {
+    start_timer_.cancel();
+    set_state(WorkerState::running);
+    emit(EventKind::ready, why.empty() ? "running" : "ready (" + why + ")",
+         {{"PID", std::to_string(pid_)}});
+    // Periodic checkpoints start; a restore counts as done when the worker
+    // said so (READY=1 or a passing probe), not merely when it was spawned.
+    if (started_at_) checkpoints_.run_ready(*started_at_, !why.empty());
+    if (probes_) probes_->loading_over();
+}
+
+void Worker::on_probe_change(ProbeRole role, const ProbeChange& change) {
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;
+    const bool gate = spec_.probes.gate() == role;
+    if (change.to == ProbeVerdict::passing && gate && state_ == WorkerState::starting) {
+        gate_passed_ = true;
+        if (!loading_gated())
+            enter_running(std::string(probe_role_name(role)) +
+                          " probe passed: " + change.outcome.detail);
+        return;
+    }
+    if (change.to != ProbeVerdict::failing) return;
+    if (role == ProbeRole::liveness ||
+        (role == ProbeRole::startup && state_ == WorkerState::starting))
+        kill_for_probe(role, change);
+}
+
+// A failing liveness probe (stuck) or startup probe (the load failed): the
+// run ends like a policy kill, and the restart policy decides what follows.
+void Worker::kill_for_probe(ProbeRole role, const ProbeChange& change) {
+    if (killed_by_policy_) return;  // a kill is already under way
+    const ProbeSpec& spec = *spec_.probes.of(role);
+    killed_by_policy_ = true;
+    kill_reason_ = std::string(probe_role_name(role)) + " probe failed " +
+                   std::to_string(change.streak) + " times in a row: " + change.outcome.detail;
+    auto fields = probe_fields(role, spec, change.outcome);
+    fields.insert(fields.end(), {{"ACTION", "kill"},
+                                 {"THEN", "worker_policy"},
+                                 {"PROBE_STREAK", std::to_string(change.streak)},
+                                 {"PID", std::to_string(pid_)}});
+    emit(EventKind::probe_failed,
+         kill_reason_ + " (" + describe_probe(spec) + "); killing the worker", fields);
+    if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
 void Worker::arm_watchdog() {
@@ -358,7 +425,7 @@ void Worker::on_watchdog_expired() {
 }
 
 void Worker::arm_start_timeout() {
-    if (!spec_.notify || spec_.start_timeout.count() <= 0 || pid_ == 0) return;
+    if (!loading_gated() || spec_.start_timeout.count() <= 0 || pid_ == 0) return;
     start_timer_.expires_after(spec_.start_timeout);
     start_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) on_start_timeout();
@@ -370,7 +437,8 @@ void Worker::on_start_timeout() {
     if (pid_ == 0 || exiting_ || killed_by_policy_ || state_ != WorkerState::starting) return;
     start_timed_out_ = true;
     emit(EventKind::start_failed,
-         "no READY=1 within " + format_duration(spec_.start_timeout) + "; killing its cgroup",
+         "no " + awaited_signal() + " within " + format_duration(spec_.start_timeout) +
+             "; killing its cgroup",
          {{"PID", std::to_string(pid_)}, {"START_TIMEOUT_MS", ms(spec_.start_timeout)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
@@ -397,7 +465,12 @@ void Worker::on_exit() {
     reason.limit_ooms = cgroup().memory_event("oom");
     reason.stop_requested = stop_requested_;
     reason.killed_by_policy = killed_by_policy_;
-    if (start_timed_out_) reason.no_ready_within = spec_.start_timeout;
+    if (start_timed_out_) {
+        reason.no_ready_within = spec_.start_timeout;
+        reason.awaited = awaited_signal();
+    }
+    reason.kill_reason = kill_reason_;
+    if (probes_) probes_->run_ended();
     pidfd_watch_.reset();
     watchdog_timer_.cancel();
     start_timer_.cancel();
@@ -553,6 +626,7 @@ void Worker::stop(Done done) {
 
 void Worker::begin_stop() {
     set_state(WorkerState::stopping);
+    if (probes_) probes_->run_ended();  // a stopping worker is not judged
     watchdog_timer_.cancel();
     start_timer_.cancel();
     if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);

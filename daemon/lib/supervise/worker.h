@@ -2,8 +2,9 @@
 // and the state machine that starts, watches, stops and restarts it.
 //
 // Contract: all methods run on the event loop thread; none blocks. A run:
-//   start → cgroup created with limits → process born inside it → (READY=1;
-//   none within start_timeout is a failed start: cgroup killed) → exit (pidfd
+//   start → cgroup created with limits → process born inside it → (loading:
+//   READY=1 and/or the startup, else readiness, probe's first pass; neither
+//   within start_timeout is a failed start: cgroup killed) → exit (pidfd
 //   readable) → remaining processes killed → cgroup empty (cgroup.events
 //   populated 0) → cgroup removed → restart by policy, or not.
 // stop(): stop signal to the main process, stop timeout, then cgroup.kill;
@@ -27,6 +28,7 @@
 #include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
 #include "supervise/worker_launch.h"
+#include "supervise/worker_probes.h"
 #include "supervise/worker_state.h"
 
 namespace infervisor {
@@ -41,6 +43,7 @@ struct WorkerSnapshot {
     std::string status_text;  // last STATUS= from the worker
     std::string last_exit;    // ExitReason::describe() of the last run
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
+    std::vector<ProbeSnapshot> probes;  // one per configured probe
 };
 
 class Worker {
@@ -117,6 +120,14 @@ class Worker {
     void handle_notify(const NotifyDatagram& datagram);
     void arm_watchdog();
     void on_watchdog_expired();
+    // Loading waits for READY=1 (notify workers) and for the gate probe.
+    bool loading_gated() const;
+    // What loading still waits for, for messages: "READY=1", "a pass of the
+    // startup probe (GET http://...)", or both.
+    std::string awaited_signal() const;
+    void enter_running(const std::string& why);
+    void on_probe_change(ProbeRole role, const ProbeChange& change);
+    void kill_for_probe(ProbeRole role, const ProbeChange& change);
     void arm_start_timeout();
     void on_start_timeout();
     void park(const ExitReason& reason);
@@ -155,6 +166,11 @@ class Worker {
     std::string policy_rule_;       // the rule behind policy_then_
     bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed
     std::optional<TimePoint> last_heartbeat_;
+    std::unique_ptr<WorkerProbes> probes_;  // null without probes
+    SpawnRequest launched_;                 // how this run's process was started
+    bool ready_notified_ = false;           // READY=1 in this run
+    bool gate_passed_ = false;              // the gate probe passed in this run
+    std::string kill_reason_;               // why a probe ended the run, for ExitReason
     std::vector<Done> on_stopped_;
     WorkerCheckpoints checkpoints_;
     std::string status_text_;

@@ -60,6 +60,12 @@ void SupervisorFixture::TearDown() {
             (void)root.child("workers").child(child).remove();
         }
         (void)root.child("workers").remove();
+        for (const auto& child : root.child("probes").children()) {  // exec probes' cgroups
+            (void)root.child("probes").child(child).kill();
+            usleep(100000);
+            (void)root.child("probes").child(child).remove();
+        }
+        (void)root.child("probes").remove();
         (void)root.remove();
     }
 }

@@ -1,0 +1,182 @@
+#include "probe/probe_config.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+#include "base/units.h"
+
+namespace infervisor {
+
+namespace {
+
+constexpr size_t kMaxPath = 1024;
+
+bool parse_kind(const std::string& text, ProbeKind& out) {
+    for (ProbeKind k : {ProbeKind::http, ProbeKind::tcp, ProbeKind::exec})
+        if (text == probe_kind_name(k)) {
+            out = k;
+            return true;
+        }
+    return false;
+}
+
+std::optional<int64_t> parse_number(std::string_view text) {
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+// "200" or "200-399".
+bool parse_status_range(const std::string& text, ProbeSpec& spec) {
+    auto dash = text.find('-');
+    auto low = parse_number(std::string_view(text).substr(0, dash));
+    auto high =
+        dash == std::string::npos ? low : parse_number(std::string_view(text).substr(dash + 1));
+    if (!low || !high) return false;
+    spec.status_min = *low;
+    spec.status_max = *high;
+    return true;
+}
+
+void parse_kind_key(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
+    std::string text;
+    if (map.get_string("kind", text) && !parse_kind(text, spec.kind))
+        errors.add(map.take("kind")->Mark(),
+                   "probe kind must be http, tcp or exec, not '" + text + "'");
+}
+
+void parse_status_key(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
+    std::string text;
+    if (map.get_string("status", text) && !parse_status_range(text, spec))
+        errors.add(
+            map.take("status")->Mark(),
+            "'status' must be a status such as 200 or a range such as 200-399, not '" + text + "'");
+}
+
+void parse_exec_caps(YamlMap& map, ProbeSpec& spec) {
+    ByteLimit memory = spec.exec_memory_max;
+    if (map.get_size("memory_max", memory)) spec.exec_memory_max = memory.value_or(0);
+    map.get_int("pids_max", spec.exec_pids_max, 1, 4096);
+}
+
+void parse_probe_fields(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
+    parse_kind_key(map, spec, errors);
+    map.get_string("host", spec.host);
+    map.get_int("port", spec.port, 1, 65535);
+    map.get_string("path", spec.path);
+    parse_status_key(map, spec, errors);
+    map.get_string_list("command", spec.command);
+    map.get_duration("initial_delay", spec.initial_delay);
+    map.get_duration("interval", spec.interval);
+    map.get_duration("timeout", spec.timeout);
+    map.get_int("failure_threshold", spec.failure_threshold, 0, 1'000'000);
+    map.get_int("success_threshold", spec.success_threshold, 1, 1000);
+    parse_exec_caps(map, spec);
+}
+
+void parse_one(YamlMap& probes, ProbeRole role, std::optional<ProbeSpec>& out,
+               ConfigErrors& errors) {
+    const std::string key(probe_role_name(role));
+    auto node = probes.take(key);
+    if (!node) return;
+    if (node->IsScalar() && node->Scalar() == "none") {
+        out.reset();
+        return;
+    }
+    ProbeSpec spec = out.value_or(default_probe_spec(role));
+    YamlMap map(*node, errors, "probe '" + key + "'");
+    if (!map.valid()) return;
+    parse_probe_fields(map, spec, errors);
+    map.finish();
+    for (const auto& problem : probe_spec_problems(spec, role))
+        errors.add(node->Mark(), "probe '" + key + "': " + problem);
+    out = std::move(spec);
+}
+
+bool is_ip_literal(const std::string& host) {
+    unsigned char buffer[sizeof(struct in6_addr)];
+    return ::inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
+           ::inet_pton(AF_INET6, host.c_str(), buffer) == 1;
+}
+
+bool is_request_target(const std::string& path) {
+    if (path.empty() || path.front() != '/' || path.size() > kMaxPath) return false;
+    for (unsigned char c : path)
+        if (c <= ' ' || c >= 0x7f) return false;  // no space, control or 8-bit bytes
+    return true;
+}
+
+void network_problems(const ProbeSpec& s, std::vector<std::string>& out) {
+    if (!is_ip_literal(s.host))
+        out.push_back(
+            "'host' must be an IP address such as 127.0.0.1 or ::1 (no name lookup), not '" +
+            s.host + "'");
+    if (s.kind != ProbeKind::http) return;
+    if (!is_request_target(s.path))
+        out.push_back(
+            "'path' must start with '/' and hold no spaces, control or non-ASCII "
+            "characters (at most 1024), not '" +
+            s.path + "'");
+    if (s.status_min < 100 || s.status_max > 599 || s.status_min > s.status_max)
+        out.push_back("'status' must be a range within 100-599, not " +
+                      std::to_string(s.status_min) + "-" + std::to_string(s.status_max));
+}
+
+void exec_problems(const ProbeSpec& s, std::vector<std::string>& out) {
+    if (s.command.empty()) return;  // probe_spec_missing()
+    if (s.command.front().empty() || s.command.front().front() != '/')
+        out.push_back("command[0] must be an absolute path (no PATH search, no shell), not '" +
+                      s.command.front() + "'");
+    for (const auto& arg : s.command)
+        if (arg.find('\0') != std::string::npos) out.push_back("'command' holds a NUL byte");
+    if (s.exec_memory_max < (1u << 20)) out.push_back("'memory_max' must be at least 1M");
+}
+
+void timing_problems(const ProbeSpec& s, ProbeRole role, std::vector<std::string>& out) {
+    if (s.interval < 100ms)
+        out.push_back("'interval' must be at least 100ms, not " + format_duration(s.interval));
+    if (s.timeout.count() <= 0) out.push_back("'timeout' must be above 0s");
+    if (s.timeout >= s.interval)
+        out.push_back("'timeout' (" + format_duration(s.timeout) + ") must be below 'interval' (" +
+                      format_duration(s.interval) + "): one attempt at a time");
+    if (s.initial_delay.count() < 0) out.push_back("'initial_delay' must not be negative");
+    if (role != ProbeRole::startup && s.failure_threshold < 1)
+        out.push_back("'failure_threshold' must be at least 1 (0, no limit, is for startup only)");
+    if (role != ProbeRole::readiness && s.success_threshold != 1)
+        out.push_back("'success_threshold' must be 1 for a " + std::string(probe_role_name(role)) +
+                      " probe");
+}
+
+}  // namespace
+
+std::vector<std::string> probe_spec_problems(const ProbeSpec& spec, ProbeRole role) {
+    std::vector<std::string> out;
+    if (spec.kind == ProbeKind::exec)
+        exec_problems(spec, out);
+    else
+        network_problems(spec, out);
+    timing_problems(spec, role, out);
+    return out;
+}
+
+std::vector<std::string> probe_spec_missing(const ProbeSpec& spec) {
+    if (spec.kind == ProbeKind::exec && spec.command.empty())
+        return {"'command' is required for kind exec"};
+    if (spec.kind != ProbeKind::exec && spec.port == 0)
+        return {"'port' is required for kind " + std::string(probe_kind_name(spec.kind))};
+    return {};
+}
+
+void parse_probe_keys(YamlMap& worker, ProbesSpec& probes, ConfigErrors& errors) {
+    auto node = worker.take("probes");
+    if (!node) return;
+    YamlMap map(*node, errors, "'probes'");
+    if (!map.valid()) return;
+    for (ProbeRole role : {ProbeRole::startup, ProbeRole::readiness, ProbeRole::liveness})
+        parse_one(map, role, probes.of(role), errors);
+    map.finish();
+}
+
+}  // namespace infervisor
