@@ -263,6 +263,29 @@ TEST(StatusJson, RoundTripsAWorkerStatus) {
     EXPECT_EQ(worker_status_from_json(to_json(s)), s);
 }
 
+TEST(StatusJson, RoundTripsProbesAndSendsNullWithoutThem) {
+    WorkerStatus s;
+    s.name = "llama";
+    EXPECT_TRUE(to_json(s)["probes"].is_null());
+    ProbeStatus p;
+    p.probe = "liveness";
+    p.target = "GET http://127.0.0.1:8080/health";
+    p.verdict = "failing";
+    p.active = true;
+    p.consecutive_failures = 3;
+    p.failures = 7;
+    p.last_failure = "no answer within 1s (reading the answer)";
+    p.last_failure_age_usec = 1500000;
+    ProbeStatus q;
+    q.probe = "startup";
+    q.verdict = "passing";
+    q.last_failure = "HTTP 503";
+    q.last_failure_http_status = 503;
+    s.probes = {p, q};
+    EXPECT_EQ(to_json(s)["probes"].size(), 2u);
+    EXPECT_EQ(worker_status_from_json(to_json(s)), s);
+}
+
 TEST(StatusJson, ReadsLenientlyWhatItDoesNotKnow) {
     auto s = worker_status_from_json({{"name", 3}, {"state", "ready"}, {"new_field", 1}});
     EXPECT_EQ(s.name, "");

@@ -15,7 +15,11 @@ http_status() {
 		head -n1 <&3' "$1" "$2" | awk '{print $2}'
 }
 
-worker_state() { infervisorctl status --json | tr '{' '\n' | grep "\"name\":\"$1\"" | sed 's/.*"state":"\([a-z]*\)".*/\1/'; }
+worker_state() { # WORKER
+	infervisorctl status --json | python3 -c 'import json, sys
+for w in json.load(sys.stdin)["workers"]:
+    if w["name"] == sys.argv[1]: print(w["state"])' "$1"
+}
 
 probe_gates_loading() {
 	install_infervisor

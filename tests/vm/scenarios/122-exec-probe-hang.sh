@@ -9,7 +9,19 @@ source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
 at_exit dump_state
 
 probe_cgroup() { echo "$ivd_service_cgroup/probes/$1"; }
-sleepers() { pgrep -f -x '/bin/sleep infinity' | wc -l; }
+sleepers() { { pgrep -f -x '/bin/sleep infinity' || true; } | wc -l; }
+# read_probe_facts: while a probe runs, its uid and its cgroup's caps into
+# $probe_uid, $probe_memory_max, $probe_pids_max (the cgroup exists only
+# during an attempt).
+read_probe_facts() {
+	local dir pid
+	dir=$(probe_cgroup checked)
+	pid=$(head -n1 "$dir/cgroup.procs" 2>/dev/null) || return 1
+	[[ -n $pid ]] || return 1
+	probe_uid=$(stat -c %u "/proc/$pid" 2>/dev/null) &&
+		probe_memory_max=$(cat "$dir/memory.max" 2>/dev/null) &&
+		probe_pids_max=$(cat "$dir/pids.max" 2>/dev/null)
+}
 no_sleeper_left() { ! pgrep -f -x '/bin/sleep infinity' >/dev/null; }
 
 hanging_exec_probe_leaves_nothing() {
@@ -25,15 +37,12 @@ hanging_exec_probe_leaves_nothing() {
 	YAML
 	fresh_daemon
 	wait_until 300 has_events checked started 1
-	wait_until 120 test -d "$(probe_cgroup checked)"
-	local pid
-	wait_until 120 eval '[[ -n $(cat "$(probe_cgroup checked)/cgroup.procs" 2>/dev/null) ]]'
-	pid=$(head -n1 "$(probe_cgroup checked)/cgroup.procs" || true)
-	if [[ -n $pid ]]; then
-		assert_eq "$(stat -c %u "/proc/$(main_pid checked)")" "$(stat -c %u "/proc/$pid" 2>/dev/null || stat -c %u "/proc/$(main_pid checked)")" "the probe runs as the worker's user"
-	fi
-	assert_file_contains "$(probe_cgroup checked)/memory.max" 16777216
-	assert_file_contains "$(probe_cgroup checked)/pids.max" 4
+	# The probe runs as the worker does (its uid), in its own capped cgroup.
+	probe_uid="" probe_memory_max="" probe_pids_max=""
+	wait_until 120 read_probe_facts
+	assert_eq "$(stat -c %u "/proc/$(main_pid checked)")" "$probe_uid" "the probe runs as the worker's user"
+	assert_eq 16777216 "$probe_memory_max" "probe cgroup memory.max"
+	assert_eq 4 "$probe_pids_max" "probe cgroup pids.max"
 	wait_until 300 has_events checked probe-changed 1
 	assert_contains "$(event_field checked probe-changed PROBE_DETAIL | head -n1)" \
 		"no exit within 1s; killed" "the journal says it was killed at its timeout"
