@@ -67,10 +67,11 @@ void parse_probe_fields(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
     map.get_int("port", spec.port, 1, 65535);
     map.get_string("path", spec.path);
     parse_status_key(map, spec, errors);
-    map.get_string_list("command", spec.command);
-    map.get_duration("initial_delay", spec.initial_delay);
-    map.get_duration("interval", spec.interval);
-    map.get_duration("timeout", spec.timeout);
+    map.get_string_list("command", spec.command, Required::no, 256);
+    // A day at most: more makes no sense for a health check.
+    map.get_duration("initial_delay", spec.initial_delay, Required::no, 24h);
+    map.get_duration("interval", spec.interval, Required::no, 24h);
+    map.get_duration("timeout", spec.timeout, Required::no, 24h);
     map.get_int("failure_threshold", spec.failure_threshold, 0, 1'000'000);
     map.get_int("success_threshold", spec.success_threshold, 1, 1000);
     parse_exec_caps(map, spec);

@@ -166,6 +166,12 @@ TEST(ProbeConfig, RejectsBadValuesWithTheirPlace) {
                                               "is required")));
 }
 
+TEST(ProbeConfig, DurationsAreBoundedToADay) {
+    auto errors = errors_of(worker_with("      liveness: {port: 80, interval: 2d, timeout: 1s}\n"));
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_THAT(errors[0], HasSubstr("p.yaml:6:42: 'interval'"));
+}
+
 TEST(ProbeConfig, RequestTargetCannotSmuggleARequest) {
     ProbeSpec spec = default_probe_spec(ProbeRole::readiness);
     EXPECT_THAT(probe_spec_missing(spec), ElementsAre("'port' is required for kind http"));
