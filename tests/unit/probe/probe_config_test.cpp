@@ -169,7 +169,7 @@ TEST(ProbeConfig, RejectsBadValuesWithTheirPlace) {
 TEST(ProbeConfig, DurationsAreBoundedToADay) {
     auto errors = errors_of(worker_with("      liveness: {port: 80, interval: 2d, timeout: 1s}\n"));
     ASSERT_EQ(errors.size(), 1u);
-    EXPECT_THAT(errors[0], HasSubstr("p.yaml:6:42: 'interval'"));
+    EXPECT_THAT(errors[0], HasSubstr("p.yaml:6:38: 'interval'"));
 }
 
 TEST(ProbeConfig, RequestTargetCannotSmuggleARequest) {
