@@ -69,6 +69,15 @@ struct WorkerSample {
 
     // From the supervisor, not the kernel: the caller fills these in.
     std::optional<TimePoint> started_at;
+    // When the run became `running` (Worker::ready_at()); empty while it is
+    // still starting (loading: before READY=1, before its startup probe
+    // passed).
+    std::optional<TimePoint> ready_at;
+    // The run is held in `starting` until the worker signals readiness
+    // (Worker::signals_readiness()): ready_at is the end of its loading. When
+    // false, ready_at is only the start and the engine decides when loading
+    // ended (policy_engine.h).
+    bool signals_readiness = false;
     std::optional<TimePoint> last_heartbeat;    // last WATCHDOG=1
     std::optional<Duration> watchdog_interval;  // empty: no watchdog
     // The work dir's disk usage (bytes, as du counts them) from the last

@@ -160,6 +160,8 @@ void PolicyRunner::evaluate_now() {
         if (w->exiting()) continue;
         WorkerSample sample = sample_worker(w->cgroup().path(), now);
         sample.started_at = w->started_at();
+        sample.ready_at = w->ready_at();
+        sample.signals_readiness = w->signals_readiness();
         sample.last_heartbeat = w->last_heartbeat();
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;

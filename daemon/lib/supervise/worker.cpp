@@ -76,6 +76,8 @@ void Worker::emit(EventKind kind, std::string message,
 void Worker::set_state(WorkerState state) {
     if (state_ == state) return;
     spdlog::debug("{}: {} -> {}", spec_.name, state_name(state_), state_name(state));
+    if (state == WorkerState::running && pid_ != 0 && !ready_at_) ready_at_ = ctx_.clock.now();
+    if (state == WorkerState::starting && pid_ != 0) signals_readiness_ = true;
     state_ = state;
 }
 
@@ -168,6 +170,8 @@ void Worker::launch() {
 
     pid_ = spawned->pid;
     started_at_ = ctx_.clock.now();
+    ready_at_.reset();
+    signals_readiness_ = false;
     pidfd_watch_ =
         std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
     set_state(loading_gated() ? WorkerState::starting : WorkerState::running);
@@ -534,6 +538,7 @@ void Worker::finish_run(const ExitReason& reason) {
             spdlog::warn("{}: {}", spec_.name, r.error().message());
     pid_ = 0;
     started_at_.reset();
+    ready_at_.reset();
     last_exit_ = reason.describe();
     if (stop_requested_) {
         stop_requested_ = false;

@@ -89,6 +89,18 @@ class Worker {
     Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
 
     std::optional<TimePoint> started_at() const { return started_at_; }
+    // When this run became `running` (ready): at exec for a worker with
+    // neither notify nor a probe, at READY=1 for a notify worker, when its
+    // startup/readiness probe first passed for a probe worker. Empty while
+    // the run is still `starting` (loading) and between runs. Set by
+    // set_state() on the first move to `running` of a run, so every path
+    // that makes a worker ready records it.
+    std::optional<TimePoint> ready_at() const { return ready_at_; }
+    // This run was held in `starting` until the worker signalled readiness
+    // (READY=1, a passing probe): ready_at() marks the end of its loading.
+    // False for a worker that is `running` from exec on; then ready_at() is
+    // only its start, and the policy engine decides when loading ended.
+    bool signals_readiness() const { return signals_readiness_; }
     // The main process has exited and the run is being wound up.
     bool exiting() const { return exiting_; }
     // Last WATCHDOG=1 of this run, if any.
@@ -158,6 +170,8 @@ class Worker {
 
     pid_t pid_ = 0;
     std::optional<TimePoint> started_at_;
+    std::optional<TimePoint> ready_at_;
+    bool signals_readiness_ = false;
     bool stop_requested_ = false;
     bool restart_requested_ = false;
     bool killed_by_policy_ = false;

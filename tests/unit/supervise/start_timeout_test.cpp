@@ -69,6 +69,37 @@ TEST_F(StartTimeout, ReadyInTimeCancelsIt) {
     EXPECT_EQ(supervisor_->find("quick")->state(), WorkerState::running);
 }
 
+// Worker::ready_at(): when the run became `running` — the end of loading that
+// the policy engine's growth rules wait for.
+TEST_F(StartTimeout, ReadyAtIsSetAtReadyOneAndClearedBetweenRuns) {
+    auto spec = example("loader", {"--load-ms", "300"});
+    spec.notify = true;
+    spec.start_timeout = 0s;
+    supervisor_->apply(config({spec}));
+    run_until_event("loader", K::started);
+    Worker* w = supervisor_->find("loader");
+    EXPECT_EQ(w->state(), WorkerState::starting);
+    EXPECT_FALSE(w->ready_at().has_value());
+    EXPECT_TRUE(w->signals_readiness());
+    run_until_event("loader", K::ready);
+    ASSERT_TRUE(w->ready_at().has_value());
+    ASSERT_TRUE(w->started_at().has_value());
+    EXPECT_GT(*w->ready_at(), *w->started_at());
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_FALSE(w->ready_at().has_value());
+}
+
+TEST_F(StartTimeout, ReadyAtOfAWorkerWithoutNotifyIsItsStart) {
+    supervisor_->apply(config({example("plain", {})}));
+    run_until_event("plain", K::started);
+    Worker* w = supervisor_->find("plain");
+    ASSERT_TRUE(w->ready_at().has_value());
+    EXPECT_EQ(w->ready_at(), w->started_at());
+    EXPECT_FALSE(w->signals_readiness());
+}
+
 TEST_F(StartTimeout, ZeroWaitsForever) {
     supervisor_->apply(config({mute("patient", 0s)}));
     run_until_event("patient", K::started);
