@@ -102,6 +102,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_restart(map, spec.restart, errors);
     parse_stop(map, spec, errors);
     map.get_bool("notify", spec.notify);
+    map.get_bool("private_tmp", spec.private_tmp);
     map.get_duration("watchdog", spec.watchdog, Required::no, 24h);
     map.get_duration("start_timeout", spec.start_timeout, Required::no, 24h);
     map.get_int("priority", spec.priority, -1000, 1000);

@@ -141,7 +141,7 @@ class SettingsChecker {
         if (d.workdir_scan_interval < std::chrono::seconds(1))
             fail("workdir_scan_interval", "workdir_scan_interval must be at least 1s, not " +
                                               format_duration(d.workdir_scan_interval));
-        if (d.growth_window < 2 * d.sample_interval)
+        if (d.growth_window > Duration::zero() && d.growth_window < 2 * d.sample_interval)
             fail("growth_window", "growth_window (" + format_duration(d.growth_window) +
                                       ") must be at least twice sample_interval (" +
                                       format_duration(d.sample_interval) +

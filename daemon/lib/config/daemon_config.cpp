@@ -6,6 +6,11 @@ std::string SourceLocation::format() const {
     return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+Duration effective_growth_window(const DaemonSettings& settings) {
+    if (settings.growth_window > Duration::zero()) return settings.growth_window;
+    return 15 * settings.sample_interval;
+}
+
 const WorkerSpec* Config::find(const std::string& name) const {
     for (const auto& w : workers)
         if (w.name == name) return &w;

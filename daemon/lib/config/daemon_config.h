@@ -21,8 +21,9 @@ struct DaemonSettings {
     Duration sample_interval = std::chrono::seconds(2);  // policy sampling tick
     Duration workdir_scan_interval = std::chrono::minutes(1);  // work dir usage measurement
     // memory.growth is measured over this window and answers once samples
-    // span half of it; at least 2 x sample_interval.
-    Duration growth_window = std::chrono::seconds(60);
+    // span half of it; at least 2 x sample_interval. 0 (the default): scaled
+    // from sample_interval, see effective_growth_window().
+    Duration growth_window = Duration::zero();
     // After a host rule kills (or checkpoints) a victim, host rules wait this
     // long before their conditions count again: the recovery (memory being
     // freed, survivors paging back in) looks like thrashing. 0: no wait.
@@ -30,6 +31,10 @@ struct DaemonSettings {
 
     bool operator==(const DaemonSettings&) const = default;
 };
+
+// The growth window in force: growth_window when set, else 15 x
+// sample_interval (30s at the default 2s), so a faster tick answers sooner.
+Duration effective_growth_window(const DaemonSettings& settings);
 
 struct Config {
     DaemonSettings daemon;

@@ -92,6 +92,11 @@ struct WorkerSpec {
     // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the
     // period, how many are kept.
     CheckpointSpec checkpoint;
+    // true: the worker sees its work dir's tmp as /tmp and /var/tmp (a mount
+    // namespace of its own, as systemd's PrivateTmp=yes), so whatever it keeps
+    // there, under any hard-coded path, is protected like its work dir.
+    // false: it shares the host's /tmp and /var/tmp.
+    bool private_tmp = true;
     // The worker's own policy rules (merged over the config's default rules
     // by name; see policy/rule_config.h).
     std::vector<RuleSpec> rules;

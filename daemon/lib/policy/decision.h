@@ -29,8 +29,11 @@ struct Decision {
     // compute it from is known (no memory.high, max or current).
     std::optional<uint64_t> memory_high;
     bool dry_run = false;  // journal it, do not act
-    std::string reason;    // one line for people, e.g.
-                           // "memory.growth is 117.19%/min (> 15%/min) for 2m0s"
+    // The rule acts for memory: a host rule, or a rule on a memory.* or
+    // swap.* metric. A run it ends restarts only once the host has room.
+    bool for_memory = false;
+    std::string reason;  // one line for people, e.g.
+                         // "memory.growth is 117.19%/min (> 15%/min) for 2m0s"
     Measurements measurements;
 };
 

@@ -34,6 +34,8 @@ Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scop
     d.action = action_of(rule, due.step);
     d.then = rule.then;
     d.dry_run = dry_run;
+    d.for_memory = scope == RuleScope::host || rule.when.metric.rfind("memory.", 0) == 0 ||
+                   rule.when.metric.rfind("swap.", 0) == 0;
     d.reason = describe_cause(rule, value, due);
     return d;
 }
@@ -108,6 +110,14 @@ void add_worker_context(Measurements& out, const WorkerSample& s,
         if (s.watchdog_interval)
             add_measurement(out, "WATCHDOG_SECONDS", seconds(*s.watchdog_interval));
     }
+}
+
+void add_phase(Measurements& out, const PhaseTracker& phase, TimePoint now) {
+    add_measurement(out, "PHASE", std::string(phase_name(phase.phase())));
+    if (!phase.serving_since()) return;
+    add_measurement(out, "SERVING_SINCE_SECONDS",
+                    seconds(std::chrono::duration_cast<Duration>(now - *phase.serving_since())));
+    add_measurement(out, "SERVING_REASON", phase.why());
 }
 
 void add_host_context(Measurements& out, const HostInputs& host) {

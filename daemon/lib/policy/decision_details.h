@@ -9,6 +9,7 @@
 #include "policy/metrics.h"
 #include "policy/rule_spec.h"
 #include "policy/rule_timer.h"
+#include "policy/worker_phase.h"
 
 namespace infervisor {
 
@@ -44,6 +45,10 @@ void add_cause(Measurements& out, const RuleSpec& rule, const std::string& journ
 // heartbeat rule its heartbeat age and watchdog interval.
 void add_worker_context(Measurements& out, const WorkerSample& sample,
                         std::optional<double> growth_percent, const RuleSpec* rule, TimePoint now);
+
+// PHASE=loading|serving, and once serving SERVING_SINCE_SECONDS (how long
+// ago it began) and SERVING_REASON (ready, memory settled, load limit).
+void add_phase(Measurements& out, const PhaseTracker& phase, TimePoint now);
 
 // The host's memory and swap picture.
 void add_host_context(Measurements& out, const HostInputs& host);

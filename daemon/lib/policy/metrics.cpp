@@ -117,6 +117,9 @@ std::vector<WorkerMetric> build_worker_metrics() {
                  }});
     m.push_back({info("memory.growth", U::bytes_per_min),
                  [](const WorkerInputs& in) { return in.growth_bytes_per_min; }});
+    m.push_back({info("memory.headroom", U::duration), [](const WorkerInputs& in) {
+                     return millis(memory_headroom(in.sample, in.recent_growth_bytes_per_min));
+                 }});
     static constexpr std::pair<const char*, uint64_t MemoryEvents::*> kEvents[] = {
         {"high", &MemoryEvents::high},
         {"max", &MemoryEvents::max},
@@ -295,6 +298,15 @@ std::optional<double> growth_percent(const WorkerSample& sample,
         sample.memory_max ? sample.memory_max : sample.memory_current;
     if (!reference || *reference == 0) return std::nullopt;
     return 100.0 * *growth_bytes_per_min / static_cast<double>(*reference);
+}
+
+std::optional<Duration> memory_headroom(const WorkerSample& sample,
+                                        std::optional<double> growth_bytes_per_min) {
+    if (!growth_bytes_per_min || *growth_bytes_per_min <= 0) return std::nullopt;
+    if (!sample.memory_max || !sample.memory_current) return std::nullopt;
+    if (*sample.memory_current >= *sample.memory_max) return Duration::zero();
+    double room = static_cast<double>(*sample.memory_max - *sample.memory_current);
+    return Duration(std::llround(room / *growth_bytes_per_min * 60'000.0));
 }
 
 std::optional<Duration> heartbeat_age(const WorkerSample& sample, TimePoint now) {

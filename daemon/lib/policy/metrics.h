@@ -6,7 +6,13 @@
 //   memory.current          bytes, or % of memory.max
 //   memory.growth           %/min of memory.max (of memory.current when there
 //                           is no max), or bytes/min (e.g. 100M/min); over the
-//                           engine's growth window (GrowthTracker)
+//                           engine's growth window (GrowthTracker), from the
+//                           serving baseline: empty while loading
+//                           (worker_phase.h)
+//   memory.headroom         duration: time until memory.current reaches
+//                           memory.max at the growth rate over the engine's
+//                           (short) headroom window; empty
+//                           without a max, while loading, or when not growing
 //   memory.events.{high,max,oom,oom_kill,oom_group_kill}
 //                           count, since the engine began watching this run
 //                           of the worker (first sample after forget())
@@ -75,6 +81,7 @@ struct WorkerInputs {
     const WorkerSample& sample;
     TimePoint now;
     std::optional<double> growth_bytes_per_min;
+    std::optional<double> recent_growth_bytes_per_min;  // over the headroom window
     std::optional<double> swap_in_per_second;
     std::optional<double> swap_out_per_second;
     std::optional<double> cpu_usage_percent;
@@ -112,6 +119,11 @@ const HostMetric* find_host_metric(std::string_view name, MetricUnit unit);
 // percentage of memory.max, or of memory.current when there is no max.
 std::optional<double> growth_percent(const WorkerSample& sample,
                                      std::optional<double> growth_bytes_per_min);
+
+// memory.headroom: (memory.max - memory.current) / growth; 0 at or over the
+// max; empty without a max or a current value, or when not growing.
+std::optional<Duration> memory_headroom(const WorkerSample& sample,
+                                        std::optional<double> growth_bytes_per_min);
 
 // The heartbeat's age: from the last WATCHDOG=1, or from the start when none
 // came yet; empty for a worker that has neither a watchdog nor a heartbeat.

@@ -52,6 +52,11 @@ const std::vector<RuleSpec>& PolicyEngine::rules_for(const std::string& worker) 
     return it == effective_.end() ? defaults_ : it->second;
 }
 
+void PolicyEngine::set_headroom_window(Duration window) {
+    options_.headroom_window = window;
+    for (auto& [name, state] : workers_) state.recent.set_window(window);
+}
+
 void PolicyEngine::set_growth_window(Duration window) {
     options_.growth_window = window;
     for (auto& [name, state] : workers_) state.growth.set_window(window);
@@ -60,7 +65,9 @@ void PolicyEngine::set_growth_window(Duration window) {
 PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
     auto it = workers_.find(worker);
     if (it == workers_.end()) {
-        WorkerState fresh{GrowthTracker(options_.growth_window),
+        WorkerState fresh{PhaseTracker(options_.phases),
+                          GrowthTracker(options_.growth_window),
+                          GrowthTracker(options_.headroom_window),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
@@ -73,7 +80,11 @@ PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
 }
 
 void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
-    if (s.memory_current) st.growth.add(s.time, static_cast<double>(*s.memory_current));
+    // The load ramp never reaches the growth tracker (worker_phase.h).
+    if (st.phase.observe(s) == WorkerPhase::serving && s.memory_current) {
+        st.growth.add(s.time, static_cast<double>(*s.memory_current));
+        st.recent.add(s.time, static_cast<double>(*s.memory_current));
+    }
     if (s.swapin_pages) st.swap_in.add(s.time, *s.swapin_pages);
     if (s.swapout_pages) st.swap_out.add(s.time, *s.swapout_pages);
     if (s.cpu_usage_usec) st.cpu.add(s.time, *s.cpu_usage_usec);
@@ -102,6 +113,7 @@ std::vector<Decision> PolicyEngine::evaluate(const std::string& worker, const Wo
         if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, sample);
         if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
         add_worker_context(d.measurements, sample, growth, &rule, now);
+        add_phase(d.measurements, st.phase, now);
         out.push_back(std::move(d));
     }
     return out;
@@ -112,6 +124,7 @@ WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& 
     WorkerInputs in{sample,
                     now,
                     st.growth.per_minute(),
+                    st.recent.per_minute(),
                     st.swap_in.per_second(),
                     st.swap_out.per_second(),
                     std::nullopt,
@@ -196,6 +209,7 @@ void PolicyEngine::aim_at(Decision& d, const VictimView& victim, const RuleSpec&
     const WorkerSample& last = *it->second.last;
     if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, last);
     add_worker_context(d.measurements, last, victim.growth_percent_per_min, nullptr, now);
+    add_phase(d.measurements, it->second.phase, now);
 }
 
 void PolicyEngine::forget(const std::string& worker) { workers_.erase(worker); }
@@ -204,6 +218,18 @@ void PolicyEngine::remove_worker(const std::string& worker) {
     forget(worker);
     own_rules_.erase(worker);
     effective_.erase(worker);
+}
+
+std::optional<WorkerPhase> PolicyEngine::phase_of(const std::string& worker) const {
+    auto it = workers_.find(worker);
+    if (it == workers_.end() || !it->second.last) return std::nullopt;
+    return it->second.phase.phase();
+}
+
+std::optional<uint64_t> PolicyEngine::serving_baseline(const std::string& worker) const {
+    auto it = workers_.find(worker);
+    if (it == workers_.end()) return std::nullopt;
+    return it->second.phase.baseline();
 }
 
 std::optional<double> PolicyEngine::growth_percent_per_min(const std::string& worker) const {

@@ -9,6 +9,12 @@
 // engine last saw for each worker.) Call forget(name) when a worker's run
 // ends (restart, stop), remove_worker(name) when it leaves the config.
 //
+// Phases (worker_phase.h): each run is `loading`, then `serving`. The growth
+// tracker behind memory.growth and memory.headroom takes only serving
+// samples, so those metrics are empty (their conditions false) while a run
+// loads, and after it they measure from the serving baseline. Every worker
+// decision carries PHASE (and SERVING_SINCE_SECONDS, SERVING_REASON).
+//
 // Timing of each rule for each worker: see rule_timer.h (a rule fires once
 // its condition has held for `for`, then stays quiet until the condition
 // clears, or until its cooldown; escalation once after escalate_after).
@@ -44,14 +50,17 @@
 #include "policy/rule_timer.h"
 #include "policy/samples.h"
 #include "policy/victim.h"
+#include "policy/worker_phase.h"
 
 namespace infervisor {
 
 struct PolicyOptions {
-    bool dry_run = false;            // every decision is dry-run
-    Duration growth_window{60'000};  // memory.growth's window
-    Duration rate_interval{1'000};   // shortest interval for swap/cpu rates
-    Duration host_settle{30'000};    // see above; 0: host rules never wait
+    bool dry_run = false;              // every decision is dry-run
+    Duration growth_window{60'000};    // memory.growth's window
+    Duration headroom_window{10'000};  // memory.headroom's growth rate: recent, short
+    Duration rate_interval{1'000};     // shortest interval for swap/cpu rates
+    Duration host_settle{30'000};      // see above; 0: host rules never wait
+    PhaseOptions phases;               // when a worker without readiness signal settles
 };
 
 class PolicyEngine {
@@ -69,7 +78,13 @@ class PolicyEngine {
     // memory.growth's window, for workers tracked now and later. A shorter
     // window answers sooner (after half of it) but follows noise more.
     void set_growth_window(Duration window);
+    // The window of the growth rate behind memory.headroom: short, because
+    // a leak reaches its cap within a few of them.
+    void set_headroom_window(Duration window);
     void set_host_settle(Duration settle) { options_.host_settle = settle; }
+    // For runs started from now on (the span a worker's memory must hold
+    // still to count as loaded; see worker_phase.h).
+    void set_load_settle(Duration settle) { options_.phases.settle = settle; }
 
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
                                    TimePoint now);
@@ -87,6 +102,11 @@ class PolicyEngine {
     const std::vector<RuleSpec>& rules_for(const std::string& worker) const;
     // memory.growth as last computed for the worker, for status displays.
     std::optional<double> growth_percent_per_min(const std::string& worker) const;
+    // The phase of the worker's current run as last evaluated; empty for a
+    // worker the engine has no sample of in this run.
+    std::optional<WorkerPhase> phase_of(const std::string& worker) const;
+    // The current run's serving baseline (PhaseTracker::baseline()).
+    std::optional<uint64_t> serving_baseline(const std::string& worker) const;
 
   private:
     struct TimedRule {
@@ -94,7 +114,9 @@ class PolicyEngine {
         RuleTimer timer;
     };
     struct WorkerState {
-        GrowthTracker growth;
+        PhaseTracker phase;
+        GrowthTracker growth;  // serving samples only
+        GrowthTracker recent;  // the same, over the headroom window
         CounterRate swap_in, swap_out, cpu;
         std::optional<MemoryEvents> events_baseline;
         std::optional<WorkerSample> last;

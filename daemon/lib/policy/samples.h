@@ -78,6 +78,9 @@ struct WorkerSample {
     // false, ready_at is only the start and the engine decides when loading
     // ended (policy_engine.h).
     bool signals_readiness = false;
+    // The longest a run that does not signal readiness counts as loading
+    // (the worker's start_timeout); empty or 0: until its memory settles.
+    std::optional<Duration> load_limit;
     std::optional<TimePoint> last_heartbeat;    // last WATCHDOG=1
     std::optional<Duration> watchdog_interval;  // empty: no watchdog
     // The work dir's disk usage (bytes, as du counts them) from the last

@@ -59,6 +59,7 @@ MemInfo parse_meminfo(std::string_view text) {
         std::string_view key = line.substr(0, colon);
         std::optional<uint64_t>* target = key == "MemTotal"       ? &out.mem_total
                                           : key == "MemAvailable" ? &out.mem_available
+                                          : key == "SwapTotal"    ? &out.swap_total
                                                                   : nullptr;
         if (!target) return;
         std::string_view value = trim(line.substr(colon + 1));

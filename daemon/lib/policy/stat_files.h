@@ -28,6 +28,7 @@ std::optional<uint64_t> find_counter(const Counters& counters, std::string_view 
 struct MemInfo {
     std::optional<uint64_t> mem_total;      // bytes
     std::optional<uint64_t> mem_available;  // bytes
+    std::optional<uint64_t> swap_total;     // bytes
 };
 
 // /proc/meminfo: "MemTotal:       24683652 kB" lines, converted to bytes.

@@ -216,7 +216,13 @@ workers:
     EXPECT_EQ(loaded.config.workers[0].start_timeout, std::chrono::minutes(2));
     EXPECT_EQ(loaded.config.workers[1].start_timeout, std::chrono::seconds(0));
     EXPECT_EQ(loaded.config.workers[2].start_timeout, std::chrono::minutes(10));  // model loads
-    EXPECT_EQ(load_config_text("", "e.yaml").config.daemon.growth_window, std::chrono::seconds(60));
+    // Unset: 15 x sample_interval.
+    auto defaults = load_config_text("", "e.yaml").config.daemon;
+    EXPECT_EQ(defaults.growth_window, Duration::zero());
+    EXPECT_EQ(effective_growth_window(defaults), std::chrono::seconds(30));
+    defaults.sample_interval = std::chrono::seconds(1);
+    EXPECT_EQ(effective_growth_window(defaults), std::chrono::seconds(15));
+    EXPECT_EQ(effective_growth_window(loaded.config.daemon), std::chrono::seconds(10));
 }
 
 TEST(ConfigParser, HostSettle) {

@@ -36,6 +36,10 @@ class Trace {
     explicit Trace(PolicyEngine& engine, std::string worker = "llama")
         : engine_(engine), worker_(std::move(worker)) {
         base_.started_at = clock_.now();
+        // Ready at once: these traces are about rules on a serving worker
+        // (phases: phase_test.cpp).
+        base_.signals_readiness = true;
+        base_.ready_at = base_.started_at;
         base_.memory_max = 1 * GiB;
         base_.memory_current = 100 * MiB;
     }
@@ -418,6 +422,8 @@ class HostPolicy : public ::testing::Test {
     void worker(const std::string& name, uint64_t memory, uint64_t grown = 0) {
         WorkerSample s;
         s.time = clock.now() - 60s;
+        s.signals_readiness = true;  // serving: its growth is measured
+        s.ready_at = s.time;
         s.memory_current = memory;
         engine.evaluate(name, s, s.time);
         s.time = clock.now();
