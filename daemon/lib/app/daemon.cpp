@@ -20,6 +20,7 @@
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "supervise/caps_fit.h"
 #include "supervise/config_load_runner.h"
 #include "supervise/policy_runner.h"
 #include "supervise/supervisor.h"
@@ -237,6 +238,8 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     } else {
         if (!(loaded.config.daemon == config_.daemon))
             spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
+        if (auto warning = caps_overcommit_warning(loaded.config, paths_.procfs))
+            spdlog::warn("{}", *warning);
         for (const auto& w : loaded.config.workers) {
             const WorkerSpec* old = config_.find(w.name);
             if (!old)
@@ -338,6 +341,8 @@ int check_config(const DaemonOptions& options) {
         std::cerr << loaded.errors.count() << " error(s); configuration is invalid\n";
         return 1;
     }
+    if (auto warning = caps_overcommit_warning(loaded.config, Paths{}.procfs))
+        std::cout << "warning: " << *warning << "\n";
     std::cout << "configuration OK: " << loaded.config.workers.size() << " worker(s) from "
               << loaded.config.files.size() << " file(s)\n";
     return 0;
@@ -358,6 +363,8 @@ int run_daemon(const DaemonOptions& options) {
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN);
+    if (auto warning = caps_overcommit_warning(loaded.config, Paths{}.procfs))
+        spdlog::warn("{}", *warning);
     Daemon daemon(options, std::move(loaded.config));
     return daemon.run();
 }

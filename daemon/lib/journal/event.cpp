@@ -49,6 +49,8 @@ constexpr KindInfo kKinds[] = {
      LOG_INFO},
     {EventKind::checkpoint_restored, "checkpoint-restored", "4a7afb6c20ef4a25a7c70530925acdc2",
      LOG_INFO},
+    {EventKind::restart_waiting_for_memory, "restart-waiting-for-memory",
+     "5b1e0c36a8f94d2c9e7f41b3d6a2c870", LOG_WARNING},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
 };
 

@@ -39,7 +39,8 @@ enum class EventKind {
     checkpoint_failed,     // no CHECKPOINT=1 in time, or nothing usable was written
     checkpoint_restoring,  // a run was started with INFERVISOR_RESTORE_FROM
     checkpoint_restored,   // READY=1 from a run that was given a checkpoint
-    daemon_stopping,       // stays last: tests walk every kind up to it
+    restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
+    daemon_stopping,             // stays last: tests walk every kind up to it
 };
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.

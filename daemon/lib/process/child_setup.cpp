@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -121,6 +123,23 @@ void drop_supervisor_capabilities(const ChildPlan& plan) noexcept {
     }
 }
 
+// PrivateTmp: a mount namespace of the child's own, in which the prepared
+// detached clones of the private tmp dir are attached over /tmp and
+// /var/tmp. Mounts are made slaves first, so that nothing done here
+// propagates to the host. A host without /var/tmp gets /tmp only.
+void set_up_private_tmp(const ChildPlan& plan) noexcept {
+    if (::unshare(CLONE_NEWNS) < 0) fail(plan, ChildStep::private_tmp);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
+        fail(plan, ChildStep::private_tmp);
+    if (::syscall(SYS_move_mount, plan.private_tmp_tree, "", AT_FDCWD, "/tmp",
+                  MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        fail(plan, ChildStep::private_tmp);
+    if (::syscall(SYS_move_mount, plan.private_var_tmp_tree, "", AT_FDCWD, "/var/tmp",
+                  MOVE_MOUNT_F_EMPTY_PATH) < 0 &&
+        errno != ENOENT)
+        fail(plan, ChildStep::private_tmp);
+}
+
 }  // namespace
 
 void run_child(const ChildPlan& plan, bool join) noexcept {
@@ -129,6 +148,7 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     if (::setsid() < 0) fail(plan, ChildStep::setsid);
     set_oom_score_adj(plan);
     install_stdio(plan);
+    if (plan.private_tmp_tree >= 0) set_up_private_tmp(plan);
     drop_supervisor_capabilities(plan);
     if (plan.change_credentials) change_credentials(plan);
     if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -34,6 +34,7 @@ enum class ChildStep : int {
     chdir,
     close_fds,
     execve,
+    private_tmp,
 };
 
 // What the child writes to the error pipe when a step fails.
@@ -60,6 +61,13 @@ struct ChildPlan {
     bool no_new_privileges = true;
     const char* oom_score_adj = nullptr;  // decimal text, or nullptr to inherit
     int max_fd = 1024;                    // close loop bound when close_range is unavailable
+    // Detached clones (open_tree OPEN_TREE_CLONE) of the private tmp dir, to
+    // be attached over /tmp and /var/tmp in the child's own mount namespace;
+    // -1: none. A bind from a path would resolve it again (a worker controls
+    // what is inside its work dir), and a bind from an fd of the parent's
+    // namespace is refused in the new one; a detached clone is neither.
+    int private_tmp_tree = -1;
+    int private_var_tmp_tree = -1;
 };
 
 // Never returns. `join_cgroup`: write this process into plan.cgroup_fd's

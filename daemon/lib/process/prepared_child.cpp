@@ -1,6 +1,7 @@
 #include "process/prepared_child.h"
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -76,6 +77,15 @@ Result<void> prepare_child(const SpawnRequest& request, PreparedChild& child) {
         plan.oom_score_adj = child.oom_score_adj.c_str();
     }
     plan.max_fd = close_loop_bound();
+    if (request.private_tmp_fd >= 0) {
+        for (auto& tree : child.private_tmp_trees) {
+            tree.reset(::open_tree(request.private_tmp_fd, "",
+                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+            if (!tree) return errno_error("clone the private tmp dir (open_tree)");
+        }
+        plan.private_tmp_tree = child.private_tmp_trees[0].get();
+        plan.private_var_tmp_tree = child.private_tmp_trees[1].get();
+    }
     return {};
 }
 
@@ -108,6 +118,8 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
                    (request.oom_score_adj ? std::to_string(*request.oom_score_adj) : std::string());
         case ChildStep::setsid:
             return "setsid";
+        case ChildStep::private_tmp:
+            return "set up a private /tmp and /var/tmp (mount namespace)";
         case ChildStep::dup2_stdin:
             return "dup2 stdin";
         case ChildStep::dup2_stdout:

@@ -22,6 +22,7 @@ struct PreparedChild {
     UniqueFd error_read;
     UniqueFd error_write;
     std::string oom_score_adj;
+    UniqueFd private_tmp_trees[2];  // for /tmp and /var/tmp
     ChildPlan plan;
 };
 

@@ -52,6 +52,15 @@ struct SpawnRequest {
 
     // PR_SET_NO_NEW_PRIVS: setuid binaries and file capabilities grant nothing.
     bool no_new_privileges = true;
+
+    // Private /tmp (as systemd's PrivateTmp=): an O_PATH fd of a directory
+    // that the child, in a mount namespace of its own (mounts below / made
+    // slaves, so nothing propagates back to the host), mounts over /tmp and
+    // /var/tmp before it drops privileges (two detached clones of it made
+    // with open_tree before the clone). -1: the host's /tmp is shared.
+    // Borrowed. An fd, not a path, so that nothing in the directory the
+    // worker controls can redirect the mount.
+    int private_tmp_fd = -1;
 };
 
 struct SpawnedProcess {

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "policy/sampler.h"
+#include "supervise/policy_options.h"
 
 namespace infervisor {
 
@@ -59,11 +60,9 @@ void PolicyRunner::open_watch(const Worker& worker) {
 }
 
 void PolicyRunner::configure(const Config& config) {
-    engine_.set_dry_run(config.daemon.dry_run);
+    configure_engine(engine_, config.daemon);
     engine_.set_default_rules(config.default_rules);
     engine_.set_host_rules(config.host_rules);
-    engine_.set_growth_window(config.daemon.growth_window);
-    engine_.set_host_settle(config.daemon.host_settle);
     interval_ = config.daemon.sample_interval;
     std::set<std::string> now;
     for (const auto& w : config.workers) {
@@ -162,10 +161,14 @@ void PolicyRunner::evaluate_now() {
         sample.started_at = w->started_at();
         sample.ready_at = w->ready_at();
         sample.signals_readiness = w->signals_readiness();
+        sample.load_limit = w->spec().start_timeout;
         sample.last_heartbeat = w->last_heartbeat();
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
         for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
+        if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
+            supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
+                                                   engine_.serving_baseline(w->name()));
         candidates.push_back(
             {w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
     }
@@ -184,8 +187,10 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::freeze:
             return worker.freeze();
         case Action::checkpoint:
+            if (d.for_memory && d.then != Then::keep_running) worker.expect_memory_room();
             return worker.checkpoint_by_policy(d.then, d.rule);
         case Action::kill:
+            if (d.for_memory) worker.expect_memory_room();
             return worker.kill_by_policy(d.then, d.rule);
     }
     return {};

@@ -106,6 +106,7 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
         {"stop",
          {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
         {"notify", s.notify},
+        {"private_tmp", s.private_tmp},
         {"watchdog", format_duration(s.watchdog)},
         {"checkpoint",
          {{"signal", signal_name(s.checkpoint.signal)},
@@ -160,6 +161,7 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     s.status_text = snap.status_text;
     s.is_protected = w.spec().is_protected;
     for (const auto& p : snap.probes) s.probes.push_back(probe_status_of(p));
+    if (snap.pid) s.phase = w.phase();
     return s;
 }
 

@@ -5,13 +5,18 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include "base/file_io.h"
 #include "base/signal_names.h"
 #include "cgroup/cgroup_limits.h"
 #include "notify/notify_message.h"
+#include "policy/metrics.h"
 #include "process/pidfd.h"
 #include "process/spawn.h"
+#include "supervise/private_tmp.h"
+#include "supervise/restart_room.h"
 #include "supervise/worker_credentials.h"
 #include "supervise/worker_launch.h"
+#include "workdir/safe_path.h"
 
 namespace infervisor {
 
@@ -21,6 +26,10 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string ms(Duration d) { return std::to_string(d.count()); }
+
+std::string human_size(uint64_t bytes) {
+    return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
+}
 
 CgroupLimits limits_of(const WorkerSpec& spec) {
     return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max,
@@ -76,7 +85,9 @@ void Worker::emit(EventKind kind, std::string message,
 void Worker::set_state(WorkerState state) {
     if (state_ == state) return;
     spdlog::debug("{}: {} -> {}", spec_.name, state_name(state_), state_name(state));
-    if (state == WorkerState::running && pid_ != 0 && !ready_at_) ready_at_ = ctx_.clock.now();
+    // Straight to running (no readiness signal): ready at its start.
+    if (state == WorkerState::running && pid_ != 0 && !ready_at_)
+        ready_at_ = state_ == WorkerState::starting ? ctx_.clock.now() : started_at_;
     if (state == WorkerState::starting && pid_ != 0) signals_readiness_ = true;
     state_ = state;
 }
@@ -152,6 +163,8 @@ void Worker::launch() {
         return;
     }
     killed_by_policy_ = false;
+    ended_for_memory_ = false;
+    room_needed_.reset();
     policy_then_.reset();
     policy_rule_.clear();
     start_timed_out_ = false;
@@ -172,6 +185,8 @@ void Worker::launch() {
     started_at_ = ctx_.clock.now();
     ready_at_.reset();
     signals_readiness_ = false;
+    phase_.clear();
+    serving_baseline_.reset();
     pidfd_watch_ =
         std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
     set_state(loading_gated() ? WorkerState::starting : WorkerState::running);
@@ -254,6 +269,16 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     }
     auto cgroup_fd = cgroup().open_dir();
     if (!cgroup_fd) return cgroup_fd.error();
+    UniqueFd private_tmp;
+    if (spec_.private_tmp) {
+        if (auto why = why_no_private_tmp(run.dirs.workdir, spec_.workdir)) {
+            spdlog::info("{}: shares the host's /tmp: {}", spec_.name, *why);
+        } else {
+            auto tmp = open_trusted_dir(run.dirs.tmpdir, WalkOptions{who.uid});
+            if (!tmp) return tmp.error();
+            private_tmp = std::move(*tmp);
+        }
+    }
 
     SpawnRequest req;
     req.argv = spec_.command;
@@ -267,8 +292,10 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     req.working_directory = run.dirs.workdir;
     req.cgroup_fd = cgroup_fd->get();
     req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
+    req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;
     launched_ = req;  // exec probes run as the worker does
     launched_.cgroup_fd = -1;
+    launched_.private_tmp_fd = -1;  // closed after the spawn: exec probes see the host's /tmp
 
     UniqueFd output;
     if (ctx_.output_to_journal) {
@@ -493,8 +520,11 @@ void Worker::on_exit() {
         fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
     else
         fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
-    if (auto peak = read_u64(cgroup(), "memory.peak"))
-        fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
+    auto peak = read_u64(cgroup(), "memory.peak");
+    if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
+    room_needed_.reset();
+    if (reason.oom_killed() || (killed_by_policy_ && ended_for_memory_))
+        room_needed_ = serving_baseline_ ? serving_baseline_ : room_needed(spec_.memory.max, peak);
     emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
     if (reason.oom_killed()) {
         fields.emplace_back("OOM_SCOPE", reason.oom_at_own_limit() ? "cgroup" : "host");
@@ -539,6 +569,8 @@ void Worker::finish_run(const ExitReason& reason) {
     pid_ = 0;
     started_at_.reset();
     ready_at_.reset();
+    phase_.clear();
+    serving_baseline_.reset();
     last_exit_ = reason.describe();
     if (stop_requested_) {
         stop_requested_ = false;
@@ -594,9 +626,38 @@ void Worker::schedule_restart(const RestartVerdict& verdict) {
          "restarting in " + format_duration(verdict.delay) + " (attempt " +
              std::to_string(verdict.attempt) + ")",
          {{"DELAY_MS", ms(verdict.delay)}, {"ATTEMPT", std::to_string(verdict.attempt)}});
+    room_wait_logged_ = false;
     restart_timer_.expires_after(verdict.delay);
     restart_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && state_ == WorkerState::backoff) launch();
+        if (!ec && state_ == WorkerState::backoff) launch_when_room();
+    });
+}
+
+void Worker::launch_when_room() {
+    if (!room_needed_) return launch();
+    MemInfo host;
+    if (auto text = read_file(ctx_.paths.procfs / "meminfo")) host = parse_meminfo(*text);
+    RoomVerdict room = judge_room(*room_needed_, host);
+    if (room.fits) {
+        if (room_wait_logged_)
+            spdlog::info("{}: the host has room again ({} available); restarting", spec_.name,
+                         human_size(room.available.value_or(0)));
+        return launch();
+    }
+    if (!room_wait_logged_) {
+        room_wait_logged_ = true;
+        emit(EventKind::restart_waiting_for_memory,
+             "restart waits for memory: the last run ended for memory and the host has " +
+                 human_size(room.available.value_or(0)) + " available, less than the " +
+                 human_size(room.wanted_available) + " it needs (" + human_size(room.needed) +
+                 " for the worker + 10% of RAM in reserve)",
+             {{"NEEDED_BYTES", std::to_string(room.needed)},
+              {"WANTED_AVAILABLE_BYTES", std::to_string(room.wanted_available)},
+              {"HOST_MEM_AVAILABLE_BYTES", std::to_string(room.available.value_or(0))}});
+    }
+    restart_timer_.expires_after(kRoomPoll);
+    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && state_ == WorkerState::backoff) launch_when_room();
     });
 }
 

@@ -87,6 +87,10 @@ class Worker {
     // A checkpoint by hand: the worker keeps running. `finished` as for
     // WorkerCheckpoints::request (not called when this fails).
     Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
+    // The policy action about to end this run acts for memory (a host rule,
+    // a rule on a memory or swap metric): its restart waits until the host
+    // has room for the worker again (restart_room.h). Call before the kill.
+    void expect_memory_room() { ended_for_memory_ = true; }
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // When this run became `running` (ready): at exec for a worker with
@@ -101,6 +105,15 @@ class Worker {
     // False for a worker that is `running` from exec on; then ready_at() is
     // only its start, and the policy engine decides when loading ended.
     bool signals_readiness() const { return signals_readiness_; }
+    // The policy engine's phase of this run ("loading", "serving"; empty
+    // until first evaluated), for status displays. Set by PolicyRunner.
+    const std::string& phase() const { return phase_; }
+    // `baseline`: memory.current when the run began serving, if it has; a
+    // restart after a kill for memory waits for room for that much.
+    void set_phase(std::string phase, std::optional<uint64_t> baseline) {
+        phase_ = std::move(phase);
+        serving_baseline_ = baseline;
+    }
     // The main process has exited and the run is being wound up.
     bool exiting() const { return exiting_; }
     // Last WATCHDOG=1 of this run, if any.
@@ -149,6 +162,8 @@ class Worker {
     void finish_run(const ExitReason& reason);
     void begin_stop();
     void schedule_restart(const RestartVerdict& verdict);
+    // Launches now, or once the host has room (restart_room.h).
+    void launch_when_room();
     void set_state(WorkerState state);
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
@@ -172,6 +187,8 @@ class Worker {
     std::optional<TimePoint> started_at_;
     std::optional<TimePoint> ready_at_;
     bool signals_readiness_ = false;
+    std::string phase_;
+    std::optional<uint64_t> serving_baseline_;
     bool stop_requested_ = false;
     bool restart_requested_ = false;
     bool killed_by_policy_ = false;
@@ -187,6 +204,9 @@ class Worker {
     std::string kill_reason_;               // why a probe ended the run, for ExitReason
     std::vector<Done> on_stopped_;
     WorkerCheckpoints checkpoints_;
+    bool ended_for_memory_ = false;        // see expect_memory_room()
+    std::optional<uint64_t> room_needed_;  // the pending restart waits for room
+    bool room_wait_logged_ = false;
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;

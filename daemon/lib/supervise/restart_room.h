@@ -1,0 +1,45 @@
+// RestartRoom: no restart into the same pressure.
+//
+// A run that ended for memory — any OOM kill (host-wide or at its own
+// memory.max), a host rule's kill, a rule on a memory or swap metric — is
+// restarted only once the host has room for the worker again: MemAvailable
+// (/proc/meminfo) of at least what it needs plus a reserve of 10% of
+// MemTotal, so that even at its need the host stays clear of the low-memory
+// host rule. What it needs is its serving baseline (memory.current when the
+// run began serving, worker_phase.h: what it takes to serve again; a leak's
+// peak is not), or, for a run that never served, the smaller of its
+// memory.max and the peak of its last run (whichever is known); at most 80%
+// of MemTotal: a worker capped above anything the host can ever offer is not
+// held forever.
+//
+// The clock's backoff comes first; then the restart waits, re-reading
+// /proc/meminfo every kRoomPoll, and the journal says why
+// (restart-waiting-for-memory, once per wait). An explicit start does not
+// wait. Without a readable /proc/meminfo there is nothing to judge by and
+// the restart goes ahead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "base/clock.h"
+#include "policy/stat_files.h"
+
+namespace infervisor {
+
+inline constexpr Duration kRoomPoll{2000};
+
+// What a worker needs before it may restart; empty when neither is known.
+std::optional<uint64_t> room_needed(std::optional<uint64_t> memory_max,
+                                    std::optional<uint64_t> last_peak);
+
+struct RoomVerdict {
+    bool fits = true;
+    uint64_t needed = 0;                // after the 80% bound
+    uint64_t wanted_available = 0;      // needed + reserve
+    std::optional<uint64_t> available;  // MemAvailable, when known
+};
+
+RoomVerdict judge_room(uint64_t needed, const MemInfo& host);
+
+}  // namespace infervisor

@@ -1,0 +1,135 @@
+// No restart into the same pressure: the room decision on traces of
+// /proc/meminfo, and real workers whose restart after a kill for memory waits
+// for a (fixture) /proc/meminfo to show room.
+#include "supervise/restart_room.h"
+
+#include <gmock/gmock.h>
+
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t GiB = 1ull << 30;
+
+MemInfo host(uint64_t total, uint64_t available) { return MemInfo{total, available}; }
+
+TEST(RestartRoom, NeedIsTheSmallerOfCapAndPeak) {
+    EXPECT_EQ(room_needed(600 * MiB, 450 * MiB), 450 * MiB);
+    EXPECT_EQ(room_needed(600 * MiB, 900 * MiB), 600 * MiB);
+    EXPECT_EQ(room_needed(std::nullopt, 450 * MiB), 450 * MiB);
+    EXPECT_EQ(room_needed(600 * MiB, std::nullopt), 600 * MiB);
+    EXPECT_EQ(room_needed(std::nullopt, std::nullopt), std::nullopt);
+}
+
+TEST(RestartRoom, WaitsOnATraceUntilNeedPlusReserveIsAvailable) {
+    // The tiny host: 1 GiB; the batch worker peaked at 500 MiB when a host
+    // rule stopped it. The host recovers as the survivors page back in.
+    const uint64_t need = 500 * MiB;
+    const uint64_t trace[] = {20 * MiB, 300 * MiB, 550 * MiB, 602 * MiB, 700 * MiB};
+    std::vector<bool> fits;
+    for (uint64_t available : trace)
+        fits.push_back(judge_room(need, host(1 * GiB, available)).fits);
+    // 500 MiB + 102.4 MiB reserve: the first reading that fits is 700 MiB.
+    EXPECT_THAT(fits, ::testing::ElementsAre(false, false, false, false, true));
+    auto v = judge_room(need, host(1 * GiB, 300 * MiB));
+    EXPECT_EQ(v.needed, need);
+    EXPECT_EQ(v.wanted_available, need + (1 * GiB) / 10);
+    EXPECT_EQ(v.available, 300 * MiB);
+}
+
+TEST(RestartRoom, ACapAboveWhatTheHostCanOfferIsNotAWaitForever) {
+    // 12G cap on an 8G host: it needs at most 80% of RAM, plus the reserve.
+    auto v = judge_room(12 * GiB, host(8 * GiB, 8 * GiB - 100 * MiB));
+    EXPECT_TRUE(v.fits);
+    EXPECT_EQ(v.needed, 8 * GiB / 10 * 8);
+}
+
+TEST(RestartRoom, WithoutMeminfoNothingIsHeldBack) {
+    EXPECT_TRUE(judge_room(1 * GiB, MemInfo{}).fits);
+}
+
+// Real workers; the host's memory is a fixture /proc/meminfo.
+class RestartWaitsForRoom : public SupervisorFixture {
+  protected:
+    void SetUp() override {
+        SupervisorFixture::SetUp();
+        if (IsSkipped()) return;
+        ctx_->paths.procfs = dir_->path() / "proc";
+        set_available(100 * MiB);
+    }
+    void set_available(uint64_t bytes) {
+        // Replaced atomically: the worker may read it at any moment.
+        auto next = dir_->write("proc/meminfo.next",
+                                "MemTotal:        1048576 kB\nMemFree:           10000 kB\n"
+                                "MemAvailable:   " +
+                                    std::to_string(bytes / 1024) + " kB\n");
+        std::filesystem::rename(next, ctx_->paths.procfs / "meminfo");
+    }
+    Worker& start_batch() {
+        auto spec = example("batch", {});
+        spec.memory.max = 600 * MiB;
+        spec.restart.mode = RestartMode::always;
+        supervisor_->apply(config({spec}));
+        run_until_event("batch", K::started);
+        return *supervisor_->find("batch");
+    }
+};
+
+TEST_F(RestartWaitsForRoom, AfterAKillForMemoryUntilTheHostHasRoom) {
+    Worker& w = start_batch();
+    w.expect_memory_room();
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
+    run_until_event("batch", K::restart_waiting_for_memory);
+    const Event* wait = last("batch", K::restart_waiting_for_memory);
+    EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(600 * MiB));  // no memory.peak here
+    EXPECT_EQ(field(*wait, "WANTED_AVAILABLE_BYTES"), std::to_string(600 * MiB + GiB / 10));
+    EXPECT_EQ(field(*wait, "HOST_MEM_AVAILABLE_BYTES"), std::to_string(100 * MiB));
+    EXPECT_THAT(wait->message, HasSubstr("restart waits for memory"));
+    EXPECT_EQ(w.state(), WorkerState::backoff);
+    EXPECT_EQ(count("batch", K::started), 1u);
+
+    set_available(900 * MiB);  // the room comes back
+    run_until_event("batch", K::started, 2);
+    EXPECT_EQ(count("batch", K::restart_waiting_for_memory), 1u);  // said once per wait
+    EXPECT_THAT(kinds_of("batch"),
+                ::testing::ElementsAre(K::started, K::ready, K::exited, K::restarting,
+                                       K::restart_waiting_for_memory, K::started, K::ready));
+}
+
+TEST_F(RestartWaitsForRoom, AServingWorkerNeedsRoomForItsBaselineNotItsLeak) {
+    Worker& w = start_batch();
+    w.set_phase("serving", 50 * MiB);  // as PolicyRunner reports it
+    w.expect_memory_room();
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "near-the-cap").ok());
+    run_until_event("batch", K::restart_waiting_for_memory);
+    const Event* wait = last("batch", K::restart_waiting_for_memory);
+    EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(50 * MiB));
+    set_available(160 * MiB);  // 50 MiB + 102.4 MiB of reserve
+    run_until_event("batch", K::started, 2);
+}
+
+TEST_F(RestartWaitsForRoom, AKillForSomethingElseRestartsOnTheClock) {
+    Worker& w = start_batch();
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "runtime-limit").ok());
+    run_until_event("batch", K::started, 2);
+    EXPECT_EQ(count("batch", K::restart_waiting_for_memory), 0u);
+}
+
+TEST_F(RestartWaitsForRoom, AnExplicitStartDoesNotWait) {
+    Worker& w = start_batch();
+    w.expect_memory_room();
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
+    run_until_event("batch", K::restart_waiting_for_memory);
+    w.start();
+    run_until_event("batch", K::started, 2);
+    EXPECT_EQ(w.state(), WorkerState::running);
+}
+
+}  // namespace
+}  // namespace infervisor::testing
