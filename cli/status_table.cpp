@@ -45,8 +45,11 @@ std::string probe_line(const ProbeStatus& p) {
 }
 
 Row row(const WorkerStatus& w) {
+    // "running (loading)": up, but the policy still counts it as loading.
+    std::string state = w.state;
+    if (w.state == "running" && w.phase == "loading") state += " (loading)";
     return {w.name + (w.is_protected ? "*" : ""),
-            w.state,
+            state,
             w.main_pid ? std::to_string(*w.main_pid) : "-",
             human_uptime(w.uptime_usec),
             std::to_string(w.restarts),
@@ -108,6 +111,7 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
     line("Last exit", w.last_exit.empty() ? "-" : printable(w.last_exit));
     line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
     line("Protected", w.is_protected ? "yes" : "no");
+    line("    Phase", w.phase.empty() ? "-" : w.phase);
     for (const auto& p : w.probes) line("    Probe", probe_line(p));
     out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
     auto env = detail.spec.find("environment");

@@ -12,6 +12,7 @@ struct Options {
     long model_mb = 0;
     long serve_interval_ms = 1000;
     double leak_mb_per_s = 0;
+    long leak_after_ms = 0;  // --leak-after-ms: serve steadily this long before leaking
     std::optional<long> spin_after_ms;
     std::optional<long> crash_after_ms;
     int exit_code = 1;

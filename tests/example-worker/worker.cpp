@@ -174,8 +174,8 @@ void Worker::become_ready() {
     say("ready (model %ld MiB, rss=%ld MiB)", options_.model_mb, rss_mib());
     auto now = Clock::now();
     next_serve_ = now + std::chrono::milliseconds(options_.serve_interval_ms);
-    next_leak_ = now + kLeakStep;
-    leak_start_ = now;
+    leak_start_ = now + std::chrono::milliseconds(options_.leak_after_ms);
+    next_leak_ = leak_start_ + kLeakStep;
     next_leak_report_ = now + std::chrono::seconds(1);
 }
 

@@ -97,6 +97,7 @@ json to_json(const WorkerStatus& s) {
         {"status_text", s.status_text},
         {"protected", s.is_protected},
         {"probes", probes_json(s.probes)},
+        {"phase", s.phase.empty() ? json(nullptr) : json(s.phase)},
     };
 }
 
@@ -126,6 +127,7 @@ WorkerStatus worker_status_from_json(const json& v) {
     read(v, "protected", s.is_protected);
     if (auto probes = member(v, "probes"); probes && probes->is_array())
         for (const auto& p : *probes) s.probes.push_back(probe_status_from_json(p));
+    read(v, "phase", s.phase);
     return s;
 }
 

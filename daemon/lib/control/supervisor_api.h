@@ -67,6 +67,10 @@ struct WorkerStatus {
     std::string status_text;    // the worker's last STATUS= notification; "" if none
     bool is_protected = false;  // exempt from policy kills
     std::vector<ProbeStatus> probes;  // empty (null on the wire) without probes
+    // The policy's phase of the current run: "loading" (its memory may climb
+    // freely: growth rules wait) or "serving"; "" when not running or not
+    // evaluated yet.
+    std::string phase;
 
     bool operator==(const WorkerStatus&) const = default;
 };

@@ -36,11 +36,12 @@ use_main_config() {
 	} >"$main_config"
 }
 
-# The growth rule; the default rules are dropped so that only it can act.
+# The growth rule; the default worker rules are dropped so that only it can act.
 leak_rules() {
 	cat <<-YAML
 		    rules:
 		      - {name: runaway-growth, enabled: false}
+		      - {name: near-the-cap, enabled: false}
 		      - {name: memory-pressure, enabled: false}
 		      - {name: leak, when: "memory.growth > 15%/min for 3s", action: kill, then: park}
 	YAML

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Issue 11, scenario 3: a tiny host where two workers do not fit. With the
+# SHIPPED main configuration and only caps (and the batch worker's lower
+# priority) in the worker file, the low-priority batch worker, filling an
+# 800 MB model next to a steady 300 MB one on the 1 GiB guest, is stopped by
+# the host rule before the kernel's OOM killer acts, and its restart waits
+# (restart-waiting-for-memory) while the host has no room for it: it is not
+# restarted into the same pressure. Once the steady worker is stopped, there
+# is room, and it restarts. Checked by order, never by time. Guest time ~60 s.
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+at_exit systemctl stop infervisord
+at_exit dump_state
+
+state_of() { infervisorctl status | awk -v w="$1" '$1 == w { print $2 }'; }
+
+low_priority_worker_waits_for_room() {
+	install_infervisor
+	use_workers tiny.yaml <<-YAML
+		workers:
+		  - name: steady
+		    command: [$ivd_example_worker, --model-mb, "300", --serve-interval-ms, "500"]
+		    memory: {max: 400M}
+		  - name: batch
+		    command: [$ivd_example_worker, --model-mb, "800", --serve-interval-ms, "500"]
+		    memory: {max: 1G}
+		    priority: -1
+	YAML
+	local warning
+	warning=$(infervisord --check-config 2>&1 || true)
+	log "check-config: $warning"
+	assert_contains "$warning" "more than this host's RAM + swap" "overcommit warning"
+	fresh_daemon
+	wait_until 300 has_events steady ready 1
+	wait_until 600 has_events batch restart-waiting-for-memory 1
+
+	assert_eq host-memory-low "$(event_field batch policy-action RULE | head -n1)" "the rule"
+	assert_eq 0 "$(event_count steady policy-action)" "steady's policy actions"
+	assert_eq 0 "$(kernel_oom_kills)" "kernel OOM kills"
+	assert_eq 1 "$(event_count batch started)" "batch's starts while the host has no room"
+	assert_eq backoff "$(state_of batch)" "batch's state"
+	log "waiting: $(ivd_journal INFERVISOR_WORKER=batch INFERVISOR_EVENT=restart-waiting-for-memory -o cat)"
+	# Still no room a few requests of steady later: still waiting.
+	local served
+	served=$(served_count steady)
+	wait_until 300 served_more_than steady $((served + 6))
+	assert_eq 1 "$(event_count batch started)" "batch's starts while steady runs"
+
+	# Room: the steady worker goes; the batch worker restarts.
+	infervisorctl stop steady
+	wait_until 300 has_events batch started 2
+	assert_eq "started ready policy-action:host-memory-low exited restarting restart-waiting-for-memory started" \
+		"$(event_sequence batch | cut -d' ' -f1-7)" "batch's events"
+	systemctl stop infervisord
+}
+run_scenario a-low-priority-worker-is-not-restarted-until-there-is-room low_priority_worker_waits_for_room
