@@ -97,7 +97,12 @@ TEST_F(RestartWaitsForRoom, AfterAKillForMemoryUntilTheHostHasRoom) {
     set_available(900 * MiB);  // the room comes back
     run_until_event("batch", K::started, 2);
     EXPECT_EQ(count("batch", K::restart_waiting_for_memory), 1u);  // said once per wait
-    EXPECT_THAT(kinds_of("batch"),
+    // (Its notify messages are rejected here: the fixture's /proc has no
+    // PID/cgroup to prove the sender's cgroup; they do not matter.)
+    std::vector<K> lifecycle;
+    for (K kind : kinds_of("batch"))
+        if (kind != K::notify_rejected) lifecycle.push_back(kind);
+    EXPECT_THAT(lifecycle,
                 ::testing::ElementsAre(K::started, K::ready, K::exited, K::restarting,
                                        K::restart_waiting_for_memory, K::started, K::ready));
 }
