@@ -85,7 +85,7 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	leak_start=$(output_times leaker 'leaked' | head -n1)
 	action=$(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o export |
 		sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
-	peak=$(event_field leaker exited MEMORY_PEAK)
+	peak=$(event_field leaker exited MEMORY_PEAK | head -n1) # of the run that was acted on
 	# The first "leaked" line comes 1 s after the leak began.
 	log "FIGURES $label: rule $rule; time to action $(((action - leak_start) / 1000 + 1000)) ms" \
 		"after the leak began; leaker peak $((peak / 1048576)) MiB;" \
