@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "app/memory_lock.h"
+#include "app/reexec.h"
 #include "base/file_io.h"
 #include "base/units.h"
 #include "cgroup/cgroup_discovery.h"
@@ -76,7 +77,9 @@ class Daemon {
         : options_(options),
           config_(std::move(config)),
           signals_(io_, SIGTERM, SIGINT, SIGHUP),
-          watchdog_(io_) {}
+          watchdog_(io_) {
+        signals_.add(SIGUSR2);
+    }
 
     int run();
 
@@ -91,6 +94,7 @@ class Daemon {
     void start_control();
     void start_userdb();
     void shut_down();
+    void reexec_for_upgrade();
     void keep_watchdog_fed();
 
     const DaemonOptions& options_;
@@ -164,7 +168,17 @@ int Daemon::run() {
     policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
     policy_->configure(config_);
     supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
-    supervisor_->reap_leftovers();
+    ReexecOrigin origin = reexec_origin();
+    if (origin.reexecuted) {
+        spdlog::warn("re-executed in place ({}; {} quick re-execution(s)): adopting the workers",
+                     origin.reason, origin.count);
+    } else {
+        // A fresh start by systemd: its KillMode=mixed ended every worker of
+        // an earlier run, so nothing is to be adopted; leftovers are reaped.
+        std::error_code ec;
+        fs::remove_all(paths_.runtime_dir / "state", ec);
+    }
+    supervisor_->adopt_leftovers(config_);
     supervisor_->apply(config_);
     policy_->start();
     start_control();
@@ -178,10 +192,13 @@ int Daemon::run() {
     try {
         io_.run();
     } catch (const std::exception& e) {
-        // A bug, not a condition to live with: say what it was, and let
-        // systemd restart the daemon (Restart=on-failure).
-        spdlog::critical("internal error, exiting: {}", e.what());
+        // A bug, not a condition to live with: say what it was, and start
+        // afresh in place, adopting the workers (reexec.h); past the
+        // crash-loop limit, let systemd restart the daemon (Restart=on-failure).
+        spdlog::critical("internal error: {}; re-executing in place", e.what());
         notify_systemd(std::string("STATUS=internal error: ") + e.what());
+        std::string why = reexec_now("internal-error");
+        spdlog::critical("cannot re-execute ({}); exiting", why);
         return 1;
     }
     return 0;
@@ -192,6 +209,8 @@ void Daemon::wait_for_signal() {
         if (ec) return;
         if (sig == SIGHUP)
             reload({});
+        else if (sig == SIGUSR2)
+            reexec_for_upgrade();
         else
             shut_down();
         if (!shutting_down_) wait_for_signal();
@@ -260,6 +279,23 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     }
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
     return outcome;
+}
+
+// SIGUSR2: the binary now at our path takes over, workers and all (reexec.h).
+void Daemon::reexec_for_upgrade() {
+    if (shutting_down_) return;
+    spdlog::info("SIGUSR2: re-executing in place; {} keep running", supervisor_->summary());
+    notify_systemd("STATUS=re-executing; workers keep running");
+    policy_->stop();
+    supervisor_->workdir_monitor().stop();
+    if (control_) control_->stop();
+    std::string why = reexec_now("upgrade");
+    // Still here: carry on as before.
+    spdlog::error("cannot re-execute: {}; carrying on", why);
+    policy_->start();
+    supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
+    start_control();
+    notify_systemd("STATUS=" + supervisor_->summary());
 }
 
 void Daemon::shut_down() {
@@ -365,6 +401,7 @@ int run_daemon(const DaemonOptions& options) {
     ::signal(SIGPIPE, SIG_IGN);
     if (auto warning = caps_overcommit_warning(loaded.config, Paths{}.procfs))
         spdlog::warn("{}", *warning);
+    prepare_reexec();
     Daemon daemon(options, std::move(loaded.config));
     return daemon.run();
 }

@@ -52,6 +52,7 @@ constexpr KindInfo kKinds[] = {
     {EventKind::restart_waiting_for_memory, "restart-waiting-for-memory",
      "5b1e0c36a8f94d2c9e7f41b3d6a2c870", LOG_WARNING},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
+    {EventKind::adopted, "adopted", "1b17809b4dda4292b509d5e398fe4796", LOG_NOTICE},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -40,7 +40,8 @@ enum class EventKind {
     checkpoint_restoring,  // a run was started with INFERVISOR_RESTORE_FROM
     checkpoint_restored,   // READY=1 from a run that was given a checkpoint
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
-    daemon_stopping,             // stays last: tests walk every kind up to it
+    daemon_stopping,
+    adopted,  // a run left by an earlier daemon was taken over (stays last: tests walk to it)
 };
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.

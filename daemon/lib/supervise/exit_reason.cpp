@@ -10,6 +10,10 @@ std::string ExitReason::describe() const {
     if (killed_by_policy && !kill_reason.empty()) return "killed: " + kill_reason;
     if (oom_at_own_limit()) return "oom-killed (memory.max reached)";
     if (oom_killed()) return "oom-killed by a host-wide OOM kill (memory.max not reached)";
+    if (while_unsupervised && status_unknown)
+        return "exited while the supervisor was down (exit status unknown)";
+    if (while_unsupervised) return status.describe() + " while the supervisor was down";
+    if (status_unknown) return "exited (exit status unknown: the run was adopted)";
     return status.describe();
 }
 

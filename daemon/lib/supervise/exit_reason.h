@@ -21,6 +21,10 @@ struct ExitReason {
     long long limit_ooms = 0;       // memory.events oom: memory.max reached, OOM killer invoked
     bool stop_requested = false;    // the daemon asked it to stop
     bool killed_by_policy = false;  // a rule or the watchdog killed it
+    // The run was adopted from an earlier daemon, or ended while no daemon
+    // ran: no one could reap the main process, so `status` means nothing.
+    bool status_unknown = false;
+    bool while_unsupervised = false;  // it ended while no daemon ran
     // Set when a notify worker was killed for sending no READY=1 within this.
     std::optional<Duration> no_ready_within;
     std::string awaited = "READY=1";  // what did not come within no_ready_within
@@ -29,18 +33,22 @@ struct ExitReason {
     std::string kill_reason;
 
     bool oom_killed() const {
-        return oom_kills > 0 && status.kind == ExitStatus::Kind::signaled &&
-               status.signal == SIGKILL;
+        return oom_kills > 0 && (status_unknown || (status.kind == ExitStatus::Kind::signaled &&
+                                                    status.signal == SIGKILL));
     }
     // The kill came from the worker's own memory.max, not from outside.
     bool oom_at_own_limit() const { return oom_killed() && limit_ooms > 0; }
     ExitClass exit_class() const {
-        return status.success() && !oom_killed() && !no_ready_within ? ExitClass::clean
-                                                                     : ExitClass::failure;
+        return status.success() && !status_unknown && !oom_killed() && !no_ready_within
+                   ? ExitClass::clean
+                   : ExitClass::failure;
     }
-    // "no READY=1 within 1m30s", "killed: liveness probe failed ...", "oom-killed (memory.max
-    // reached)", "oom-killed by a host-wide OOM kill (memory.max not reached)", "exited with code
-    // 3", "killed by SIGSEGV (core dumped)".
+    // "no READY=1 within 1m30s", "killed: liveness probe failed ...",
+    // "oom-killed (memory.max reached)",
+    // "oom-killed by a host-wide OOM kill (memory.max not reached)",
+    // "exited with code 3", "killed by SIGSEGV (core dumped)",
+    // "exited while the supervisor was down (exit status unknown)",
+    // "killed by SIGKILL while the supervisor was down".
     std::string describe() const;
 };
 

@@ -34,6 +34,10 @@ void PolicyRunner::on_event(const Event& e) {
             engine_.forget(e.worker);
             if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
             return;
+        case EventKind::adopted:
+            // A run left by an earlier daemon: watched from now on.
+            if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
+            return;
         case EventKind::exited:
             watches_.erase(e.worker);  // before the cgroup is removed
             return;

@@ -40,6 +40,19 @@ RestartVerdict RestartTracker::on_exit(ExitClass how) {
     return {Action::restart, delay, consecutive_failures_};
 }
 
+RestartHistory RestartTracker::history() const {
+    return {starts_, last_start_, consecutive_failures_, total_restarts_};
+}
+
+void RestartTracker::restore(const RestartHistory& history) {
+    starts_ = history.starts;
+    while (static_cast<int64_t>(starts_.size()) > std::max<int64_t>(spec_.start_limit_burst, 0))
+        starts_.pop_front();
+    last_start_ = history.last_start;
+    consecutive_failures_ = std::max(history.consecutive_failures, 0);
+    total_restarts_ = history.total_restarts;
+}
+
 void RestartTracker::reset() {
     starts_.clear();
     consecutive_failures_ = 0;

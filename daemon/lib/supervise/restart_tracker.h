@@ -16,6 +16,18 @@ enum class ExitClass {
     failure,  // non-zero exit, killed by a signal, OOM-killed, failed to start
 };
 
+// What a tracker has counted, carried over a daemon restart (the state file,
+// persisted_worker.h). Time points are CLOCK_MONOTONIC, which runs on
+// across daemon runs within one boot.
+struct RestartHistory {
+    std::deque<TimePoint> starts;  // within start_limit_interval, oldest first
+    std::optional<TimePoint> last_start;
+    int consecutive_failures = 0;
+    size_t total_restarts = 0;
+
+    bool operator==(const RestartHistory&) const = default;
+};
+
 struct RestartVerdict {
     enum class Action { restart, stay_stopped, start_limit_hit } action;
     Duration delay{0};  // for restart: how long to wait first
@@ -35,6 +47,11 @@ class RestartTracker {
 
     // An operator's explicit start clears the breaker and the backoff.
     void reset();
+
+    RestartHistory history() const;
+    // Takes over what an earlier daemon counted (at most start_limit_burst
+    // starts are kept: more could never matter).
+    void restore(const RestartHistory& history);
 
     int consecutive_failures() const { return consecutive_failures_; }
     size_t total_restarts() const { return total_restarts_; }

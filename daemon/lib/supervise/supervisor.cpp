@@ -37,6 +37,7 @@ Result<size_t> destroy_cgroup_tree(const CgroupDir& dir) {
 
 Supervisor::Supervisor(WorkerContext& ctx)
     : ctx_(ctx),
+      snapshots_(ctx.paths.runtime_dir / "state" / ".config"),
       background_(ctx.io),
       monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }) {}
 
@@ -53,40 +54,54 @@ std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string&
     return view;
 }
 
-void Supervisor::reap_leftovers() {
-    for (const auto& name : ctx_.cgroups.existing_workers()) {
-        CgroupDir dir = ctx_.cgroups.worker(name);
-        auto killed = destroy_cgroup_tree(dir);
-        if (!killed) {
-            spdlog::error("leftover worker cgroup {}: {}", dir.path().string(),
-                          killed.error().message());
-            continue;
-        }
-        ctx_.events.emit(Event{
-            EventKind::leftover_reaped,
-            name,
-            "removed the cgroup left by an earlier run, killing " + std::to_string(*killed) +
-                " process(es)",
-            {{"KILLED_PROCESSES", std::to_string(*killed)}, {"CGROUP", dir.path().string()}}});
+void Supervisor::reap_leftover(const std::string& name) {
+    CgroupDir dir = ctx_.cgroups.worker(name);
+    auto killed = destroy_cgroup_tree(dir);
+    if (!killed) {
+        spdlog::error("leftover worker cgroup {}: {}", dir.path().string(),
+                      killed.error().message());
+        return;
     }
+    ctx_.events.emit(
+        Event{EventKind::leftover_reaped,
+              name,
+              "removed the cgroup left by an earlier run, killing " + std::to_string(*killed) +
+                  " process(es)",
+              {{"KILLED_PROCESSES", std::to_string(*killed)}, {"CGROUP", dir.path().string()}}});
 }
 
 void Supervisor::apply(const Config& config) {
+    if (auto id = snapshots_.save(config.files))
+        snapshot_id_ = *id;
+    else
+        spdlog::warn(
+            "cannot keep a copy of the configuration ({}); a daemon restart will restart "
+            "its workers rather than adopt them",
+            id.error().message());
     desired_.clear();
     for (const auto& spec : config.workers) desired_.emplace(spec.name, spec);
     std::vector<std::string> to_retire;
     for (const auto& [name, worker] : workers_) {
         auto it = desired_.find(name);
-        if (it == desired_.end() || !(it->second == worker->spec())) to_retire.push_back(name);
+        if (it == desired_.end() || !(it->second == worker->spec()))
+            to_retire.push_back(name);
+        else
+            worker->set_config_snapshot(snapshot_id_);  // the same spec, now from this one
     }
     for (const auto& name : to_retire) retire(name);
     for (const auto& [name, spec] : desired_)
         if (!workers_.count(name) && !retiring_.count(name) && !removing_.count(name))
             create_and_start(spec);
+    std::set<std::string> in_use = {snapshot_id_};
+    for (const auto* group : {&workers_, &retiring_})
+        for (const auto& [name, worker] : *group)
+            in_use.insert(worker->persisted().config_snapshot);
+    snapshots_.prune(in_use);
 }
 
 void Supervisor::create_and_start(const WorkerSpec& spec) {
     auto worker = std::make_unique<Worker>(ctx_, spec);
+    worker->set_config_snapshot(snapshot_id_);
     Worker* raw = worker.get();
     workers_.emplace(spec.name, std::move(worker));
     if (!stopping_all_) raw->start();
@@ -111,6 +126,7 @@ void Supervisor::retire(const std::string& name) {
 }
 
 void Supervisor::release_workdir(const WorkerSpec& spec) {
+    remove_persisted_worker(ctx_.paths.runtime_dir / "state", spec.name);
     if (auto r = ctx_.workdirs.release(spec.name); !r)
         spdlog::warn("{}: {}", spec.name, r.error().message());
     removed_[spec.name] = spec;
@@ -201,13 +217,17 @@ std::optional<std::string> Supervisor::dir_in_use(const std::filesystem::path& d
 void Supervisor::stop_all(std::function<void()> done) {
     stopping_all_ = true;
     auto remaining = std::make_shared<size_t>(workers_.size() + retiring_.size());
-    auto finish = [remaining, done] {
-        if (--*remaining == 0 && done) done();
-    };
-    if (*remaining == 0) {
+    // Everything stopped on purpose: nothing for a next daemon to adopt.
+    auto all_down = [this, done] {
+        for (const auto& name : persisted_worker_names(ctx_.paths.runtime_dir / "state"))
+            remove_persisted_worker(ctx_.paths.runtime_dir / "state", name);
+        snapshots_.prune({});
         if (done) done();
-        return;
-    }
+    };
+    auto finish = [remaining, all_down] {
+        if (--*remaining == 0) all_down();
+    };
+    if (*remaining == 0) return all_down();
     for (auto& [name, worker] : workers_) worker->stop(finish);
     for (auto& [name, worker] : retiring_) worker->stop(finish);
 }

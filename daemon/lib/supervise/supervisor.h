@@ -17,6 +17,7 @@
 
 #include "config/daemon_config.h"
 #include "supervise/background_work.h"
+#include "supervise/config_snapshot.h"
 #include "supervise/workdir_monitor.h"
 #include "supervise/worker.h"
 
@@ -26,14 +27,23 @@ class Supervisor {
   public:
     explicit Supervisor(WorkerContext& ctx);
 
-    // Kills and removes worker cgroups left by an earlier daemon run (after a
-    // crash, say), so that every configured worker then runs exactly once.
-    // Blocking; call once at start-up, before apply().
-    void reap_leftovers();
+    // Takes over what an earlier daemon left (adoption.h): runs whose main
+    // process lives are adopted, runs that ended unwatched are wound up and
+    // restarted by policy, states (parked, failed...) and restart counters
+    // carry over, and cgroups nothing explains are killed and removed
+    // (leftover-reaped), so that every configured worker then runs exactly
+    // once. Workers no longer configured, or whose spec changed, are left for
+    // the apply(config) that must follow to stop or restart, as a reload
+    // would. Blocking (it waits for reaped cgroups to empty); call once at
+    // start-up, before apply().
+    void adopt_leftovers(const Config& config);
 
+    // Also records the configuration's snapshot (config_snapshot.h) for the
+    // workers' state files.
     void apply(const Config& config);
 
-    // Stops every worker; `done` runs when all are down.
+    // Stops every worker; `done` runs when all are down. Their state files go
+    // too: the next daemon starts afresh.
     void stop_all(std::function<void()> done);
 
     Worker* find(const std::string& name);
@@ -61,6 +71,8 @@ class Supervisor {
     void remove_workdir(const std::string& name, RemovalDone done);
 
   private:
+    void reap_leftover(const std::string& name);
+    void adopt_one(const std::string& name, const Config& config);
     void retire(const std::string& name);
     void create_and_start(const WorkerSpec& spec);
     // Drops the worker's locks and tmpfiles exclusions; removes its work dir
@@ -82,6 +94,8 @@ class Supervisor {
     std::map<std::string, WorkerSpec> removed_;
     std::set<std::string> removing_;  // work dir removals in flight
     bool stopping_all_ = false;
+    ConfigSnapshots snapshots_;
+    std::string snapshot_id_;  // of the configuration last applied
     // Last: destroyed first, while the workers they look at still exist.
     BackgroundWork background_;
     WorkDirMonitor monitor_;

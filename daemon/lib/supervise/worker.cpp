@@ -11,6 +11,7 @@
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
+#include "process/proc_stat.h"
 #include "process/spawn.h"
 #include "supervise/private_tmp.h"
 #include "supervise/restart_room.h"
@@ -90,6 +91,7 @@ void Worker::set_state(WorkerState state) {
         ready_at_ = state_ == WorkerState::starting ? ctx_.clock.now() : started_at_;
     if (state == WorkerState::starting && pid_ != 0) signals_readiness_ = true;
     state_ = state;
+    persist();
 }
 
 std::string Worker::cgroup_path_in_proc() const {
@@ -182,6 +184,8 @@ void Worker::launch() {
     if (!spawned) return fail(spawned.error());
 
     pid_ = spawned->pid;
+    pid_start_time_ = process_start_time(ctx_.paths.procfs, pid_).value_or(0);
+    adopted_run_ = false;
     started_at_ = ctx_.clock.now();
     ready_at_.reset();
     signals_readiness_ = false;
@@ -476,7 +480,9 @@ void Worker::on_start_timeout() {
 
 void Worker::on_exit() {
     auto status = reap(pidfd_watch_->native_handle());
-    if (!status || !*status) {
+    // An adopted run's main process is not our child: its status is lost.
+    bool status_unknown = adopted_run_ && !status && status.error().code == ECHILD;
+    if (!status_unknown && (!status || !*status)) {
         // Spurious wake-up (or a reap error): wait again rather than guess.
         if (!status) spdlog::error("{}: {}", spec_.name, status.error().message());
         if (status) {
@@ -492,6 +498,7 @@ void Worker::on_exit() {
     exiting_ = true;
     checkpoints_.run_ended();
     ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
+    reason.status_unknown = status_unknown;
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.limit_ooms = cgroup().memory_event("oom");
     reason.stop_requested = stop_requested_;
@@ -516,7 +523,9 @@ void Worker::on_exit() {
         {"OOM_KILLS", std::to_string(reason.oom_kills)},
         {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
         {"EXIT_REASON", reason.describe()}};
-    if (reason.status.kind == ExitStatus::Kind::exited)
+    if (reason.status_unknown)
+        fields.emplace_back("EXIT_STATUS", "unknown");
+    else if (reason.status.kind == ExitStatus::Kind::exited)
         fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
     else
         fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));

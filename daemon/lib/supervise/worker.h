@@ -24,6 +24,7 @@
 #include "policy/rule_spec.h"
 #include "process/spawn_request.h"
 #include "supervise/exit_reason.h"
+#include "supervise/persisted_worker.h"
 #include "supervise/restart_tracker.h"
 #include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
@@ -91,6 +92,27 @@ class Worker {
     // a rule on a memory or swap metric): its restart waits until the host
     // has room for the worker again (restart_room.h). Call before the kill.
     void expect_memory_room() { ended_for_memory_ = true; }
+
+    // Adoption (adoption.h): takes over the run an earlier daemon started.
+    // `pidfd` names its main process, which the caller found alive with the
+    // persisted pid, start time and cgroup. The notify socket is bound again
+    // at the same path (the worker keeps NOTIFY_SOCKET), the work dir locks
+    // are taken again, the heartbeat deadline counts from now and a run not
+    // yet ready gets what is left of its start_timeout. Emits `adopted`. A
+    // stop, restart or policy stop that was under way is carried on.
+    void adopt(const PersistedWorker& persisted, UniqueFd pidfd);
+    // The persisted run's main process exited while no daemon watched: the
+    // exit is journaled (status unknown), what is left in the cgroup is
+    // killed, and the restart policy applies — unless `restart_policy` is
+    // false (the worker is no longer configured): then it ends stopped.
+    void adopt_exited(const PersistedWorker& persisted, bool restart_policy);
+    // A worker that had no run: its state (stopped, failed, parked) and
+    // counters carry over; one waiting in backoff starts now.
+    void restore(const PersistedWorker& persisted);
+    // The configuration snapshot the spec came from (config_snapshot.h).
+    void set_config_snapshot(std::string id);
+    // What goes to <runtime_dir>/state/NAME on every state change.
+    PersistedWorker persisted() const;
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // When this run became `running` (ready): at exec for a worker with
@@ -165,6 +187,8 @@ class Worker {
     // Launches now, or once the host has room (restart_room.h).
     void launch_when_room();
     void set_state(WorkerState state);
+    void persist() const;
+    Result<void> rebind_after_adoption();
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
     std::string cgroup_path_in_proc() const;
@@ -184,6 +208,11 @@ class Worker {
     boost::asio::steady_timer empty_timer_;
 
     pid_t pid_ = 0;
+    uint64_t pid_start_time_ = 0;  // of pid_, from /proc/PID/stat
+    // The run was started by an earlier daemon: its main process is not our
+    // child, so its exit status cannot be reaped.
+    bool adopted_run_ = false;
+    std::string config_snapshot_;
     std::optional<TimePoint> started_at_;
     std::optional<TimePoint> ready_at_;
     bool signals_readiness_ = false;

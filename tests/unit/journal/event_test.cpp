@@ -11,10 +11,10 @@
 namespace infervisor {
 namespace {
 
-// Every kind: daemon_stopping is the last enumerator (see event.h).
+// Every kind: adopted is the last enumerator (see event.h).
 std::vector<EventKind> all_kinds() {
     std::vector<EventKind> out;
-    for (int k = 0; k <= static_cast<int>(EventKind::daemon_stopping); ++k)
+    for (int k = 0; k <= static_cast<int>(EventKind::adopted); ++k)
         out.push_back(static_cast<EventKind>(k));
     return out;
 }

@@ -92,5 +92,27 @@ TEST(RestartTracker, StartsOutsideTheIntervalDoNotCount) {
     }
 }
 
+TEST(RestartTracker, AHistoryCarriedOverToANewTrackerKeepsBackoffAndStartLimit) {
+    FakeClock clock;
+    RestartTracker before(spec(RestartMode::on_failure), clock);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(before.try_start());
+        clock.advance(100ms);
+        ASSERT_EQ(before.on_exit(ExitClass::failure).action, Action::restart);
+    }
+    RestartTracker after(spec(RestartMode::on_failure), clock);  // the next daemon's
+    after.restore(before.history());
+    EXPECT_EQ(after.history(), before.history());
+    EXPECT_EQ(after.total_restarts(), 3u);
+    ASSERT_TRUE(after.try_start());  // start 4 of 5
+    clock.advance(100ms);
+    auto v = after.on_exit(ExitClass::failure);
+    ASSERT_EQ(v.action, Action::restart);
+    EXPECT_EQ(v.attempt, 4);
+    EXPECT_EQ(v.delay, 8s);
+    ASSERT_TRUE(after.try_start());  // 5 of 5
+    EXPECT_EQ(after.on_exit(ExitClass::failure).action, Action::start_limit_hit);
+}
+
 }  // namespace
 }  // namespace infervisor

@@ -191,7 +191,7 @@ TEST_F(Lifecycle, LeftoverCgroupsOfAnEarlierRunAreReaped) {
         for (;;) pause();
     }
     run_until([&] { return stale.procs().value_or({}).size() == 1; });
-    supervisor_->reap_leftovers();
+    supervisor_->adopt_leftovers(config({}));
     EXPECT_FALSE(stale.exists());
     EXPECT_EQ(count("stale", K::leftover_reaped), 1u);
     int status = 0;

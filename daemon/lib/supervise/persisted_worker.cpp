@@ -1,0 +1,241 @@
+#include "supervise/persisted_worker.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <system_error>
+
+#include "base/unique_fd.h"
+#include "config/config_validator.h"
+
+namespace infervisor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kVersionLine = "infervisor-worker-state 1";
+constexpr size_t kMaxStarts = 1000;  // far above any sane start_limit_burst
+
+// One line per value: a newline in a status text must not start a new key.
+std::string one_line(std::string_view s) {
+    std::string out(s.substr(0, 1024));
+    for (char& c : out)
+        if (c == '\n' || c == '\r' || c == '\0') c = ' ';
+    return out;
+}
+
+int64_t to_ms(TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+TimePoint from_ms(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
+
+std::string optional_time(const std::optional<TimePoint>& t) {
+    return t ? std::to_string(to_ms(*t)) : "-";
+}
+
+template <class T>
+std::optional<T> number(std::string_view s) {
+    T value{};
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+    return value;
+}
+
+std::optional<WorkerState> state_from_name(std::string_view name) {
+    for (auto s :
+         {WorkerState::stopped, WorkerState::starting, WorkerState::running, WorkerState::stopping,
+          WorkerState::backoff, WorkerState::failed, WorkerState::parked})
+        if (state_name(s) == name) return s;
+    return std::nullopt;
+}
+
+std::optional<bool> flag(std::string_view s) {
+    if (s == "0") return false;
+    if (s == "1") return true;
+    return std::nullopt;
+}
+
+Error bad(const std::string& what) { return plain_error("worker state file: " + what); }
+
+}  // namespace
+
+std::string format_persisted_worker(const PersistedWorker& w) {
+    std::string starts;
+    for (const auto& t : w.restarts.starts)
+        starts += (starts.empty() ? "" : ",") + std::to_string(to_ms(t));
+    std::string out = std::string(kVersionLine) + "\n";
+    auto line = [&](std::string_view key, const std::string& value) {
+        out += std::string(key) + "=" + one_line(value) + "\n";
+    };
+    line("name", w.name);
+    line("config_snapshot", w.config_snapshot);
+    line("state", std::string(state_name(w.state)));
+    line("pid", std::to_string(w.pid));
+    line("pid_start_time", std::to_string(w.pid_start_time));
+    line("started_at_ms", optional_time(w.started_at));
+    line("stop_requested", w.stop_requested ? "1" : "0");
+    line("restart_requested", w.restart_requested ? "1" : "0");
+    line("policy_then", w.policy_then ? std::string(to_string(*w.policy_then)) : "-");
+    line("policy_rule", w.policy_rule);
+    line("starts_ms", starts);
+    line("last_start_ms", optional_time(w.restarts.last_start));
+    line("consecutive_failures", std::to_string(w.restarts.consecutive_failures));
+    line("total_restarts", std::to_string(w.restarts.total_restarts));
+    line("last_exit", w.last_exit);
+    line("status_text", w.status_text);
+    return out;
+}
+
+Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
+    if (text.size() > kMaxStateFileSize)
+        return bad("larger than " + std::to_string(kMaxStateFileSize) + " bytes");
+    size_t eol = text.find('\n');
+    if (eol == std::string_view::npos || text.substr(0, eol) != kVersionLine)
+        return bad("not a version 1 worker state file");
+    std::map<std::string, std::string, std::less<>> fields;
+    for (size_t pos = eol + 1; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) return bad("truncated (no final newline)");
+        std::string_view line = text.substr(pos, end - pos);
+        pos = end + 1;
+        size_t eq = line.find('=');
+        if (eq == std::string_view::npos) return bad("a line without '='");
+        fields.emplace(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+    }
+    auto get = [&](std::string_view key) -> std::optional<std::string_view> {
+        auto it = fields.find(key);
+        if (it == fields.end()) return std::nullopt;
+        return std::string_view(it->second);
+    };
+    auto time = [&](std::string_view key) -> std::optional<std::optional<TimePoint>> {
+        auto v = get(key);
+        if (!v) return std::nullopt;
+        if (*v == "-") return std::make_optional(std::optional<TimePoint>());
+        auto ms = number<int64_t>(*v);
+        if (!ms) return std::nullopt;
+        return std::optional<TimePoint>(from_ms(*ms));
+    };
+
+    PersistedWorker w;
+    auto name = get("name");
+    if (!name || !is_valid_worker_name(std::string(*name))) return bad("missing or invalid name");
+    w.name = *name;
+    w.config_snapshot = get("config_snapshot").value_or("");
+    auto state = get("state");
+    auto parsed_state = state ? state_from_name(*state) : std::nullopt;
+    if (!parsed_state) return bad("missing or unknown state");
+    w.state = *parsed_state;
+    auto count = [&](std::string_view key) -> std::optional<uint64_t> {
+        auto v = get(key);
+        if (!v) return std::nullopt;
+        return number<uint64_t>(*v);
+    };
+    auto pid = count("pid");
+    auto start = count("pid_start_time");
+    if (!pid || *pid > 0x3fffffff || !start) return bad("missing or invalid pid");
+    w.pid = static_cast<pid_t>(*pid);
+    w.pid_start_time = *start;
+    auto started = time("started_at_ms");
+    auto last_start = time("last_start_ms");
+    if (!started || !last_start) return bad("missing or invalid time");
+    w.started_at = *started;
+    w.restarts.last_start = *last_start;
+    auto stop = get("stop_requested") ? flag(*get("stop_requested")) : std::nullopt;
+    auto restart = get("restart_requested") ? flag(*get("restart_requested")) : std::nullopt;
+    if (!stop || !restart) return bad("missing or invalid request flags");
+    w.stop_requested = *stop;
+    w.restart_requested = *restart;
+    auto then = get("policy_then");
+    if (!then) return bad("missing policy_then");
+    if (*then != "-") {
+        w.policy_then = parse_then(*then);
+        if (!w.policy_then) return bad("unknown policy_then");
+    }
+    w.policy_rule = get("policy_rule").value_or("");
+    std::string_view starts = get("starts_ms").value_or("");
+    while (!starts.empty()) {
+        size_t comma = starts.find(',');
+        auto ms = number<int64_t>(starts.substr(0, comma));
+        if (!ms) return bad("invalid starts_ms");
+        if (w.restarts.starts.size() == kMaxStarts) return bad("too many starts");
+        w.restarts.starts.push_back(from_ms(*ms));
+        starts = comma == std::string_view::npos ? "" : starts.substr(comma + 1);
+    }
+    auto failures = count("consecutive_failures");
+    auto total = count("total_restarts");
+    if (!failures || *failures > 1'000'000 || !total)
+        return bad("missing or invalid restart counters");
+    w.restarts.consecutive_failures = static_cast<int>(*failures);
+    w.restarts.total_restarts = *total;
+    w.last_exit = get("last_exit").value_or("");
+    w.status_text = get("status_text").value_or("");
+    return w;
+}
+
+Result<void> write_persisted_worker(const fs::path& dir, const PersistedWorker& worker) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+        return errno_error("create " + dir.string());
+    std::string text = format_persisted_worker(worker);
+    if (text.size() > kMaxStateFileSize)
+        return plain_error("state of worker '" + worker.name + "' too large to persist");
+    fs::path tmp = dir / ("." + worker.name + ".tmp");
+    fs::path final_path = dir / worker.name;
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return errno_error("create " + tmp.string());
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        auto e = errno_error("write " + tmp.string());
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    fd.reset();
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+        auto e = errno_error("rename " + tmp.string() + " to " + final_path.string());
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    return {};
+}
+
+Result<PersistedWorker> read_persisted_worker(const fs::path& dir, const std::string& name) {
+    fs::path path = dir / name;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) return errno_error("open " + path.string());
+    std::string text(kMaxStateFileSize + 1, '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+        ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno_error("read " + path.string());
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    auto parsed = parse_persisted_worker(text);
+    if (!parsed) return plain_error(path.string() + ": " + parsed.error().message());
+    if (parsed->name != name)
+        return plain_error(path.string() + ": names worker '" + parsed->name + "'");
+    return parsed;
+}
+
+void remove_persisted_worker(const fs::path& dir, const std::string& name) {
+    ::unlink((dir / name).c_str());
+}
+
+std::vector<std::string> persisted_worker_names(const fs::path& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (it->is_regular_file(ec) && is_valid_worker_name(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace infervisor

@@ -1,0 +1,195 @@
+// Worker: persisting its state and taking over a run an earlier daemon
+// started (see adoption.h, persisted_worker.h).
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include "base/signal_names.h"
+#include "base/units.h"
+#include "supervise/worker.h"
+#include "supervise/worker_launch.h"
+
+namespace infervisor {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::filesystem::path state_dir_of(const Paths& paths) { return paths.runtime_dir / "state"; }
+
+std::string ms(Duration d) { return std::to_string(d.count()); }
+
+}  // namespace
+
+PersistedWorker Worker::persisted() const {
+    PersistedWorker p;
+    p.name = spec_.name;
+    p.config_snapshot = config_snapshot_;
+    p.state = state_;
+    p.pid = pid_;
+    p.pid_start_time = pid_start_time_;
+    p.started_at = started_at_;
+    p.stop_requested = stop_requested_;
+    p.restart_requested = restart_requested_;
+    p.policy_then = policy_then_;
+    p.policy_rule = policy_rule_;
+    p.restarts = tracker_.history();
+    p.last_exit = last_exit_;
+    p.status_text = status_text_;
+    return p;
+}
+
+void Worker::persist() const {
+    if (auto r = write_persisted_worker(state_dir_of(ctx_.paths), persisted()); !r)
+        spdlog::warn("{}: cannot persist its state (a daemon restart would not adopt it): {}",
+                     spec_.name, r.error().message());
+}
+
+void Worker::set_config_snapshot(std::string id) {
+    if (config_snapshot_ == id) return;
+    config_snapshot_ = std::move(id);
+    persist();
+}
+
+Result<void> Worker::rebind_after_adoption() {
+    auto who = resolve_identity(spec_, ctx_.paths);
+    if (!who) return who.error();
+    WorkDirSpec workdir = spec_.workdir;
+    workdir.worker = spec_.name;
+    if (auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid); !dirs) return dirs.error();
+    if (!notify_) {
+        auto sock =
+            NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
+        if (!sock) return sock.error();
+        notify_.emplace(std::move(*sock));
+        watch_notify();
+    }
+    return {};
+}
+
+void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
+    tracker_.restore(p.restarts);
+    last_exit_ = p.last_exit;
+    status_text_ = p.status_text;
+    config_snapshot_ = p.config_snapshot;
+    pid_ = p.pid;
+    pid_start_time_ = p.pid_start_time;
+    adopted_run_ = true;
+    TimePoint now = ctx_.clock.now();
+    started_at_ = p.started_at && *p.started_at <= now ? *p.started_at : now;
+    killed_by_policy_ = p.policy_then.has_value();
+    policy_then_ = p.policy_then;
+    policy_rule_ = p.policy_rule;
+    pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
+    bool ready = p.state != WorkerState::starting;
+    set_state(ready ? WorkerState::running : WorkerState::starting);
+    auto uptime = std::chrono::duration_cast<Duration>(now - *started_at_);
+    std::string rebind_note;
+    if (auto r = rebind_after_adoption(); !r) {
+        rebind_note = "; " + r.error().message();
+        spdlog::warn("{}: adopted, but {} (its notify messages are not received)", spec_.name,
+                     r.error().message());
+    }
+    emit(EventKind::adopted,
+         "adopted: pid " + std::to_string(pid_) + " " + (ready ? "running" : "starting") + " for " +
+             format_duration(uptime) + ", left by an earlier daemon" + rebind_note,
+         {{"PID", std::to_string(pid_)},
+          {"UPTIME_MS", ms(uptime)},
+          {"STATE", std::string(state_name(state_))},
+          {"CGROUP", cgroup_path_in_proc()},
+          {"RESTARTS", std::to_string(tracker_.total_restarts())}});
+    watch_exit();
+    arm_watchdog();  // the heartbeat deadline counts from now
+    if (!ready && spec_.notify && spec_.start_timeout.count() > 0) {
+        // What is left of start_timeout: a daemon restart does not extend it.
+        auto left = std::max(Duration(0), spec_.start_timeout - uptime);
+        start_timer_.expires_after(left);
+        start_timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) on_start_timeout();
+        });
+    }
+    if (p.state != WorkerState::stopping) return;
+    // Carry on what the earlier daemon was doing.
+    if (p.policy_then && !p.stop_requested)
+        (void)stop_by_policy(*p.policy_then, p.policy_rule);
+    else if (p.restart_requested)
+        restart();
+    else
+        stop();
+}
+
+void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
+    tracker_.restore(p.restarts);
+    last_exit_ = p.last_exit;
+    status_text_ = p.status_text;
+    config_snapshot_ = p.config_snapshot;
+    pid_ = p.pid;
+    started_at_ = p.started_at;
+    killed_by_policy_ = p.policy_then.has_value();
+    policy_then_ = p.policy_then;
+    policy_rule_ = p.policy_rule;
+    // A stop that was under way has happened; a restart that was asked for
+    // still comes.
+    stop_requested_ = p.stop_requested || !restart_policy;
+    restart_requested_ = p.restart_requested && restart_policy;
+    exiting_ = true;
+    set_state(p.state == WorkerState::starting ? WorkerState::starting : WorkerState::running);
+
+    ExitReason reason{ExitStatus::killed_by(SIGKILL)};
+    reason.status_unknown = true;
+    reason.while_unsupervised = true;
+    // After an in-place re-execution the main process is still our child:
+    // its zombie tells how it ended. Any other pid is not ours to reap.
+    siginfo_t info{};
+    if (p.pid > 0 && ::waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOHANG) == 0 &&
+        info.si_pid == p.pid) {
+        reason.status = exit_status_from(info);
+        reason.status_unknown = false;
+    }
+    reason.stop_requested = stop_requested_;
+    reason.killed_by_policy = killed_by_policy_;
+    CgroupDir dir = cgroup();
+    bool cgroup_exists = dir.exists();
+    if (cgroup_exists) {
+        reason.oom_kills = dir.memory_event("oom_kill");
+        reason.limit_ooms = dir.memory_event("oom");
+    }
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"PID", std::to_string(p.pid)},
+        {"WHILE_UNSUPERVISED", "1"},
+        {"OOM_KILLS", std::to_string(reason.oom_kills)},
+        {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
+        {"EXIT_REASON", reason.describe()}};
+    if (reason.status_unknown)
+        fields.emplace_back("EXIT_STATUS", "unknown");
+    else if (reason.status.kind == ExitStatus::Kind::exited)
+        fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
+    else
+        fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
+    emit(EventKind::exited, reason.describe(), fields);
+    if (!cgroup_exists) return finish_run(reason);
+    auto populated = dir.populated();
+    if (populated && *populated) (void)dir.kill();  // what the main process left behind
+    after_empty([this, reason] {
+        if (auto r = cgroup().remove_tree(); !r)
+            spdlog::warn("{}: {}", spec_.name, r.error().message());
+        finish_run(reason);
+    });
+}
+
+void Worker::restore(const PersistedWorker& p) {
+    tracker_.restore(p.restarts);
+    last_exit_ = p.last_exit;
+    status_text_ = p.status_text;
+    config_snapshot_ = p.config_snapshot;
+    switch (p.state) {
+        case WorkerState::failed:
+        case WorkerState::parked:
+            return set_state(p.state);
+        case WorkerState::backoff:
+            return launch();
+        default:
+            return persist();  // stopped
+    }
+}
+
+}  // namespace infervisor

@@ -1,0 +1,177 @@
+// Adoption on real processes and real cgroup2 directories: a Supervisor goes
+// away without stopping its workers (as the daemon does on a crash or a
+// restart), and a new one takes over what it left.
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config/config_loader.h"
+#include "supervise/persisted_worker.h"
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+class AdoptionLifecycle : public SupervisorFixture {
+  protected:
+    // The configuration as the daemon gets it: from a file, so that its
+    // snapshot tells a changed spec from the same one.
+    Config load(const std::string& yaml) {
+        dir_->write("etc/infervisor.yaml", yaml);
+        auto loaded = load_config(ConfigSource{dir_->path() / "etc/infervisor.yaml"});
+        EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
+        return loaded.config;
+    }
+    std::string worker_yaml(const std::string& name, const std::string& extra = "") const {
+        return "  - name: " + name + "\n    command: [" + std::getenv("INFERVISOR_EXAMPLE_WORKER") +
+               ", --model-mb, '1']\n    user: root\n    notify: true\n    memory: {max: 256M}\n" +
+               "    restart: {backoff_initial: 20ms, backoff_max: 80ms}\n" + extra;
+    }
+    // The daemon ends without stopping anything; a new one starts.
+    void new_daemon(const Config& config) {
+        supervisor_.reset();
+        events_.clear();
+        supervisor_ = std::make_unique<Supervisor>(*ctx_);
+        supervisor_->adopt_leftovers(config);
+        supervisor_->apply(config);
+    }
+    std::filesystem::path state_dir() const { return ctx_->paths.runtime_dir / "state"; }
+};
+
+TEST_F(AdoptionLifecycle, ARunningWorkerIsAdoptedWithItsPidUptimeAndHeartbeats) {
+    Config config = load("workers:\n" + worker_yaml("a", "    watchdog: 2s\n") + worker_yaml("b"));
+    supervisor_->apply(config);
+    run_until([&] { return count("a", K::ready) == 1 && count("b", K::ready) == 1; });
+    pid_t pid = supervisor_->find("a")->snapshot().pid;
+    auto started_at = supervisor_->find("a")->started_at();
+
+    new_daemon(config);
+    Worker* w = supervisor_->find("a");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(w->snapshot().pid, pid);
+    // Persisted to the millisecond.
+    EXPECT_LE(std::chrono::abs(*w->started_at() - *started_at), 1ms);
+    EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted));
+    EXPECT_EQ(field(*last("a", K::adopted), "PID"), std::to_string(pid));
+    EXPECT_EQ(count("b", K::adopted), 1u);
+    // The notify socket is bound again at the path the worker knows.
+    run_until([&] { return w->last_heartbeat().has_value(); });
+
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_FALSE(w->cgroup().exists());
+    EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted, K::exited, K::stopped));
+}
+
+TEST_F(AdoptionLifecycle, AWorkerThatDiedWhileNoDaemonWatchedIsRestartedOnce) {
+    Config config = load("workers:\n" + worker_yaml("a"));
+    supervisor_->apply(config);
+    run_until_event("a", K::ready);
+    pid_t pid = supervisor_->find("a")->snapshot().pid;
+    supervisor_.reset();
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+
+    new_daemon(config);
+    run_until_event("a", K::ready);
+    EXPECT_THAT(kinds_of("a"), ElementsAre(K::exited, K::restarting, K::started, K::ready));
+    const Event* exited = last("a", K::exited);
+    EXPECT_THAT(exited->message, HasSubstr("exited while the supervisor was down"));
+    EXPECT_EQ(field(*exited, "EXIT_STATUS"), "unknown");
+    EXPECT_EQ(supervisor_->find("a")->snapshot().restarts, 1u);
+    EXPECT_NE(supervisor_->find("a")->snapshot().pid, pid);
+}
+
+TEST_F(AdoptionLifecycle, ASpecChangedWhileNoDaemonRanRestartsAsAReloadWould) {
+    Config before = load("workers:\n" + worker_yaml("a") + worker_yaml("same"));
+    supervisor_->apply(before);
+    run_until([&] { return count("a", K::ready) == 1 && count("same", K::ready) == 1; });
+    pid_t old_pid = supervisor_->find("a")->snapshot().pid;
+
+    Config after =
+        load("workers:\n" + worker_yaml("a", "    pids_max: 64\n") + worker_yaml("same"));
+    new_daemon(after);
+    run_until_event("a", K::ready);
+    EXPECT_THAT(kinds_of("a"),
+                ElementsAre(K::adopted, K::exited, K::stopped, K::started, K::ready));
+    EXPECT_NE(supervisor_->find("a")->snapshot().pid, old_pid);
+    EXPECT_EQ(supervisor_->find("a")->spec().pids_max, 64);
+    EXPECT_THAT(kinds_of("same"), ElementsAre(K::adopted));
+}
+
+TEST_F(AdoptionLifecycle, AWorkerNoLongerConfiguredIsStoppedAndForgotten) {
+    Config before = load("workers:\n" + worker_yaml("a") + worker_yaml("gone"));
+    supervisor_->apply(before);
+    run_until([&] { return count("a", K::ready) == 1 && count("gone", K::ready) == 1; });
+    CgroupDir gone = supervisor_->find("gone")->cgroup();
+
+    new_daemon(load("workers:\n" + worker_yaml("a")));
+    run_until_event("gone", K::stopped);
+    run_until([&] { return supervisor_->find("gone") == nullptr; });
+    EXPECT_FALSE(gone.exists());
+    run_until([&] { return !std::filesystem::exists(state_dir() / "gone"); });
+    EXPECT_TRUE(std::filesystem::exists(state_dir() / "a"));
+}
+
+TEST_F(AdoptionLifecycle, AParkedWorkerStaysParkedAndAGarbledStateFileIsNotTrusted) {
+    Config config = load("workers:\n" + worker_yaml("parked") + worker_yaml("garbled"));
+    PersistedWorker parked;
+    parked.name = "parked";
+    parked.state = WorkerState::parked;
+    parked.last_exit = "killed by SIGKILL";
+    ASSERT_TRUE(write_persisted_worker(state_dir(), parked).ok());
+    dir_->write("run/state/garbled", "infervisor-worker-state 1\nname=garbled\nstate=");
+
+    new_daemon(config);
+    run_until_event("garbled", K::ready);
+    Worker* w = supervisor_->find("parked");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::parked);
+    EXPECT_EQ(w->snapshot().last_exit, "killed by SIGKILL");
+    EXPECT_EQ(count("parked", K::started), 0u);
+    EXPECT_THAT(kinds_of("garbled"), ElementsAre(K::started, K::ready));
+}
+
+TEST_F(AdoptionLifecycle, ProcessesInACgroupNoStateExplainsAreNeverTakenForTheWorker) {
+    Config config = load("workers:\n" + worker_yaml("a"));
+    CgroupDir stale = tree_->worker("a");
+    ASSERT_TRUE(stale.create().ok());
+    pid_t child = fork();
+    if (child == 0) {
+        (void)stale.move_process(getpid());
+        execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // Not run_until: an io_context run with nothing to do stops for good.
+    while (stale.procs().value_or({}).size() != 1) usleep(10000);
+    new_daemon(config);
+    EXPECT_EQ(count("a", K::leftover_reaped), 1u);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+    run_until_event("a", K::ready);
+    EXPECT_THAT(kinds_of("a"), ElementsAre(K::leftover_reaped, K::started, K::ready));
+    EXPECT_NE(supervisor_->find("a")->snapshot().pid, child);
+}
+
+TEST_F(AdoptionLifecycle, AfterAStopOfEverythingNothingIsLeftToAdopt) {
+    Config config = load("workers:\n" + worker_yaml("a"));
+    supervisor_->apply(config);
+    run_until_event("a", K::ready);
+    ASSERT_TRUE(std::filesystem::exists(state_dir() / "a"));
+    bool stopped = false;
+    supervisor_->stop_all([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_TRUE(persisted_worker_names(state_dir()).empty());
+}
+
+}  // namespace
+}  // namespace infervisor::testing

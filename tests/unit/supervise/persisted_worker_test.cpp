@@ -1,0 +1,152 @@
+// The worker state file: round trip, and a corrupt or missing file is an
+// error, never a crash or a half-read state.
+#include "supervise/persisted_worker.h"
+
+#include <gmock/gmock.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "support/temp_dir.h"
+
+namespace infervisor {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+PersistedWorker full() {
+    TimePoint t0{std::chrono::hours(1000)};
+    PersistedWorker w;
+    w.name = "llama-7b";
+    w.config_snapshot = "0123456789abcdef";
+    w.state = WorkerState::stopping;
+    w.pid = 4242;
+    w.pid_start_time = 987654321;
+    w.started_at = t0 + 5s;
+    w.stop_requested = true;
+    w.restart_requested = true;
+    w.policy_then = Then::park;
+    w.policy_rule = "runaway-growth";
+    w.restarts.starts = {t0, t0 + 1s, t0 + 5s};
+    w.restarts.last_start = t0 + 5s;
+    w.restarts.consecutive_failures = 2;
+    w.restarts.total_restarts = 7;
+    w.last_exit = "exited with code 3";
+    w.status_text = "serving = 12 req/s";
+    return w;
+}
+
+TEST(PersistedWorker, RoundTripsEveryField) {
+    PersistedWorker w = full();
+    auto back = parse_persisted_worker(format_persisted_worker(w));
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(*back, w);
+
+    PersistedWorker bare;
+    bare.name = "b";
+    auto bare_back = parse_persisted_worker(format_persisted_worker(bare));
+    ASSERT_TRUE(bare_back.ok()) << bare_back.error().message();
+    EXPECT_EQ(*bare_back, bare);
+}
+
+TEST(PersistedWorker, ANewlineInAStatusTextCannotForgeAField) {
+    PersistedWorker w = full();
+    w.status_text = "ok\nstate=parked\npid=1";
+    auto back = parse_persisted_worker(format_persisted_worker(w));
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back->state, WorkerState::stopping);
+    EXPECT_EQ(back->pid, 4242);
+    EXPECT_EQ(back->status_text, "ok state=parked pid=1");
+}
+
+TEST(PersistedWorker, CorruptFilesAreErrors) {
+    std::string good = format_persisted_worker(full());
+    auto without = [&](const std::string& key) {
+        std::string text = good;
+        size_t at = text.find("\n" + key + "=");
+        size_t end = text.find('\n', at + 1);
+        return text.erase(at, end - at);
+    };
+    auto replaced = [&](const std::string& key, const std::string& value) {
+        std::string text = good;
+        size_t at = text.find("\n" + key + "=") + key.size() + 2;
+        size_t end = text.find('\n', at);
+        return text.replace(at, end - at, value);
+    };
+    for (const std::string& text : {
+             std::string(),
+             std::string("garbage"),
+             "infervisor-worker-state 2\n" + good.substr(good.find('\n') + 1),
+             good.substr(0, good.size() - 1),  // no final newline
+             good + "no equals sign\n",
+             without("name"),
+             without("state"),
+             without("pid"),
+             without("started_at_ms"),
+             without("total_restarts"),
+             replaced("name", "../etc"),
+             replaced("state", "sleeping"),
+             replaced("pid", "-3"),
+             replaced("pid", "12x"),
+             replaced("pid_start_time", ""),
+             replaced("started_at_ms", "soon"),
+             replaced("stop_requested", "yes"),
+             replaced("policy_then", "explode"),
+             replaced("starts_ms", "1,,2"),
+             replaced("consecutive_failures", "-1"),
+             std::string(kMaxStateFileSize + 1, 'x'),
+         })
+        EXPECT_FALSE(parse_persisted_worker(text).ok()) << text;
+}
+
+TEST(PersistedWorker, UnknownKeysAreIgnored) {
+    std::string text = format_persisted_worker(full()) + "added_by_a_newer_daemon=1\n";
+    auto back = parse_persisted_worker(text);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(*back, full());
+}
+
+TEST(PersistedWorker, IsWrittenAtomicallyAndReadBack) {
+    testing::TempDir tmp;
+    auto dir = tmp.path() / "state";
+    ASSERT_TRUE(write_persisted_worker(dir, full()).ok());
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    auto back = read_persisted_worker(dir, "llama-7b");
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(*back, full());
+    EXPECT_FALSE(std::filesystem::exists(dir / ".llama-7b.tmp"));
+    EXPECT_EQ(persisted_worker_names(dir), std::vector<std::string>{"llama-7b"});
+
+    PersistedWorker changed = full();
+    changed.state = WorkerState::parked;
+    ASSERT_TRUE(write_persisted_worker(dir, changed).ok());
+    EXPECT_EQ(read_persisted_worker(dir, "llama-7b")->state, WorkerState::parked);
+
+    remove_persisted_worker(dir, "llama-7b");
+    auto gone = read_persisted_worker(dir, "llama-7b");
+    ASSERT_FALSE(gone.ok());
+    EXPECT_EQ(gone.error().code, ENOENT);
+    EXPECT_TRUE(persisted_worker_names(dir).empty());
+}
+
+TEST(PersistedWorker, AFileForAnotherNameOrCorruptOnDiskIsRefused) {
+    testing::TempDir tmp;
+    auto dir = tmp.mkdir("state");
+    tmp.write("state/a", format_persisted_worker(full()));  // says llama-7b
+    auto other = read_persisted_worker(dir, "a");
+    ASSERT_FALSE(other.ok());
+    EXPECT_THAT(other.error().message(), HasSubstr("names worker 'llama-7b'"));
+    tmp.write("state/b", std::string(64 * 1024, 'x'));
+    auto big = read_persisted_worker(dir, "b");
+    ASSERT_FALSE(big.ok());
+    EXPECT_NE(big.error().code, ENOENT);
+    tmp.write("state/.hidden", "x");
+    tmp.write("state/-bad", "x");
+    EXPECT_EQ(persisted_worker_names(dir), (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace infervisor

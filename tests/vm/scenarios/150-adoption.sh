@@ -1,0 +1,203 @@
+#!/bin/bash
+# Issue 14: a daemon upgrade or crash never costs the workers their loaded
+# models. The daemon re-executes in place (same pid, same cgroup: systemd
+# kills nothing) on SIGUSR2 (upgrades) and on a fatal signal (a crash), and
+# the new image adopts the workers (infervisord(8), ADOPTION).
+#   1. a crash (SIGSEGV): the daemon re-executes; both workers keep their
+#      pids and keep serving; the new image shows them running with their
+#      uptime; a rule acts on one again, heartbeats are watched again.
+#   2. the same for an upgrade: SIGUSR2, as the package's postinst sends it.
+#   3. a worker killed while no image watched is noticed and restarted once.
+#   4. a config change made while no image watched is applied as a reload.
+#   5. `systemctl stop` after an adoption still leaves nothing behind.
+# "While no image watches": the daemon is frozen (SIGSTOP), things happen,
+# then it gets SIGSEGV and SIGCONT: the crash handler runs first and
+# re-executes, so the old image never sees what happened.
+# (`kill -9` of the daemon is scenario 60: systemd's KillMode=mixed ends
+# every worker then, and they start afresh.)
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+at_exit systemctl stop infervisord
+at_exit dump_state
+
+daemon_pid() { systemctl show -P MainPID infervisord; }
+
+# reexecuted N: the daemon said N times that it re-executed (same pid).
+reexecuted() {
+	(($(ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat | grep -c "re-executed in place") >= $1))
+}
+
+# status_field WORKER FIELD: a field of `infervisorctl status --json WORKER`.
+status_field() {
+	infervisorctl status --json "$1" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2"
+}
+
+process_gone() { [[ ! -e /proc/$1 ]] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
+
+# serving_yaml [with-gone]: one bursts 64M on SIGUSR2, which its rule kills
+# and parks; two sends heartbeats (watchdog 5s). Both print a "served
+# request" line every 500 ms.
+serving_yaml() {
+	cat <<-YAML
+		workers:
+		  - name: one
+		    command: [$ivd_example_worker, --serve-interval-ms, "500", --burst-mb, "64"]
+		    notify: true
+		    memory: {max: 128M}
+		    rules:
+		      - {name: runaway-growth, enabled: false}
+		      - {name: memory-pressure, enabled: false}
+		      - {name: spike, when: "memory.current > 48M", action: kill, then: park}
+		  - name: two
+		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
+		    notify: true
+		    watchdog: 5s
+		    memory: {max: 64M}
+	YAML
+	if [[ ${1:-} == with-gone ]]; then
+		printf '  - name: gone\n    command: [%s]\n    notify: true\n    memory: {max: 64M}\n' "$ivd_example_worker"
+	fi
+}
+
+start_serving() { # [with-gone]
+	install_infervisor
+	serving_yaml "$@" | use_workers adoption.yaml
+	fresh_daemon
+	wait_until 300 has_events one ready 1
+	wait_until 300 has_events two ready 1
+	pid_one=$(main_pid one)
+	pid_two=$(main_pid two)
+}
+
+# The workers of start_serving, after the daemon was replaced: adopted, same
+# pids, still serving, shown running with their uptime, watched again.
+adopted_and_supervised_again() {
+	wait_until 300 has_events one adopted 1
+	wait_until 300 has_events two adopted 1
+	assert_eq "$pid_one" "$(worker_pids one)" "one's processes"
+	assert_eq "$pid_two" "$(worker_pids two)" "two's processes"
+	assert_eq "$pid_one" "$(event_field one adopted PID)" "one's adopted pid"
+	assert_eq 1 "$(event_count one started)" "one's starts"
+	assert_eq 1 "$(event_count two started)" "two's starts"
+	assert_eq 0 "$(event_count one exited)" "one's exits"
+	assert_eq 0 "$(event_count two exited)" "two's exits"
+	local served
+	served=$(served_count one)
+	wait_until 120 served_more_than one $((served + 2))
+	assert_eq running "$(status_field one state)" "one's state"
+	assert_eq "$pid_one" "$(status_field one main_pid)" "one's pid as shown"
+	# Its uptime counts from its own start, not from the adoption: it is
+	# what ps says of the process.
+	local uptime_s process_s
+	uptime_s=$(($(status_field one uptime_usec) / 1000000))
+	process_s=$(ps -o etimes= -p "$pid_one" | tr -d ' ')
+	log "one: up ${uptime_s}s as shown, its process ${process_s}s"
+	assert_cmd test $((process_s - uptime_s)) -le 2
+	# A rule acts on an adopted worker: the spike is killed, the worker parked.
+	kill -USR2 "$pid_one"
+	wait_until 300 has_events one parked 1
+	assert_eq spike "$(event_field one policy-action RULE)" "one's rule"
+	# Heartbeats are watched again: a frozen worker is killed by its watchdog.
+	kill -STOP "$pid_two"
+	wait_until 300 has_events two policy-action 1
+	assert_eq watchdog "$(event_field two policy-action RULE)" "two's rule"
+	wait_until 300 has_events two started 2
+}
+
+crash_keeps_the_workers() {
+	start_serving
+	local pid
+	pid=$(daemon_pid)
+	kill -SEGV "$pid"
+	wait_until 300 reexecuted 1
+	assert_eq "$pid" "$(daemon_pid)" "the daemon's pid (re-executed in place)"
+	assert_eq 0 "$(systemctl show -P NRestarts infervisord)" "systemd restarts"
+	adopted_and_supervised_again
+}
+run_scenario a-crash-re-executes-and-keeps-the-workers-serving crash_keeps_the_workers
+
+upgrade_keeps_the_workers() {
+	start_serving
+	local pid
+	pid=$(daemon_pid)
+	systemctl kill --kill-whom=main --signal=SIGUSR2 infervisord
+	wait_until 300 reexecuted 1
+	assert_eq "$pid" "$(daemon_pid)" "the daemon's pid (re-executed in place)"
+	assert_contains "$(ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat)" "re-executed in place (upgrade"
+	adopted_and_supervised_again
+}
+run_scenario an-upgrade-re-executes-and-keeps-the-workers-serving upgrade_keeps_the_workers
+
+# freeze_daemon; ...; crash_frozen_daemon: the old image sees nothing in between.
+freeze_daemon() {
+	frozen=$(daemon_pid)
+	kill -STOP "$frozen"
+}
+crash_frozen_daemon() {
+	kill -SEGV "$frozen"
+	kill -CONT "$frozen"
+	wait_until 300 reexecuted 1
+}
+
+worker_killed_while_down_restarts_once() {
+	start_serving
+	freeze_daemon
+	kill -9 "$pid_one"
+	wait_until 60 process_gone "$pid_one"
+	crash_frozen_daemon
+	wait_until 300 has_events two adopted 1
+	wait_until 300 has_events one ready 2
+	assert_eq 2 "$(event_count one started)" "one's starts"
+	# The re-executed daemon is still its parent: the status is known.
+	assert_eq SIGKILL "$(event_field one exited EXIT_SIGNAL)" "one's exit signal"
+	assert_eq 1 "$(event_field one exited WHILE_UNSUPERVISED)" "one's exit while down"
+	assert_contains "$(ivd_journal INFERVISOR_WORKER=one INFERVISOR_EVENT=exited -o cat)" \
+		"killed by SIGKILL while the supervisor was down"
+	assert_eq 0 "$(event_count one adopted)" "one's adoptions"
+	assert_eq 1 "$(worker_pids one | wc -l)" "one's processes"
+	assert_ne "$pid_one" "$(worker_pids one)" "one's new pid"
+	assert_eq "$pid_two" "$(worker_pids two)" "two's processes"
+	assert_eq 1 "$(status_field one restarts)" "one's restarts"
+}
+run_scenario worker-killed-while-the-daemon-is-down-restarts-once worker_killed_while_down_restarts_once
+
+config_change_while_down_is_applied() {
+	start_serving with-gone
+	wait_until 300 has_events gone ready 1
+	freeze_daemon
+	# two changes, three is new, gone is removed; one stays as it was.
+	{
+		serving_yaml | sed 's/--serve-interval-ms, "500"\]$/--serve-interval-ms, "700"]/'
+		printf '  - name: three\n    command: [%s]\n    notify: true\n    memory: {max: 64M}\n' "$ivd_example_worker"
+	} | use_workers adoption.yaml
+	crash_frozen_daemon
+	wait_until 300 has_events two ready 2
+	wait_until 300 has_events three ready 1
+	wait_until 300 has_events gone stopped 1
+	assert_eq "$pid_one" "$(worker_pids one)" "one's processes (unchanged: kept)"
+	assert_eq "started ready adopted" "$(event_sequence one)" "one's events"
+	assert_eq "started ready adopted exited stopped started ready" "$(event_sequence two)" "two's events"
+	assert_ne "$pid_two" "$(worker_pids two)" "two's pid (changed: restarted)"
+	assert_contains "$(tr '\0' ' ' </proc/"$(worker_pids two)"/cmdline)" "--serve-interval-ms 700"
+	wait_until 120 cgroup_gone gone
+	assert_eq "started ready adopted exited stopped" "$(event_sequence gone)" "gone's events"
+}
+run_scenario config-change-while-the-daemon-is-down-applies-as-a-reload config_change_while_down_is_applied
+
+stop_after_adoption_leaves_nothing() {
+	start_serving
+	kill -SEGV "$(daemon_pid)"
+	wait_until 300 reexecuted 1
+	wait_until 300 has_events one adopted 1
+	wait_until 300 has_events two adopted 1
+	systemctl stop infervisord
+	assert_eq inactive "$(systemctl is-active infervisord || true)" "service state"
+	assert_eq 0 "$(pgrep -fc infervisor-example-worker || true)" "example worker processes"
+	assert_cmd test ! -e "$ivd_service_cgroup/workers"
+	assert_cmd test ! -e /run/infervisor
+	assert_eq 1 "$(event_count one stopped)" "one's stops"
+	assert_eq 1 "$(event_count two stopped)" "two's stops"
+}
+run_scenario systemctl-stop-after-an-adoption-leaves-nothing stop_after_adoption_leaves_nothing
