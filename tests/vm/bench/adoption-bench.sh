@@ -24,7 +24,7 @@ last_event_usec() {
 	ivd_journal INFERVISOR_EVENT="$1" -o export | sed -n 's/^__MONOTONIC_TIMESTAMP=//p' | tail -n1
 }
 
-events_at_least() { (($(ivd_journal INFERVISOR_EVENT="$1" -o cat | grep -c .) >= $2)); }
+events_at_least() { (($(ivd_journal INFERVISOR_EVENT="$1" -o cat | grep -c . || true) >= $2)); }
 
 
 install_infervisor
