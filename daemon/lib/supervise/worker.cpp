@@ -201,15 +201,7 @@ void Worker::launch() {
           {"CGROUP", cgroup_path_in_proc()},
           {"BORN_IN_CGROUP", spawned->born_in_cgroup ? "1" : "0"},
           {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
-    checkpoints_.run_started([this](int sig, bool thaw) -> Result<void> {
-        if (!pidfd_watch_) return plain_error("not running");
-        // A frozen worker could not act on the signal.
-        if (thaw)
-            (void)cgroup().set_frozen(false);
-        else if (cgroup().read("cgroup.freeze").value_or("0").starts_with("1"))
-            return plain_error("the worker is frozen");
-        return send_signal(pidfd_watch_->native_handle(), sig);
-    });
+    checkpoints_.run_started(checkpoint_signaller());
     if (probes_) probes_->run_started(launched_);
     if (!loading_gated()) enter_running("");
     watch_exit();
@@ -230,6 +222,18 @@ Result<void> Worker::prepare_cgroup() {
     if (!warnings) return warnings.error();
     for (const auto& w : *warnings) spdlog::warn("{}: {}", spec_.name, w);
     return {};
+}
+
+WorkerCheckpoints::Signaller Worker::checkpoint_signaller() {
+    return [this](int sig, bool thaw) -> Result<void> {
+        if (!pidfd_watch_) return plain_error("not running");
+        // A frozen worker could not act on the signal.
+        if (thaw)
+            (void)cgroup().set_frozen(false);
+        else if (cgroup().read("cgroup.freeze").value_or("0").starts_with("1"))
+            return plain_error("the worker is frozen");
+        return send_signal(pidfd_watch_->native_handle(), sig);
+    };
 }
 
 Result<Worker::RunSetup> Worker::prepare_run() {
@@ -284,22 +288,12 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
         }
     }
 
-    SpawnRequest req;
-    req.argv = spec_.command;
-    req.environment =
-        worker_environment(spec_, who,
-                           {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
-                            run.checkpoints.staging, *credentials, run.checkpoints.restore_from});
-    req.uid = who.uid;
-    req.gid = who.gid;
-    req.supplementary_groups = who.supplementary_groups;
-    req.working_directory = run.dirs.workdir;
+    launched_ = launch_request(who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                                     run.checkpoints.staging, *credentials,
+                                     run.checkpoints.restore_from});
+    SpawnRequest req = launched_;
     req.cgroup_fd = cgroup_fd->get();
-    req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
     req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;
-    launched_ = req;  // exec probes run as the worker does
-    launched_.cgroup_fd = -1;
-    launched_.private_tmp_fd = -1;  // closed after the spawn: exec probes see the host's /tmp
 
     UniqueFd output;
     if (ctx_.output_to_journal) {
@@ -311,6 +305,18 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     }
     req.stdout_fd = req.stderr_fd = output ? output.get() : STDERR_FILENO;
     return spawn_process(req);
+}
+
+SpawnRequest Worker::launch_request(const WorkerIdentity& who, const WorkerPaths& paths) const {
+    SpawnRequest req;
+    req.argv = spec_.command;
+    req.environment = worker_environment(spec_, who, paths);
+    req.uid = who.uid;
+    req.gid = who.gid;
+    req.supplementary_groups = who.supplementary_groups;
+    req.working_directory = paths.workdir;
+    req.oom_score_adj = static_cast<int>(spec_.oom_score_adj);
+    return req;
 }
 
 void Worker::watch_exit() {

@@ -160,6 +160,11 @@ class Worker {
     void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
     Result<SpawnedProcess> spawn(const RunSetup& run);
+    // How the worker's process is started (no cgroup, private /tmp or
+    // output fds: spawn() adds those); exec probes run as it says.
+    SpawnRequest launch_request(const WorkerIdentity& who, const WorkerPaths& paths) const;
+    // Sends checkpoint signals to this run's main process.
+    WorkerCheckpoints::Signaller checkpoint_signaller();
     void watch_exit();
     void watch_notify();
     void on_exit();
@@ -188,6 +193,8 @@ class Worker {
     void launch_when_room();
     void set_state(WorkerState state);
     void persist() const;
+    // Binds the notify socket and rebuilds what launch() keeps about a run
+    // (launched_, the checkpoint staging dir) for an adopted run.
     Result<void> rebind_after_adoption();
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});

@@ -6,6 +6,7 @@
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "supervise/worker.h"
+#include "supervise/worker_credentials.h"
 #include "supervise/worker_launch.h"
 
 namespace infervisor {
@@ -55,7 +56,10 @@ Result<void> Worker::rebind_after_adoption() {
     if (!who) return who.error();
     WorkDirSpec workdir = spec_.workdir;
     workdir.worker = spec_.name;
-    if (auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid); !dirs) return dirs.error();
+    auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
+    if (!dirs) return dirs.error();
+    auto checkpoint_dirs = checkpoints_.adopt_run(who->uid, who->gid);
+    if (!checkpoint_dirs) return checkpoint_dirs.error();
     if (!notify_) {
         auto sock =
             NotifySocket::bind(ctx_.paths.runtime_dir / "notify" / spec_.name, who->uid, who->gid);
@@ -63,6 +67,12 @@ Result<void> Worker::rebind_after_adoption() {
         notify_.emplace(std::move(*sock));
         watch_notify();
     }
+    // As the earlier daemon started it (the restore dir no longer matters).
+    launched_ = launch_request(
+        *who, {notify_->path(), dirs->workdir, dirs->tmpdir, checkpoint_dirs->staging,
+               spec_.credentials.empty() ? std::filesystem::path{}
+                                         : credentials_dir(ctx_.paths, spec_.name),
+               std::nullopt});
     return {};
 }
 
@@ -81,13 +91,19 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     policy_rule_ = p.policy_rule;
     pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
     bool ready = p.state != WorkerState::starting;
+    // A run that was serving has passed its gate; one still loading waits
+    // for READY=1 and its gate probe anew (a probe answers again, READY=1
+    // is not repeated: a notify worker loading across the restart runs into
+    // its start_timeout unless it says READY=1 again).
+    ready_notified_ = gate_passed_ = ready;
     set_state(ready ? WorkerState::running : WorkerState::starting);
     auto uptime = std::chrono::duration_cast<Duration>(now - *started_at_);
     std::string rebind_note;
-    if (auto r = rebind_after_adoption(); !r) {
-        rebind_note = "; " + r.error().message();
-        spdlog::warn("{}: adopted, but {} (its notify messages are not received)", spec_.name,
-                     r.error().message());
+    auto rebound = rebind_after_adoption();
+    if (!rebound) {
+        rebind_note = "; " + rebound.error().message();
+        spdlog::warn("{}: adopted, but {} (no notify messages, probes or checkpoints)",
+                     spec_.name, rebound.error().message());
     }
     emit(EventKind::adopted,
          "adopted: pid " + std::to_string(pid_) + " " + (ready ? "running" : "starting") + " for " +
@@ -99,7 +115,17 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
           {"RESTARTS", std::to_string(tracker_.total_restarts())}});
     watch_exit();
     arm_watchdog();  // the heartbeat deadline counts from now
-    if (!ready && spec_.notify && spec_.start_timeout.count() > 0) {
+    // Without the rebind there is no identity to run exec probes as and no
+    // staging dir to publish from.
+    if (rebound) {
+        checkpoints_.run_started(checkpoint_signaller());
+        if (probes_) probes_->run_started(launched_);
+        if (ready) {
+            if (probes_) probes_->loading_over();
+            checkpoints_.run_ready(*started_at_, false);
+        }
+    }
+    if (!ready && loading_gated() && spec_.start_timeout.count() > 0) {
         // What is left of start_timeout: a daemon restart does not extend it.
         auto left = std::max(Duration(0), spec_.start_timeout - uptime);
         start_timer_.expires_after(left);

@@ -77,6 +77,16 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid
     return dirs;
 }
 
+Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t gid) {
+    auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
+    if (!store) return store.error();
+    store_.emplace(std::move(*store));
+    uid_ = uid;
+    gid_ = gid;
+    offered_.reset();
+    return RunDirs{store_->staging_path(), std::nullopt};
+}
+
 void WorkerCheckpoints::run_started(Signaller signaller) {
     signaller_ = std::move(signaller);
     if (!offered_ || !store_) return;

@@ -77,6 +77,10 @@ class WorkerCheckpoints {
     // complete checkpoint. Then run_started() once the process exists.
     Result<RunDirs> prepare_run(uid_t uid, gid_t gid);
     void run_started(Signaller signaller);
+    // For a run an earlier daemon started (adoption): its staging dir is
+    // kept as it is (the worker may be writing into it) and nothing is
+    // offered or journaled; then run_started() as for a new run.
+    Result<RunDirs> adopt_run(uid_t uid, gid_t gid);
     // The run became `running`: periodic checkpoints start. `announced`:
     // by READY=1 (then a restore is journaled as done, with its time).
     void run_ready(TimePoint started_at, bool announced);
