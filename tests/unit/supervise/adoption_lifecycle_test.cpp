@@ -71,6 +71,34 @@ TEST_F(AdoptionLifecycle, ARunningWorkerIsAdoptedWithItsPidUptimeAndHeartbeats) 
     EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted, K::exited, K::stopped));
 }
 
+TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
+    Config config = load("workers:\n" +
+                         worker_yaml("a",
+                                     "    probes:\n      liveness: {kind: exec, command: "
+                                     "[/bin/true], interval: 200ms, timeout: 150ms}\n"
+                                     "    checkpoint: {timeout: 20s}\n"));
+    supervisor_->apply(config);
+    run_until_event("a", K::ready);
+
+    new_daemon(config);
+    Worker* w = supervisor_->find("a");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::running);
+    // The liveness probe runs again, as the worker's user, in its own cgroup.
+    run_until([&] {
+        auto probes = w->snapshot().probes;
+        return probes.size() == 1 && probes[0].active && probes[0].attempts >= 2 &&
+               probes[0].verdict == ProbeVerdict::passing;
+    });
+    // The staging dir the earlier daemon gave the worker is published.
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("a", K::checkpoint_written);
+    EXPECT_EQ(std::filesystem::path(field(*last("a", K::checkpoint_written), "CHECKPOINT")),
+              dir_->path() / "state/checkpoints/a/0000000001");
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(count("a", K::exited), 0u);
+}
+
 TEST_F(AdoptionLifecycle, AWorkerThatDiedWhileNoDaemonWatchedIsRestartedOnce) {
     Config config = load("workers:\n" + worker_yaml("a"));
     supervisor_->apply(config);
