@@ -85,6 +85,9 @@ long long CgroupDir::memory_event(const std::string& key) const {
 
 Result<void> CgroupDir::create() const {
     if (::mkdir(path_.c_str(), 0755) != 0) return errno_error("mkdir " + path_.string());
+    // 0755 whatever the daemon's umask (the unit sets 0077): a worker reads
+    // its own limits (memory.max) and monitoring tools read the tree.
+    if (::chmod(path_.c_str(), 0755) != 0) return errno_error("chmod " + path_.string());
     return {};
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -146,6 +147,9 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     if (join) join_cgroup(plan);
     reset_signals(plan);
     if (::setsid() < 0) fail(plan, ChildStep::setsid);
+    // The daemon's own umask is 0077 (its unit); a worker starts with the
+    // usual 0022, as a systemd service would.
+    ::umask(0022);
     set_oom_score_adj(plan);
     install_stdio(plan);
     if (plan.private_tmp_tree >= 0) set_up_private_tmp(plan);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <deque>
@@ -80,8 +81,14 @@ Result<void> stat_or_create(Walk& walk, const std::string& name, struct stat& st
     if (::fstatat(cur.fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return {};
     if (errno != ENOENT || walk.options.create == CreateMissing::no)
         return errno_error("stat " + shown.string());
-    if (::mkdirat(cur.fd.get(), name.c_str(), walk.options.create_mode) < 0 && errno != EEXIST)
+    if (::mkdirat(cur.fd.get(), name.c_str(), walk.options.create_mode) == 0) {
+        // The mode as asked, whatever the daemon's umask (the unit sets 0077).
+        // The parent is trusted (no one else may write it), so the name is ours.
+        if (::fchmodat(cur.fd.get(), name.c_str(), walk.options.create_mode, 0) < 0)
+            return errno_error("chmod " + shown.string());
+    } else if (errno != EEXIST) {
         return errno_error("create directory " + shown.string());
+    }
     if (::fstatat(cur.fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno_error("stat " + shown.string());
     return {};

@@ -39,7 +39,7 @@ enum class CreateMissing { no, yes };
 struct WalkOptions {
     // Besides root, the user allowed to own directories on the way.
     uid_t allowed_uid = 0;
-    // Missing directories are created as root with `create_mode` (umask applies).
+    // Missing directories are created as root with exactly `create_mode` (no umask).
     CreateMissing create = CreateMissing::no;
     mode_t create_mode = 0755;
 };
