@@ -82,6 +82,10 @@ void CliContext::fail_reply(const VarlinkReply& reply) {
     fail(kFailure, "the daemon answered " + reply.error + " " + dump_json(p));
 }
 
+void CliContext::page() {
+    if (use_pager) pager_.start();
+}
+
 bool colour_wanted(int fd) {
     const char* no_colour = std::getenv("NO_COLOR");
     if (no_colour && *no_colour) return false;

@@ -10,14 +10,21 @@
 #include "base/result.h"
 #include "control/varlink_client.h"
 #include "exit_codes.h"
+#include "pager.h"
 
 namespace infervisor::cli {
 
 struct CliContext {
     std::filesystem::path socket = "/run/infervisor/io.infervisor";
-    bool json = false;    // set by --json of the reading commands
-    bool colour = false;  // decided once: stdout is a terminal and NO_COLOR is unset
+    bool json = false;      // --json (global, or after a reading command)
+    bool colour = false;    // decided once: stdout is a terminal and NO_COLOR is unset
+    bool use_pager = true;  // --no-pager clears it
+    bool legend = true;     // --no-legend clears it: tables without their header line
     int exit_code = kSuccess;
+
+    // Long output (status, show, events, logs) goes through the pager from
+    // here on when stdout is a terminal (see pager.h). Call before printing.
+    void page();
 
     // Connects, or prints why not and sets exit_code (4 not running, 5 denied, 1 other).
     std::optional<VarlinkClient> connect();
@@ -30,6 +37,9 @@ struct CliContext {
     void fail(int code, const std::string& what);
     void fail_transport(const Error& error);
     void fail_reply(const VarlinkReply& reply);
+
+  private:
+    Pager pager_;
 };
 
 // Colour is for terminals, and never when NO_COLOR is set (no-color.org).

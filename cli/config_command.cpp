@@ -1,10 +1,12 @@
 // config check [FILE]
+#include <cerrno>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
 
 #include "commands.h"
+#include "config/config_loader.h"
 #include "control/varlink_message.h"
 
 namespace infervisor::cli {
@@ -23,33 +25,53 @@ std::optional<std::string> read_text(CliContext& ctx, const std::string& file) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The verdict of this client's own copy of the parser, in the shape of the
+// daemon's Validate reply.
+json check_locally(const std::string& text, const std::string& name) {
+    auto loaded = load_config_text(text, name);
+    json errors = json::array();
+    for (const auto& e : loaded.errors.all()) errors.push_back(e.format());
+    return {{"valid", errors.empty()}, {"errors", errors}};
+}
+
 // The text goes to the daemon, which parses it with its own parser: the
-// client reads the file with the caller's rights, never the daemon's.
+// client reads the file with the caller's rights, never the daemon's. When no
+// daemon listens, the client's own parser (the same code, this version)
+// checks it, and says so on stderr.
 void run_check(CliContext& ctx, const std::string& file) {
     auto text = read_text(ctx, file);
     if (!text) return;
     std::string name = file == "-" ? "<stdin>" : file;
     json parameters = {{"config", *text}, {"file", name}};
     VarlinkCall call{"io.infervisor.Supervisor.Validate", parameters};
-    // The daemon closes a connection that sends more; say so instead.
-    if (std::size_t size = encode_call(call).size(); size > kMaxCallBytes + 1) {
-        ctx.fail(kFailure, name + " is too large to check over the control socket (" +
-                               std::to_string(text->size()) + " bytes; a call may have at most " +
-                               std::to_string(kMaxCallBytes) +
-                               "); check it with infervisord --check-config instead");
-        return;
+    json verdict;
+    if (auto client = VarlinkClient::connect(ctx.socket)) {
+        // The daemon closes a connection that sends more; say so instead.
+        if (std::size_t size = encode_call(call).size(); size > kMaxCallBytes + 1) {
+            ctx.fail(kFailure, name + " is too large to check over the control socket (" +
+                                   std::to_string(text->size()) +
+                                   " bytes; a call may have at most " +
+                                   std::to_string(kMaxCallBytes) +
+                                   "); check it with infervisord --check-config instead");
+            return;
+        }
+        auto reply = ctx.call(*client, call.method, parameters);
+        if (!reply) return;
+        verdict = reply->parameters;
+    } else if (client.error().code == ENOENT || client.error().code == ECONNREFUSED) {
+        std::cerr << "infervisorctl: infervisord is not running; checked by infervisorctl "
+                  << INFERVISOR_VERSION << " itself\n";
+        verdict = check_locally(*text, name);
+    } else {
+        return ctx.fail_transport(client.error());
     }
-    auto client = ctx.connect();
-    if (!client) return;
-    auto reply = ctx.call(*client, call.method, parameters);
-    if (!reply) return;
-    bool valid = reply->parameters.value("valid", false);
+    bool valid = verdict.value("valid", false);
     if (ctx.json) {
-        std::cout << dump_json(reply->parameters, 2) << "\n";
+        std::cout << dump_json(verdict, 2) << "\n";
     } else if (valid) {
         std::cout << name << ": OK\n";
     } else {
-        for (const auto& e : reply->parameters.value("errors", json::array()))
+        for (const auto& e : verdict.value("errors", json::array()))
             if (e.is_string()) std::cout << e.get<std::string>() << "\n";
     }
     if (!valid) ctx.exit_code = kFailure;
@@ -66,6 +88,7 @@ void add_config_command(CLI::App& app, CliContext& ctx) {
     check->add_flag("--json", ctx.json, "Print the daemon's verdict as JSON");
     check->footer(
         "The running daemon checks the text with its own parser; nothing is applied.\n"
+        "When the daemon is not running, infervisorctl checks it itself.\n"
         "Errors are printed as FILE:LINE:COLUMN: MESSAGE and the exit code is 1.\n\n"
         "Examples:\n  infervisorctl config check\n"
         "  infervisorctl config check /etc/infervisor/infervisor.yaml.new\n"

@@ -44,6 +44,7 @@ void run_events(CliContext& ctx, const EventsArgs& args) {
         auto reply = ctx.call(*client, "io.infervisor.Supervisor.RecentEvents",
                               {{"limit", args.lines < 0 ? 100 : args.lines}});
         if (!reply) return;
+        ctx.page();
         for (const auto& e : reply->parameters.value("events", json::array())) print_event(ctx, e);
         return;
     }
@@ -70,7 +71,8 @@ void add_events_command(CLI::App& app, CliContext& ctx) {
     events->add_flag("--json", ctx.json, "One JSON object per line");
     events->footer(
         "Examples:\n  infervisorctl events\n  infervisorctl events --follow\n"
-        "  infervisorctl events -f -n 0 --json | jq -r 'select(.kind == \"killed\") | .worker'");
+        "  infervisorctl events -f -n 0 --json | jq -r 'select(.kind == \"oom-killed\") | "
+        ".worker'");
     events->callback([&ctx, args] { run_events(ctx, *args); });
 }
 

@@ -90,6 +90,7 @@ void run_logs(CliContext& ctx, const LogsArgs& args) {
     int lines = args.lines >= 0 ? args.lines : (args.follow ? 10 : -1);
     int r = open_journal(args, journal);
     if (r >= 0) r = position(journal.get(), lines);
+    if (r >= 0 && !args.follow) ctx.page();
     while (r >= 0) {
         while ((r = sd_journal_next(journal.get())) > 0) print_entry(ctx, journal.get());
         if (r < 0 || !args.follow) break;

@@ -2,25 +2,55 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <iostream>
+#include <string_view>
 
 #include "cli_context.h"
 #include "commands.h"
 
 using namespace infervisor::cli;
 
+namespace {
+
+// The first word that is not an option (or --socket's value), or "".
+std::string_view command_word(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        if (arg == "--socket") {
+            ++i;
+            continue;
+        }
+        if (arg == "--") return i + 1 < argc ? argv[i + 1] : "";
+        if (!arg.empty() && arg[0] != '-') return arg;
+    }
+    return "";
+}
+
+bool is_command(const CLI::App& app, std::string_view word) {
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        if (sub->check_name(std::string(word))) return true;
+    return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CliContext ctx;
     ctx.colour = colour_wanted(STDOUT_FILENO);
     CLI::App app{"Control infervisord, the supervisor of AI inference workers.", "infervisorctl"};
     app.require_subcommand(1);
-    app.fallthrough();  // --socket also after the command
+    app.fallthrough();  // the global options also after the command
     app.set_version_flag("--version", INFERVISOR_VERSION);
     app.add_option("--socket", ctx.socket, "The daemon's control socket")
         ->envname("INFERVISOR_SOCKET")
         ->capture_default_str();
+    app.add_flag("--json", ctx.json, "Print JSON (status, show, events, logs, config check)");
+    app.add_flag("--no-pager{false}", ctx.use_pager,
+                 "Do not pipe long output into a pager ($SYSTEMD_PAGER, $PAGER, less)");
+    app.add_flag("--no-legend{false}", ctx.legend, "Print tables without their header line");
     app.footer(
-        "Exit codes: 0 success, 1 failure, 2 usage error, 3 unknown worker,\n"
-        "4 daemon not running, 5 permission denied.\n"
+        "Exit codes: 0 success, 1 failure, 2 usage error, 3 unknown worker (status: or\n"
+        "a named worker not running), 4 daemon not running, 5 permission denied.\n"
         "Run 'infervisorctl COMMAND --help' for a command's options and examples.");
     add_status_commands(app, ctx);
     add_action_commands(app, ctx);
@@ -28,6 +58,11 @@ int main(int argc, char** argv) {
     add_logs_command(app, ctx);
     add_config_command(app, ctx);
     add_top_command(app, ctx);
+    if (auto word = command_word(argc, argv); !word.empty() && !is_command(app, word)) {
+        std::cerr << "infervisorctl: unknown command '" << word
+                  << "' (see 'infervisorctl --help')\n";
+        return kUsage;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -32,14 +32,19 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
         shown.push_back(item);
         workers.push_back(std::move(status));
     }
+    ctx.page();
     if (ctx.json)
         std::cout << dump_json({{"workers", shown}}, 2) << "\n";
     else
-        print_status_table(std::cout, workers, ctx.colour);
+        print_status_table(std::cout, workers, ctx.colour, ctx.legend);
+    // As `systemctl status UNIT...`: 3 when a named worker is unknown or not running.
     for (const auto& name : args.names) {
-        bool found = std::any_of(workers.begin(), workers.end(),
-                                 [&](const WorkerStatus& w) { return w.name == name; });
-        if (!found) ctx.fail(kUnknownWorker, "no worker named '" + name + "'");
+        auto it = std::find_if(workers.begin(), workers.end(),
+                               [&](const WorkerStatus& w) { return w.name == name; });
+        if (it == workers.end())
+            ctx.fail(kUnknownWorker, "no worker named '" + name + "'");
+        else if (it->state != "running")
+            ctx.exit_code = kWorkerNotRunning;
     }
 }
 
@@ -48,6 +53,7 @@ void run_show(CliContext& ctx, const std::string& name) {
     if (!client) return;
     auto reply = ctx.call(*client, "io.infervisor.Supervisor.Get", {{"name", name}});
     if (!reply) return;
+    ctx.page();
     if (ctx.json) {
         std::cout << dump_json(reply->parameters, 2) << "\n";
         return;
@@ -66,7 +72,8 @@ void add_status_commands(CLI::App& app, CliContext& ctx) {
     status->add_flag("--json", ctx.json, "Print the daemon's reply as JSON");
     status->footer(
         "A * after a name marks a protected worker. HIGH/MAX/SWAP are the cgroup limits;\n"
-        "PSI10 is memory pressure (some, avg10, percent).\n\n"
+        "PSI10 is memory pressure (some, avg10, percent).\n"
+        "Exit code: 0; with NAMEs, 3 if one of them is unknown or not running.\n\n"
         "Examples:\n"
         "  infervisorctl status\n"
         "  infervisorctl status llama whisper\n"

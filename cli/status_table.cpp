@@ -79,13 +79,14 @@ void print_row(std::ostream& out, const Row& r, const std::array<std::size_t, kC
 
 }  // namespace
 
-void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour) {
+void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour,
+                        bool legend) {
     std::vector<Row> rows{header()};
     for (const auto& w : workers) rows.push_back(row(w));
     std::array<std::size_t, kColumns> width{};
     for (const auto& r : rows)
         for (std::size_t i = 0; i < kColumns; ++i) width[i] = std::max(width[i], r[i].size());
-    print_row(out, rows[0], width, nullptr);
+    if (legend) print_row(out, rows[0], width, nullptr);
     for (std::size_t i = 0; i < workers.size(); ++i)
         print_row(out, rows[i + 1], width, colour ? state_colour(workers[i].state) : nullptr);
 }

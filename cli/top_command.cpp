@@ -66,7 +66,7 @@ bool draw(CliContext& ctx, VarlinkClient& client, bool terminal) {
     std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
     std::cout << "infervisor: " << workers.size() << " workers, " << clock
               << (terminal ? "   (q to quit)" : "") << "\n\n";
-    print_status_table(std::cout, workers, ctx.colour);
+    print_status_table(std::cout, workers, ctx.colour, ctx.legend);
     std::cout << std::flush;
     return true;
 }

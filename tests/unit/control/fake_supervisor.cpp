@@ -19,7 +19,7 @@ WorkerStatus& FakeSupervisor::add_worker(const std::string& name, const std::str
 
 void FakeSupervisor::add_workers(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
-        auto& s = add_worker(fmt::format("worker-{:03}", i), i % 7 ? "ready" : "backoff");
+        auto& s = add_worker(fmt::format("worker-{:03}", i), i % 7 ? "running" : "backoff");
         s.main_pid = static_cast<pid_t>(10000 + i);
         s.uptime_usec = 3600'000'000ull + i;
         s.restarts = i % 3;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ctl_process.h"
@@ -42,10 +43,54 @@ TEST_F(InfervisorctlTest, StatusPrintsATable) {
 
 TEST_F(InfervisorctlTest, StatusAsJsonAndForSomeWorkers) {
     auto r = ctl({"status", "--json", "whisper"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(r.exit_code, 3) << r.err;  // whisper is stopped
     auto doc = json::parse(r.out);
     ASSERT_EQ(doc["workers"].size(), 1u);
     EXPECT_EQ(doc["workers"][0]["state"], "stopped");
+}
+
+TEST_F(InfervisorctlTest, StatusOfNamedWorkersExits3UnlessAllRun) {
+    EXPECT_EQ(ctl({"status", "llama"}).exit_code, 0);
+    auto stopped = ctl({"status", "llama", "whisper"});
+    EXPECT_EQ(stopped.exit_code, 3);
+    EXPECT_THAT(stopped.out, HasSubstr("whisper"));  // still shown
+    EXPECT_EQ(ctl({"status"}).exit_code, 0);         // no names: a listing, never 3
+}
+
+TEST_F(InfervisorctlTest, GlobalOptionsBeforeOrAfterTheCommand) {
+    auto before = ctl({"--json", "status"});
+    ASSERT_EQ(before.exit_code, 0) << before.err;
+    EXPECT_EQ(json::parse(before.out)["workers"].size(), 2u);
+    auto after = ctl({"show", "llama", "--json"});
+    EXPECT_EQ(json::parse(after.out)["spec"]["name"], "llama");
+    auto bare = ctl({"status", "--no-legend"});
+    EXPECT_EQ(bare.exit_code, 0);
+    EXPECT_THAT(bare.out, Not(HasSubstr("NAME")));
+    EXPECT_EQ(bare.out.rfind("llama", 0), 0u) << bare.out;
+    EXPECT_EQ(ctl({"--no-pager", "--no-legend", "status"}).out, bare.out);
+}
+
+TEST_F(InfervisorctlTest, AnUnknownCommandIsNamed) {
+    auto r = ctl({"bogus"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("unknown command 'bogus'"));
+    EXPECT_EQ(ctl({"--json", "frobnicate", "llama"}).exit_code, 2);
+}
+
+TEST_F(InfervisorctlTest, LongOutputGoesThroughThePagerOnATerminal) {
+    std::map<std::string, std::string> sed_pager = {{"SYSTEMD_PAGER", "sed s/^/paged:/"}};
+    auto paged = ctl({"status"}, {.stdout_on_pty = true, .env = sed_pager});
+    EXPECT_EQ(paged.exit_code, 0);
+    EXPECT_THAT(paged.out, HasSubstr("paged:NAME"));
+    auto by_pager =
+        ctl({"show", "llama"}, {.stdout_on_pty = true, .env = {{"PAGER", "sed s/^/p:/"}}});
+    EXPECT_THAT(by_pager.out, HasSubstr("p:        PID: 4242"));
+    auto plain = ctl({"status", "--no-pager"}, {.stdout_on_pty = true, .env = sed_pager});
+    EXPECT_THAT(plain.out, Not(HasSubstr("paged:")));
+    auto cat = ctl({"status"}, {.stdout_on_pty = true, .env = {{"SYSTEMD_PAGER", "cat"}}});
+    EXPECT_THAT(cat.out, HasSubstr("NAME"));
+    auto pipe = ctl({"status"}, {.env = sed_pager});  // not a terminal: no pager
+    EXPECT_THAT(pipe.out, Not(HasSubstr("paged:")));
 }
 
 TEST_F(InfervisorctlTest, UnknownWorkersExitWith3) {
@@ -60,7 +105,7 @@ TEST_F(InfervisorctlTest, UnknownWorkersExitWith3) {
 TEST_F(InfervisorctlTest, ShowsOneWorker) {
     auto r = ctl({"show", "llama"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_THAT(r.out, HasSubstr("llama - ready"));
+    EXPECT_THAT(r.out, HasSubstr("llama - running"));
     EXPECT_THAT(r.out, HasSubstr("/usr/bin/llama"));
     auto j = ctl({"show", "--json", "llama"});
     EXPECT_EQ(json::parse(j.out)["spec"]["name"], "llama");
@@ -187,6 +232,23 @@ TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {
     EXPECT_EQ(ctl({"config", "check", (dir.path() / "missing.yaml").string()}).exit_code, 1);
 }
 
+TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
+    testing::TempDir dir;
+    auto good = dir.write("good.yaml", "workers: []\n");
+    auto bad = dir.write("bad.yaml", "workers: 5\n");
+    std::vector<std::string> no_daemon = {"--socket", (dir.path() / "none").string()};
+    auto ok = run_ctl({no_daemon[0], no_daemon[1], "config", "check", good.string()});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    EXPECT_THAT(ok.out, HasSubstr("OK"));
+    EXPECT_THAT(ok.err, HasSubstr("not running"));
+    auto b = run_ctl({no_daemon[0], no_daemon[1], "config", "check", "--json", bad.string()});
+    EXPECT_EQ(b.exit_code, 1);
+    auto verdict = json::parse(b.out);
+    EXPECT_EQ(verdict["valid"], false);
+    ASSERT_FALSE(verdict["errors"].empty());
+    EXPECT_THAT(verdict["errors"][0].get<std::string>(), HasSubstr(bad.string() + ":1:"));
+}
+
 TEST_F(InfervisorctlTest, EventsPastAndFollowed) {
     server.on_loop([](FakeSupervisor& fake) {
         fake.emit({1700000000000000, "llama", "started", "started pid 4242", {}});
@@ -218,11 +280,12 @@ TEST_F(InfervisorctlTest, TopDrawsTheTable) {
 }
 
 TEST_F(InfervisorctlTest, ColourOnlyOnATerminalAndNotWithNoColor) {
-    auto tty = ctl({"status"}, {.stdout_on_pty = true});
+    auto tty = ctl({"status", "--no-pager"}, {.stdout_on_pty = true});
     EXPECT_EQ(tty.exit_code, 0);
-    EXPECT_THAT(tty.out, HasSubstr("\x1b[32mready"));
-    auto no_colour = ctl({"status"}, {.stdout_on_pty = true, .env = {{"NO_COLOR", "1"}}});
-    EXPECT_THAT(no_colour.out, HasSubstr("ready"));
+    EXPECT_THAT(tty.out, HasSubstr("\x1b[32mrunning"));
+    auto no_colour =
+        ctl({"status", "--no-pager"}, {.stdout_on_pty = true, .env = {{"NO_COLOR", "1"}}});
+    EXPECT_THAT(no_colour.out, HasSubstr("running"));
     EXPECT_THAT(no_colour.out, Not(HasSubstr("\x1b[")));
 }
 

@@ -16,7 +16,7 @@ ServerFixture::ServerFixture(ControlServerOptions options) {
     ::chmod(dir_.path().c_str(), 0755);
     path_ = dir_.path() / "run" / "io.infervisor";
     options.path = path_;
-    fake_.add_worker("llama", "ready").main_pid = 4242;
+    fake_.add_worker("llama", "running").main_pid = 4242;
     fake_.add_worker("whisper", "stopped");
     server_ = std::make_unique<ControlServer>(io_, fake_, options);
     if (auto started = server_->start(); !started)

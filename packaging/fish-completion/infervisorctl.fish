@@ -1,0 +1,39 @@
+# fish completion for infervisorctl
+
+# Worker names, asked of the running daemon (nothing when it is not running).
+function __infervisorctl_workers
+    infervisorctl --no-pager --no-legend status 2>/dev/null | string replace -r '^(\S+?)\*?\s.*' '$1'
+end
+
+set -l commands status show start stop restart kill reload remove-workdir events logs config top
+set -l takes_worker status show start stop restart kill logs remove-workdir
+
+complete -c infervisorctl -f
+complete -c infervisorctl -l socket -r -F -d "The daemon's control socket"
+complete -c infervisorctl -l json -d 'Print JSON'
+complete -c infervisorctl -l no-pager -d 'Do not pipe long output into a pager'
+complete -c infervisorctl -l no-legend -d 'Print tables without their header line'
+complete -c infervisorctl -s h -l help -d 'Show help'
+complete -c infervisorctl -l version -d 'Show the version'
+
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a status -d "Show the workers' state and measurements"
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a show -d 'Show one worker in detail'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a start -d 'Start workers'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a stop -d 'Stop workers'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a restart -d 'Stop, then start workers'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a kill -d 'Send a signal to every process of a worker'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'Reread the configuration and apply it'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a remove-workdir -d 'Delete the work dir of a removed worker'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a events -d 'Show lifecycle and policy events'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a logs -d "Show a worker's output from the journal"
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a config -d 'Work with configuration files'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a top -d 'Watch the workers'
+
+complete -c infervisorctl -n "__fish_seen_subcommand_from $takes_worker" -a '(__infervisorctl_workers)'
+complete -c infervisorctl -n '__fish_seen_subcommand_from kill' -s s -l signal -x -a 'TERM KILL HUP INT QUIT USR1 USR2 STOP CONT' -d 'The signal'
+complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l follow -d 'Keep printing new entries'
+complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'
+complete -c infervisorctl -n '__fish_seen_subcommand_from logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
+complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
+complete -c infervisorctl -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from check' -a check -d 'Check a configuration file'
+complete -c infervisorctl -n '__fish_seen_subcommand_from check' -F
