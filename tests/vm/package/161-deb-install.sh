@@ -1,0 +1,89 @@
+#!/bin/bash
+# Issue 16: the Debian packages as an operator uses them. `apt install` of the
+# built .deb files (infervisor and infervisor-example-worker, from
+# $VMTEST_BUILD_DIR/deb, made by packaging/build-deb) enables and starts the
+# service from the package's own files; the demo workers run; `apt purge`
+# stops it and leaves nothing of ours but the system users and the journal.
+#
+# Not in the default VM run (it needs the .deb, a second full build): run it
+# with packaging/test-deb BUILD_DIR, or by hand:
+#   packaging/build-deb BUILD_DIR/deb
+#   tests/vm/run-all --build-dir BUILD_DIR --skip-selftest tests/vm/package/161-deb-install.sh
+# It must run in a boot of its own, before anything `meson install`s into the
+# guest. Guest time: ~60-120 s (apt, dpkg triggers over 9p).
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+
+deb_dir=$VMTEST_BUILD_DIR/deb
+export DEBIAN_FRONTEND=noninteractive
+
+owned_by_package() { # PATH PACKAGE
+	assert_contains "$(dpkg -S "$1" 2>&1)" "$2:" "owner of $1"
+}
+
+chat_running() { infervisorctl --no-pager status chat >/dev/null 2>&1; }
+
+# What of ours is left in the places a package or the daemon writes.
+leftovers() {
+	local places=(/etc /var/lib /run /lib/systemd/system /usr/lib/systemd /usr/lib/sysusers.d
+		/usr/lib/tmpfiles.d /usr/sbin /usr/bin /usr/libexec /usr/share/doc /usr/share/man
+		/usr/share/bash-completion /usr/share/zsh /usr/share/fish /sys/fs/cgroup/system.slice)
+	find "${places[@]}" -maxdepth 3 -iname '*infervisor*' 2>/dev/null | grep -v '^/run/vmtest' || true
+}
+
+install_start_purge() {
+	if [[ -e /run/vmtest-infervisor-installed ]]; then
+		fail "meson install ran in this boot already; run this script in a boot of its own"
+		return 1
+	fi
+	local debs=("$deb_dir"/infervisor_*.deb "$deb_dir"/infervisor-example-worker_*.deb)
+	for deb in "${debs[@]}"; do
+		assert_cmd test -f "$deb"
+	done
+	# The host is a container image whose policy-rc.d forbids starting
+	# services; a real host has none. man-db's trigger would rescan every man
+	# page over 9p for minutes.
+	rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update
+
+	assert_cmd apt-get install -y -q --no-download "${debs[@]}"
+	assert_eq enabled "$(systemctl is-enabled infervisord)" "enabled by the package"
+	wait_until 120 service_active
+	owned_by_package /lib/systemd/system/infervisord.service infervisor
+	owned_by_package /usr/sbin/infervisord infervisor
+	owned_by_package /usr/libexec/infervisor/infervisor-example-worker infervisor-example-worker
+	assert_eq /lib/systemd/system/infervisord.service "$(systemctl show -P FragmentPath infervisord)" "unit file"
+	assert_contains "$(systemctl show -P ExecStart infervisord)" "path=/usr/sbin/infervisord" "ExecStart"
+	assert_cmd getent group infervisor
+	assert_cmd id infervisor-worker
+	assert_cmd test -d /var/lib/infervisor/workers
+	assert_contains "$(dpkg-query -W -f='${Conffiles}' infervisor)" /etc/infervisor/infervisor.yaml "conffiles"
+	assert_ne 0 "$(journalctl --list-catalog 2>/dev/null | grep -ci infervisor || true)" "catalog entries after install"
+	assert_cmd test -s /usr/share/man/man8/infervisord.8.gz
+	assert_cmd test -s /usr/share/zsh/vendor-completions/_infervisorctl
+	assert_cmd test -s /usr/share/fish/vendor_completions.d/infervisorctl.fish
+
+	# The demo workers, as the example package's docs say.
+	cp /usr/share/doc/infervisor-example-worker/examples/demo.yaml /etc/infervisor/workers.d/
+	systemctl reload infervisord
+	wait_until 300 chat_running
+	assert_contains "$(infervisorctl --no-pager status)" leaky "status after reload"
+	local cgroup=/sys/fs/cgroup/system.slice/infervisord.service
+	assert_cmd test -d "$cgroup/workers/chat"
+
+	assert_cmd apt-get purge -y -q infervisor infervisor-example-worker
+	assert_ne active "$(systemctl is-active infervisord || true)" "state after purge"
+	assert_cmd test ! -e /lib/systemd/system/infervisord.service
+	assert_cmd test ! -e /etc/infervisor
+	assert_cmd test ! -e /var/lib/infervisor
+	assert_cmd test ! -e /run/infervisor
+	assert_cmd test ! -e "$cgroup"
+	assert_eq "" "$(pgrep -f infervisor-example-worker || true)" "example workers after purge"
+	assert_eq 0 "$(journalctl --list-catalog 2>/dev/null | grep -ci infervisor || true)" "catalog entries after purge"
+	local left
+	left=$(leftovers)
+	log "left after purge (expected: none): ${left:-none}"
+	assert_eq "" "$left" "files left after purge"
+	log "left after purge by design: group $(getent group infervisor), user $(getent passwd infervisor-worker)"
+}
+run_scenario deb-install-start-purge install_start_purge
