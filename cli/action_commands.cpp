@@ -15,7 +15,7 @@ using nlohmann::json;
 void run_reload(CliContext& ctx) {
     auto client = ctx.connect();
     if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.Supervisor.Reload");
+    auto reply = ctx.call(*client, "io.infervisor.supervisor.Reload");
     if (!reply) return;
     for (const char* what : {"added", "removed", "changed"})
         for (const auto& name : reply->parameters.value(what, json::array()))
@@ -25,7 +25,7 @@ void run_reload(CliContext& ctx) {
 void run_remove_workdir(CliContext& ctx, const std::string& name) {
     auto client = ctx.connect();
     if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.Supervisor.RemoveWorkDir", {{"name", name}});
+    auto reply = ctx.call(*client, "io.infervisor.supervisor.RemoveWorkDir", {{"name", name}});
     if (!reply) return;
     std::string path = reply->parameters.value("path", "");
     if (reply->parameters.value("existed", false))
@@ -50,16 +50,16 @@ void add_names_command(CLI::App& app, CliContext& ctx, const std::string& verb,
 
 void add_action_commands(CLI::App& app, CliContext& ctx) {
     add_names_command(
-        app, ctx, "start", "io.infervisor.Supervisor.Start",
+        app, ctx, "start", "io.infervisor.supervisor.Start",
         "Start workers; waits until they run (or are ready)",
         "Examples:\n  infervisorctl start llama\n  infervisorctl start llama whisper");
-    add_names_command(app, ctx, "stop", "io.infervisor.Supervisor.Stop",
+    add_names_command(app, ctx, "stop", "io.infervisor.supervisor.Stop",
                       "Stop workers; waits until they have stopped",
                       "Examples:\n  infervisorctl stop llama");
-    add_names_command(app, ctx, "restart", "io.infervisor.Supervisor.Restart",
+    add_names_command(app, ctx, "restart", "io.infervisor.supervisor.Restart",
                       "Stop, then start workers; waits until they run again",
                       "Examples:\n  infervisorctl restart llama whisper");
-    add_names_command(app, ctx, "checkpoint", "io.infervisor.Supervisor.Checkpoint",
+    add_names_command(app, ctx, "checkpoint", "io.infervisor.supervisor.Checkpoint",
                       "Ask workers for a checkpoint; waits until each is written",
                       "The workers keep running; their next start restores from it.\n"
                       "Examples:\n  infervisorctl checkpoint llama");
@@ -81,7 +81,7 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
     kill->callback([&ctx, args] {
         auto client = ctx.connect();
         if (!client) return;
-        ctx.call(*client, "io.infervisor.Supervisor.Kill",
+        ctx.call(*client, "io.infervisor.supervisor.Kill",
                  {{"name", args->name}, {"signal", *parse_signal(args->signal)}});
     });
 

@@ -43,7 +43,7 @@ void run_check(CliContext& ctx, const std::string& file) {
     if (!text) return;
     std::string name = file == "-" ? "<stdin>" : file;
     json parameters = {{"config", *text}, {"file", name}};
-    VarlinkCall call{"io.infervisor.Supervisor.Validate", parameters};
+    VarlinkCall call{"io.infervisor.supervisor.Validate", parameters};
     json verdict;
     if (auto client = VarlinkClient::connect(ctx.socket)) {
         // The daemon closes a connection that sends more; say so instead.

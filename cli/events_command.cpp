@@ -41,14 +41,14 @@ void run_events(CliContext& ctx, const EventsArgs& args) {
     auto client = ctx.connect();
     if (!client) return;
     if (!args.follow) {
-        auto reply = ctx.call(*client, "io.infervisor.Supervisor.RecentEvents",
+        auto reply = ctx.call(*client, "io.infervisor.supervisor.RecentEvents",
                               {{"limit", args.lines < 0 ? 100 : args.lines}});
         if (!reply) return;
         ctx.page();
         for (const auto& e : reply->parameters.value("events", json::array())) print_event(ctx, e);
         return;
     }
-    auto last = client->call_more("io.infervisor.Supervisor.Subscribe",
+    auto last = client->call_more("io.infervisor.supervisor.Subscribe",
                                   {{"history", args.lines < 0 ? 10 : args.lines}},
                                   [&](const VarlinkReply& reply) {
                                       print_event(ctx, reply.parameters.value("event", json()));
@@ -71,7 +71,7 @@ void add_events_command(CLI::App& app, CliContext& ctx) {
     events->add_flag("--json", ctx.json, "One JSON object per line");
     events->footer(
         "Examples:\n  infervisorctl events\n  infervisorctl events --follow\n"
-        "  infervisorctl events -f -n 0 --json | jq -r 'select(.kind == \"oom-killed\") | "
+        "  infervisorctl events -f -n 0 --json | jq -r 'select(.kind == \"oom_killed\") | "
         ".worker'");
     events->callback([&ctx, args] { run_events(ctx, *args); });
 }

@@ -20,7 +20,7 @@ struct StatusArgs {
 void run_status(CliContext& ctx, const StatusArgs& args) {
     auto client = ctx.connect();
     if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.Supervisor.List");
+    auto reply = ctx.call(*client, "io.infervisor.supervisor.List");
     if (!reply) return;
     json shown = json::array();
     std::vector<WorkerStatus> workers;
@@ -51,7 +51,7 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
 void run_show(CliContext& ctx, const std::string& name) {
     auto client = ctx.connect();
     if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.Supervisor.Get", {{"name", name}});
+    auto reply = ctx.call(*client, "io.infervisor.supervisor.Get", {{"name", name}});
     if (!reply) return;
     ctx.page();
     if (ctx.json) {

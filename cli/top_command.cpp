@@ -55,7 +55,7 @@ bool wait_for_quit(bool keyboard) {
 }
 
 bool draw(CliContext& ctx, VarlinkClient& client, bool terminal) {
-    auto reply = ctx.call(client, "io.infervisor.Supervisor.List");
+    auto reply = ctx.call(client, "io.infervisor.supervisor.List");
     if (!reply) return false;
     std::vector<WorkerStatus> workers;
     for (const auto& item : reply->parameters.value("workers", json::array()))

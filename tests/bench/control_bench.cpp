@@ -68,7 +68,7 @@ void in_process(int calls) {
     for (int i = 0; i < calls; ++i) {
         auto sink = std::make_shared<EncodingSink>();
         auto t0 = BenchClock::now();
-        service.handle({"io.infervisor.Supervisor.List", {}, false, false}, {0, 0, 1, {}}, sink);
+        service.handle({"io.infervisor.supervisor.List", {}, false, false}, {0, 0, 1, {}}, sink);
         us.push_back(micros(BenchClock::now() - t0));
     }
     auto s = summarize(us);
@@ -85,7 +85,7 @@ void sequential(const std::filesystem::path& path, int calls) {
     std::size_t workers = 0, bytes = 0;
     for (int i = 0; i < calls; ++i) {
         auto t0 = BenchClock::now();
-        auto reply = client->call("io.infervisor.Supervisor.List");
+        auto reply = client->call("io.infervisor.supervisor.List");
         us.push_back(micros(BenchClock::now() - t0));
         if (!reply) return (void)std::fprintf(stderr, "%s\n", reply.error().message().c_str());
         workers = reply->parameters["workers"].size();
@@ -139,7 +139,7 @@ void concurrent(const std::filesystem::path& path, int clients, int rounds) {
             return (void)std::fprintf(stderr, "client %d: %s\n", i, c.error().message().c_str());
         fds.push_back(::dup(c->fd()));
     }
-    std::string request = encode_call({"io.infervisor.Supervisor.List", {}, false, false});
+    std::string request = encode_call({"io.infervisor.supervisor.List", {}, false, false});
     for (int r = 0; r < rounds; ++r) {
         auto t0 = BenchClock::now();
         auto us = concurrent_round(fds, request);

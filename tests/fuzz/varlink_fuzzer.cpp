@@ -30,7 +30,7 @@ void check_replies(const testing::RecordingSink& sink, const VarlinkCall& call) 
         auto back = parse_reply(std::string_view(bytes).substr(0, bytes.size() - 1));
         if (!back.ok()) std::abort();
     }
-    bool streaming = call.more && call.method == "io.infervisor.Supervisor.Subscribe";
+    bool streaming = call.more && call.method == "io.infervisor.supervisor.Subscribe";
     if (finals > 1 || (finals == 0 && !streaming && !sink.entries.empty())) std::abort();
 }
 

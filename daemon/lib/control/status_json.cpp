@@ -1,5 +1,7 @@
 #include "control/status_json.h"
 
+#include <algorithm>
+
 namespace infervisor {
 
 namespace {
@@ -101,9 +103,19 @@ json to_json(const WorkerStatus& s) {
     };
 }
 
+std::string kind_to_varlink(std::string kind) {
+    std::replace(kind.begin(), kind.end(), '-', '_');
+    return kind;
+}
+
+std::string kind_from_varlink(std::string kind) {
+    std::replace(kind.begin(), kind.end(), '_', '-');
+    return kind;
+}
+
 json to_json(const ControlEvent& e) {
     return {
-        {"time_usec", e.time_usec}, {"worker", e.worker}, {"kind", e.kind},
+        {"time_usec", e.time_usec}, {"worker", e.worker}, {"kind", kind_to_varlink(e.kind)},
         {"message", e.message},     {"fields", e.fields},
     };
 }
@@ -136,6 +148,7 @@ ControlEvent event_from_json(const json& v) {
     read(v, "time_usec", e.time_usec);
     read(v, "worker", e.worker);
     read(v, "kind", e.kind);
+    e.kind = kind_from_varlink(std::move(e.kind));
     read(v, "message", e.message);
     if (auto fields = member(v, "fields"); fields && fields->is_object()) {
         for (const auto& [key, value] : fields->items())

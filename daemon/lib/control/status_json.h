@@ -1,10 +1,14 @@
 // The JSON shapes of WorkerStatus and ControlEvent on the wire, as declared in
-// io.infervisor.Supervisor.varlink. Shared by the server (to_json) and by
+// io.infervisor.supervisor.varlink. Shared by the server (to_json) and by
 // infervisorctl (from_json).
 //
 // Reading is lenient: a missing or mistyped member leaves the default, so a
 // client keeps working against a daemon that has grown new members or
 // dropped old ones.
+//
+// An event's kind is a Varlink enum on the wire ("oom_killed"), the journal's
+// INFERVISOR_EVENT name in ControlEvent ("oom-killed"): to_json and
+// event_from_json convert.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,5 +22,9 @@ nlohmann::json to_json(const ControlEvent& event);
 
 WorkerStatus worker_status_from_json(const nlohmann::json& value);
 ControlEvent event_from_json(const nlohmann::json& value);
+
+// "oom-killed" <-> "oom_killed" (Varlink enum values cannot hold a "-").
+std::string kind_to_varlink(std::string kind);
+std::string kind_from_varlink(std::string kind);
 
 }  // namespace infervisor

@@ -1,5 +1,5 @@
 // The Varlink interface descriptions (IDL) this service implements, embedded
-// at build time from io.infervisor.Supervisor.varlink and
+// at build time from io.infervisor.supervisor.varlink and
 // org.varlink.service.varlink next to this file.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 namespace infervisor {
 
-inline constexpr std::string_view kSupervisorInterface = "io.infervisor.Supervisor";
+inline constexpr std::string_view kSupervisorInterface = "io.infervisor.supervisor";
 inline constexpr std::string_view kServiceInterface = "org.varlink.service";
 
 std::string_view supervisor_interface_description();

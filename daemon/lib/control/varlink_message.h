@@ -26,7 +26,7 @@ inline constexpr int kMaxJsonDepth = 64;
 inline constexpr std::size_t kMaxCallBytes = 1 << 20;
 
 struct VarlinkCall {
-    std::string method;  // fully qualified: "io.infervisor.Supervisor.List"
+    std::string method;  // fully qualified: "io.infervisor.supervisor.List"
     nlohmann::json parameters = nlohmann::json::object();  // always an object
     bool more = false;
     bool oneway = false;

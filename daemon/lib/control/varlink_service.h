@@ -1,4 +1,4 @@
-// VarlinkService: answers Varlink calls of io.infervisor.Supervisor and
+// VarlinkService: answers Varlink calls of io.infervisor.supervisor and
 // org.varlink.service by asking a SupervisorApi. No sockets here: a session
 // hands in parsed calls with the caller's credentials and a ReplySink, which
 // keeps it testable and fuzzable without I/O.
@@ -9,7 +9,7 @@
 // ends. Parameters are checked strictly (unknown, missing, mistyped →
 // org.varlink.service.InvalidParameter naming it). Calls that change state
 // are authorized by AccessPolicy first; a refusal is answered with
-// io.infervisor.Supervisor.PermissionDenied and logged with uid and pid
+// org.varlink.service.PermissionDenied and logged with uid and pid
 // (rate-limited). Reading calls never return secrets to a caller without the
 // control privilege: Get replaces the worker's environment values with null.
 // A sink that has expired by the time an action completes is skipped.

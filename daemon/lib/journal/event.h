@@ -41,8 +41,12 @@ enum class EventKind {
     checkpoint_restored,   // READY=1 from a run that was given a checkpoint
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
     daemon_stopping,
-    adopted,  // a run left by an earlier daemon was taken over (stays last: tests walk to it)
+    adopted,  // a run left by an earlier daemon was taken over
+    // New kinds go here, and kLastEventKind below moves with them.
 };
+
+// The last enumerator: tests walk every kind up to it.
+inline constexpr EventKind kLastEventKind = EventKind::adopted;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

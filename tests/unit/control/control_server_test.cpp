@@ -33,11 +33,11 @@ TEST(ControlServer, AnswersOverARealSocket) {
     ServerFixture server;
     auto client = VarlinkClient::connect(server.socket_path());
     ASSERT_TRUE(client.ok()) << client.error().message();
-    auto reply = client->call("io.infervisor.Supervisor.List");
+    auto reply = client->call("io.infervisor.supervisor.List");
     ASSERT_TRUE(reply.ok()) << reply.error().message();
     EXPECT_EQ(reply->parameters["workers"][0]["name"], "llama");
     EXPECT_EQ(reply->parameters["workers"][0]["main_pid"], 4242);
-    auto again = client->call("io.infervisor.Supervisor.Get", {{"name", "whisper"}});
+    auto again = client->call("io.infervisor.supervisor.Get", {{"name", "whisper"}});
     EXPECT_EQ(again->parameters["worker"]["state"], "stopped");
 }
 
@@ -59,7 +59,7 @@ TEST(ControlServer, OversizedMessageClosesTheConnection) {
     EXPECT_TRUE(client.closed_by_peer());
     // A message of exactly the limit is fine.
     RawClient fits(server.socket_path());
-    std::string call = call_bytes("io.infervisor.Supervisor.List");
+    std::string call = call_bytes("io.infervisor.supervisor.List");
     call.insert(call.size() - 2, 4096 - (call.size() - 1), ' ');  // pad inside the object
     ASSERT_EQ(call.size(), 4097u);
     ASSERT_TRUE(fits.send(call));
@@ -69,13 +69,13 @@ TEST(ControlServer, OversizedMessageClosesTheConnection) {
 TEST(ControlServer, UnknownMethodsAndBadParametersKeepTheConnection) {
     ServerFixture server;
     RawClient client(server.socket_path());
-    client.send(call_bytes("io.infervisor.Supervisor.Explode"));
+    client.send(call_bytes("io.infervisor.supervisor.Explode"));
     EXPECT_EQ(parsed(client.read_message())["error"], err::kMethodNotFound);
-    client.send(call_bytes("io.infervisor.Supervisor.Get", {{"name", 5}}));
+    client.send(call_bytes("io.infervisor.supervisor.Get", {{"name", 5}}));
     auto bad = parsed(client.read_message());
     EXPECT_EQ(bad["error"], err::kInvalidParameter);
     EXPECT_EQ(bad["parameters"]["parameter"], "name");
-    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    client.send(call_bytes("io.infervisor.supervisor.List"));
     EXPECT_TRUE(parsed(client.read_message()).contains("parameters"));
 }
 
@@ -83,10 +83,10 @@ TEST(ControlServer, PipelinedCallsAreAnsweredInOrder) {
     ServerFixture server;
     RawClient client(server.socket_path());
     client.send(
-        call_bytes("io.infervisor.Supervisor.Get", {{"name", "llama"}}) +
-        call_bytes("io.infervisor.Supervisor.Get", {{"name", "nope"}}) +
-        encode_call({"io.infervisor.Supervisor.Stop", {{"names", {"whisper"}}}, false, true}) +
-        call_bytes("io.infervisor.Supervisor.List"));
+        call_bytes("io.infervisor.supervisor.Get", {{"name", "llama"}}) +
+        call_bytes("io.infervisor.supervisor.Get", {{"name", "nope"}}) +
+        encode_call({"io.infervisor.supervisor.Stop", {{"names", {"whisper"}}}, false, true}) +
+        call_bytes("io.infervisor.supervisor.List"));
     EXPECT_EQ(parsed(client.read_message())["parameters"]["worker"]["name"], "llama");
     EXPECT_EQ(parsed(client.read_message())["error"], err::kWorkerNotFound);
     // The oneway Stop got no reply but was done before the List.
@@ -110,7 +110,7 @@ TEST(ControlServer, ACallInProgressIsNotIdle) {
     ServerFixture server(options);
     server.on_loop([](FakeSupervisor& fake) { fake.hold_actions = true; });
     RawClient client(server.socket_path());
-    client.send(call_bytes("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}));
+    client.send(call_bytes("io.infervisor.supervisor.Stop", {{"names", {"llama"}}}));
     ASSERT_TRUE(
         server.eventually([](FakeSupervisor& f, ControlServer&) { return !f.actions.empty(); }));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several idle periods
@@ -125,7 +125,7 @@ TEST(ControlServer, AClientThatNeverReadsIsClosed) {
     ServerFixture server(options);
     RawClient client(server.socket_path());
     ::fcntl(client.fd(), F_SETFL, O_NONBLOCK);
-    std::string call = call_bytes("io.infervisor.Supervisor.List");
+    std::string call = call_bytes("io.infervisor.supervisor.List");
     bool server_closed = false;
     for (int i = 0; i < 100000 && !server_closed; ++i) {
         ssize_t n = ::send(client.fd(), call.data(), call.size(), MSG_NOSIGNAL);
@@ -149,12 +149,12 @@ TEST(ControlServer, AReplyOverTheLimitIsAnErrorAndTheConnectionStays) {
     ServerFixture server(options);
     server.on_loop([](FakeSupervisor& fake) { fake.add_workers(1000); });  // ~300 KiB
     RawClient client(server.socket_path());
-    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    client.send(call_bytes("io.infervisor.supervisor.List"));
     auto reply = parsed(client.read_message());
     EXPECT_EQ(reply["error"], err::kReplyTooLarge) << reply;
     EXPECT_EQ(reply["parameters"]["limit"], 64 << 10);
     EXPECT_GT(reply["parameters"]["size"].get<int64_t>(), 64 << 10);
-    client.send(call_bytes("io.infervisor.Supervisor.Get", {{"name", "llama"}}));
+    client.send(call_bytes("io.infervisor.supervisor.Get", {{"name", "llama"}}));
     EXPECT_EQ(parsed(client.read_message())["parameters"]["worker"]["name"], "llama");
 }
 
@@ -166,7 +166,7 @@ TEST(ControlServer, ConnectionsBeyondTheLimitGetAnErrorAndAreClosed) {
     for (int i = 0; i < 4; ++i) {
         auto c = VarlinkClient::connect(server.socket_path());
         ASSERT_TRUE(c.ok());
-        ASSERT_TRUE(c->call("io.infervisor.Supervisor.List").ok());
+        ASSERT_TRUE(c->call("io.infervisor.supervisor.List").ok());
         admitted.push_back(std::move(*c));
     }
     std::vector<std::unique_ptr<RawClient>> excess;
@@ -178,13 +178,13 @@ TEST(ControlServer, ConnectionsBeyondTheLimitGetAnErrorAndAreClosed) {
         EXPECT_EQ(refused["parameters"], json({{"scope", "total"}, {"limit", 4}}));
         EXPECT_TRUE(c->closed_by_peer());
     }
-    for (auto& c : admitted) EXPECT_TRUE(c.call("io.infervisor.Supervisor.List").ok());
+    for (auto& c : admitted) EXPECT_TRUE(c.call("io.infervisor.supervisor.List").ok());
     admitted.clear();
     ASSERT_TRUE(server.eventually(
         [](FakeSupervisor&, ControlServer& s) { return s.connection_count() == 0; }));
     auto later = VarlinkClient::connect(server.socket_path());
     ASSERT_TRUE(later.ok());
-    EXPECT_TRUE(later->call("io.infervisor.Supervisor.List").ok());
+    EXPECT_TRUE(later->call("io.infervisor.supervisor.List").ok());
 }
 
 // As uid 65534, with a per-uid limit of 2: returns 0 when the third
@@ -193,7 +193,7 @@ TEST(ControlServer, ConnectionsBeyondTheLimitGetAnErrorAndAreClosed) {
 int crowd_as_nobody(const ServerFixture& server) {
     auto path = server.socket_path();
     auto list = [](VarlinkClient& c) {
-        auto reply = c.call("io.infervisor.Supervisor.List");
+        auto reply = c.call("io.infervisor.supervisor.List");
         return reply.ok() && !reply->failed();
     };
     return testing::run_as_nobody({}, [&] {
@@ -205,11 +205,11 @@ int crowd_as_nobody(const ServerFixture& server) {
         }
         auto extra = VarlinkClient::connect(path);
         if (!extra) return 11;
-        auto refused = extra->call("io.infervisor.Supervisor.List");
+        auto refused = extra->call("io.infervisor.supervisor.List");
         if (!refused) return 12;  // the error must arrive, not a reset
         if (refused->error != err::kTooManyConnections) return 13;
         if (refused->parameters != json({{"scope", "uid"}, {"limit", 2}})) return 14;
-        if (extra->call("io.infervisor.Supervisor.List").ok()) return 15;  // and it is closed
+        if (extra->call("io.infervisor.supervisor.List").ok()) return 15;  // and it is closed
         for (auto& c : held)
             if (!list(c)) return 16;
         held.pop_back();
@@ -232,14 +232,14 @@ TEST(ControlServer, OneUidCannotTakeEveryConnection) {
     for (int i = 0; i < 3; ++i) {
         auto c = VarlinkClient::connect(server.socket_path());
         ASSERT_TRUE(c.ok());
-        ASSERT_FALSE(c->call("io.infervisor.Supervisor.List")->failed());
+        ASSERT_FALSE(c->call("io.infervisor.supervisor.List")->failed());
         root.push_back(std::move(*c));
     }
     EXPECT_EQ(crowd_as_nobody(server), 0);
     EXPECT_TRUE(server.eventually([](FakeSupervisor&, ControlServer& s) {
         return s.connection_count(testing::kNobody) == 0;
     }));
-    for (auto& c : root) EXPECT_FALSE(c.call("io.infervisor.Supervisor.List")->failed());
+    for (auto& c : root) EXPECT_FALSE(c.call("io.infervisor.supervisor.List")->failed());
 }
 
 TEST(ControlServer, TheLastConnectionsAreKeptForRoot) {
@@ -251,10 +251,10 @@ TEST(ControlServer, TheLastConnectionsAreKeptForRoot) {
     // Unprivileged clients get max_connections - root_reserved = 1 ...
     int rc = testing::run_as_nobody({}, [&] {
         auto first = VarlinkClient::connect(path);
-        if (!first || first->call("io.infervisor.Supervisor.List")->failed()) return 10;
+        if (!first || first->call("io.infervisor.supervisor.List")->failed()) return 10;
         auto second = VarlinkClient::connect(path);
         if (!second) return 11;
-        auto refused = second->call("io.infervisor.Supervisor.List");
+        auto refused = second->call("io.infervisor.supervisor.List");
         if (!refused || refused->error != err::kTooManyConnections) return 12;
         return refused->parameters == json({{"scope", "total"}, {"limit", 1}}) ? 0 : 13;
     });
@@ -266,7 +266,7 @@ TEST(ControlServer, TheLastConnectionsAreKeptForRoot) {
     for (int i = 0; i < 3; ++i) {
         auto c = VarlinkClient::connect(server.socket_path());
         ASSERT_TRUE(c.ok());
-        auto reply = c->call("io.infervisor.Supervisor.List");
+        auto reply = c->call("io.infervisor.supervisor.List");
         ASSERT_TRUE(reply.ok()) << reply.error().message();
         EXPECT_FALSE(reply->failed()) << reply->error;
         root.push_back(std::move(*c));
@@ -288,11 +288,11 @@ int call_as_nobody(const ServerFixture& server, std::vector<gid_t> groups,
 
 TEST(ControlServer, UnprivilegedCallersMayReadButNotChange) {
     ServerFixture server;
-    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.List", json::object(), ""), 0);
-    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.Stop", {{"names", {"llama"}}},
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.supervisor.List", json::object(), ""), 0);
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.supervisor.Stop", {{"names", {"llama"}}},
                              err::kPermissionDenied),
               0);
-    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.Supervisor.Reload", json::object(),
+    EXPECT_EQ(call_as_nobody(server, {}, "io.infervisor.supervisor.Reload", json::object(),
                              err::kPermissionDenied),
               0);
     server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
@@ -303,9 +303,9 @@ TEST(ControlServer, TheControlGroupMayChange) {
     options.control_group = 4242;
     ServerFixture server(options);
     EXPECT_EQ(
-        call_as_nobody(server, {4242}, "io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}, ""),
+        call_as_nobody(server, {4242}, "io.infervisor.supervisor.Stop", {{"names", {"llama"}}}, ""),
         0);
-    EXPECT_EQ(call_as_nobody(server, {4243}, "io.infervisor.Supervisor.Stop",
+    EXPECT_EQ(call_as_nobody(server, {4243}, "io.infervisor.supervisor.Stop",
                              {{"names", {"llama"}}}, err::kPermissionDenied),
               0);
     server.on_loop([](FakeSupervisor& fake) {
@@ -318,21 +318,21 @@ TEST(ControlServer, AClientLeavingDuringAPendingCallIsHarmless) {
     server.on_loop([](FakeSupervisor& fake) { fake.hold_actions = true; });
     {
         RawClient client(server.socket_path());
-        client.send(call_bytes("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}}));
+        client.send(call_bytes("io.infervisor.supervisor.Stop", {{"names", {"llama"}}}));
         ASSERT_TRUE(server.eventually(
             [](FakeSupervisor& f, ControlServer&) { return !f.actions.empty(); }));
     }
     server.on_loop([](FakeSupervisor& fake) { fake.complete_pending(); });
     auto other = VarlinkClient::connect(server.socket_path());
     ASSERT_TRUE(other.ok());
-    auto reply = other->call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    auto reply = other->call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(reply->parameters["worker"]["state"], "stopped");
 }
 
 TEST(ControlServer, StreamsEventsUntilTheClientLeaves) {
     ServerFixture server;
     auto client = std::make_unique<RawClient>(server.socket_path());
-    client->send(encode_call({"io.infervisor.Supervisor.Subscribe", json::object(), true, false}));
+    client->send(encode_call({"io.infervisor.supervisor.Subscribe", json::object(), true, false}));
     ASSERT_TRUE(server.eventually(
         [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
     server.on_loop([](FakeSupervisor& fake) {
@@ -351,7 +351,7 @@ TEST(ControlServer, StreamsEventsUntilTheClientLeaves) {
 TEST(ControlServer, HalfClosedClientsStillGetTheirReplies) {
     ServerFixture server;
     RawClient client(server.socket_path());
-    client.send(call_bytes("io.infervisor.Supervisor.List"));
+    client.send(call_bytes("io.infervisor.supervisor.List"));
     client.shutdown_write();
     EXPECT_TRUE(parsed(client.read_message()).contains("parameters"));
     EXPECT_TRUE(client.closed_by_peer());
@@ -360,7 +360,7 @@ TEST(ControlServer, HalfClosedClientsStillGetTheirReplies) {
 TEST(ControlServer, StopClosesSessionsAndRemovesTheSocket) {
     ServerFixture server;
     RawClient client(server.socket_path());
-    client.send(encode_call({"io.infervisor.Supervisor.Subscribe", json::object(), true, false}));
+    client.send(encode_call({"io.infervisor.supervisor.Subscribe", json::object(), true, false}));
     ASSERT_TRUE(server.eventually(
         [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
     server.stop();  // returns only once the loop has drained by itself

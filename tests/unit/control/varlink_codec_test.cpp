@@ -50,11 +50,11 @@ TEST(VarlinkFramer, ReusesSpaceOfConsumedMessages) {
 
 TEST(VarlinkMessage, ParsesACall) {
     auto parsed = parse_call(
-        R"({"method":"io.infervisor.Supervisor.Stop","parameters":{"names":["a"]},"more":false})");
+        R"({"method":"io.infervisor.supervisor.Stop","parameters":{"names":["a"]},"more":false})");
     auto* call = std::get_if<VarlinkCall>(&parsed);
     ASSERT_NE(call, nullptr);
-    EXPECT_EQ(call->method, "io.infervisor.Supervisor.Stop");
-    EXPECT_EQ(call->interface_name(), "io.infervisor.Supervisor");
+    EXPECT_EQ(call->method, "io.infervisor.supervisor.Stop");
+    EXPECT_EQ(call->interface_name(), "io.infervisor.supervisor");
     EXPECT_EQ(call->member_name(), "Stop");
     EXPECT_EQ(call->parameters, json({{"names", {"a"}}}));
     EXPECT_FALSE(call->more);
@@ -120,7 +120,7 @@ TEST(VarlinkMessage, EncodesRepliesWithNulAndReplacesInvalidUtf8) {
 }
 
 TEST(VarlinkMessage, RoundTripsCallsAndErrors) {
-    VarlinkCall call{"io.infervisor.Supervisor.Subscribe", {{"history", 3}}, true, false};
+    VarlinkCall call{"io.infervisor.supervisor.Subscribe", {{"history", 3}}, true, false};
     std::string bytes = encode_call(call);
     auto parsed = parse_call(std::string_view(bytes).substr(0, bytes.size() - 1));
     auto* back = std::get_if<VarlinkCall>(&parsed);

@@ -45,7 +45,7 @@ class VarlinkServiceTest : public ::testing::Test {
 };
 
 TEST_F(VarlinkServiceTest, ListsWorkers) {
-    auto sink = call("io.infervisor.Supervisor.List");
+    auto sink = call("io.infervisor.supervisor.List");
     ASSERT_EQ(sink->entries.size(), 1u);
     const auto& workers = sink->last().parameters["workers"];
     ASSERT_EQ(workers.size(), 2u);
@@ -55,19 +55,19 @@ TEST_F(VarlinkServiceTest, ListsWorkers) {
 }
 
 TEST_F(VarlinkServiceTest, GetsOneWorkerWithItsSpec) {
-    auto sink = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    auto sink = call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(sink->last().error, "");
     EXPECT_EQ(sink->last().parameters["worker"]["name"], "llama");
     EXPECT_EQ(sink->last().parameters["spec"]["name"], "llama");
-    auto missing = call("io.infervisor.Supervisor.Get", {{"name", "nope"}});
+    auto missing = call("io.infervisor.supervisor.Get", {{"name", "nope"}});
     EXPECT_EQ(missing->last().error, err::kWorkerNotFound);
     EXPECT_EQ(missing->last().parameters["name"], "nope");
 }
 
 TEST_F(VarlinkServiceTest, UnknownMethodsAndInterfaces) {
-    auto m = call("io.infervisor.Supervisor.Explode");
+    auto m = call("io.infervisor.supervisor.Explode");
     EXPECT_EQ(m->last().error, err::kMethodNotFound);
-    EXPECT_EQ(m->last().parameters["method"], "io.infervisor.Supervisor.Explode");
+    EXPECT_EQ(m->last().parameters["method"], "io.infervisor.supervisor.Explode");
     auto i = call("com.example.Thing.Do");
     EXPECT_EQ(i->last().error, err::kInterfaceNotFound);
     EXPECT_EQ(i->last().parameters["interface"], "com.example.Thing");
@@ -80,21 +80,21 @@ TEST_F(VarlinkServiceTest, InvalidParametersAreNamed) {
         const char* bad;
     };
     const Case cases[] = {
-        {"io.infervisor.Supervisor.Get", json::object(), "name"},
-        {"io.infervisor.Supervisor.Get", {{"name", 7}}, "name"},
-        {"io.infervisor.Supervisor.Get", {{"name", "llama"}, {"extra", 1}}, "extra"},
-        {"io.infervisor.Supervisor.Stop", {{"names", "llama"}}, "names"},
-        {"io.infervisor.Supervisor.Stop", {{"names", json::array()}}, "names"},
-        {"io.infervisor.Supervisor.Stop", {{"names", {"llama", 3}}}, "names"},
-        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", "TERM"}}, "signal"},
-        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 0}}, "signal"},
-        {"io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 1e10}}, "signal"},
-        {"io.infervisor.Supervisor.Kill",
+        {"io.infervisor.supervisor.Get", json::object(), "name"},
+        {"io.infervisor.supervisor.Get", {{"name", 7}}, "name"},
+        {"io.infervisor.supervisor.Get", {{"name", "llama"}, {"extra", 1}}, "extra"},
+        {"io.infervisor.supervisor.Stop", {{"names", "llama"}}, "names"},
+        {"io.infervisor.supervisor.Stop", {{"names", json::array()}}, "names"},
+        {"io.infervisor.supervisor.Stop", {{"names", {"llama", 3}}}, "names"},
+        {"io.infervisor.supervisor.Kill", {{"name", "llama"}, {"signal", "TERM"}}, "signal"},
+        {"io.infervisor.supervisor.Kill", {{"name", "llama"}, {"signal", 0}}, "signal"},
+        {"io.infervisor.supervisor.Kill", {{"name", "llama"}, {"signal", 1e10}}, "signal"},
+        {"io.infervisor.supervisor.Kill",
          {{"name", "llama"}, {"signal", 18446744073709551615ull}},
          "signal"},
-        {"io.infervisor.Supervisor.Validate", {{"config", true}}, "config"},
-        {"io.infervisor.Supervisor.RecentEvents", {{"limit", -1}}, "limit"},
-        {"io.infervisor.Supervisor.List", {{"filter", "x"}}, "filter"},
+        {"io.infervisor.supervisor.Validate", {{"config", true}}, "config"},
+        {"io.infervisor.supervisor.RecentEvents", {{"limit", -1}}, "limit"},
+        {"io.infervisor.supervisor.List", {{"filter", "x"}}, "filter"},
         {"org.varlink.service.GetInterfaceDescription", json::object(), "interface"},
     };
     for (const auto& c : cases) {
@@ -107,18 +107,18 @@ TEST_F(VarlinkServiceTest, InvalidParametersAreNamed) {
 }
 
 TEST_F(VarlinkServiceTest, ActsAndCompletes) {
-    auto sink = call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}});
+    auto sink = call("io.infervisor.supervisor.Stop", {{"names", {"llama"}}});
     ASSERT_EQ(sink->entries.size(), 1u);
     EXPECT_EQ(sink->last().error, "");
     EXPECT_EQ(fake.list_workers()[0].state, "stopped");
-    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}, {"signal", 9}});
-    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}});
+    call("io.infervisor.supervisor.Kill", {{"name", "llama"}, {"signal", 9}});
+    call("io.infervisor.supervisor.Kill", {{"name", "llama"}});
     EXPECT_EQ(fake.actions,
               (std::vector<std::string>{"stop llama", "kill llama 9", "kill llama 15"}));
 }
 
 TEST_F(VarlinkServiceTest, UnknownNameFailsTheWholeCall) {
-    auto sink = call("io.infervisor.Supervisor.Start", {{"names", {"llama", "nope"}}});
+    auto sink = call("io.infervisor.supervisor.Start", {{"names", {"llama", "nope"}}});
     EXPECT_EQ(sink->last().error, err::kWorkerNotFound);
     EXPECT_EQ(sink->last().parameters["name"], "nope");
     EXPECT_TRUE(fake.actions.empty());
@@ -126,8 +126,8 @@ TEST_F(VarlinkServiceTest, UnknownNameFailsTheWholeCall) {
 
 TEST_F(VarlinkServiceTest, CompletesLaterAndSkipsACallerThatLeft) {
     fake.hold_actions = true;
-    auto sink = call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}});
-    auto gone = call("io.infervisor.Supervisor.Restart", {{"names", {"whisper"}}});
+    auto sink = call("io.infervisor.supervisor.Stop", {{"names", {"llama"}}});
+    auto gone = call("io.infervisor.supervisor.Restart", {{"names", {"whisper"}}});
     EXPECT_TRUE(sink->entries.empty());
     gone.reset();
     fake.complete_pending();
@@ -138,21 +138,21 @@ TEST_F(VarlinkServiceTest, CompletesLaterAndSkipsACallerThatLeft) {
 TEST_F(VarlinkServiceTest, ChangesNeedRootOrTheControlGroup) {
     peer = {1000, 1000, 77, {10, 20}};
     for (const char* method : {"Start", "Stop", "Restart", "Checkpoint"}) {
-        auto sink = call(std::string("io.infervisor.Supervisor.") + method, {{"names", {"llama"}}});
+        auto sink = call(std::string("io.infervisor.supervisor.") + method, {{"names", {"llama"}}});
         EXPECT_EQ(sink->last().error, err::kPermissionDenied) << method;
     }
-    EXPECT_EQ(call("io.infervisor.Supervisor.Kill", {{"name", "llama"}})->last().error,
+    EXPECT_EQ(call("io.infervisor.supervisor.Kill", {{"name", "llama"}})->last().error,
               err::kPermissionDenied);
-    EXPECT_EQ(call("io.infervisor.Supervisor.Reload")->last().error, err::kPermissionDenied);
+    EXPECT_EQ(call("io.infervisor.supervisor.Reload")->last().error, err::kPermissionDenied);
     EXPECT_TRUE(fake.actions.empty());
     // Reading stays open.
-    EXPECT_EQ(call("io.infervisor.Supervisor.List")->last().error, "");
-    EXPECT_EQ(call("io.infervisor.Supervisor.Validate", {{"config", "x"}})->last().error, "");
+    EXPECT_EQ(call("io.infervisor.supervisor.List")->last().error, "");
+    EXPECT_EQ(call("io.infervisor.supervisor.Validate", {{"config", "x"}})->last().error, "");
 
     peer.groups.push_back(kControlGroup);
-    EXPECT_EQ(call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}})->last().error, "");
+    EXPECT_EQ(call("io.infervisor.supervisor.Stop", {{"names", {"llama"}}})->last().error, "");
     peer = {1000, kControlGroup, 77, {}};
-    EXPECT_EQ(call("io.infervisor.Supervisor.Start", {{"names", {"llama"}}})->last().error, "");
+    EXPECT_EQ(call("io.infervisor.supervisor.Start", {{"names", {"llama"}}})->last().error, "");
 }
 
 TEST(AccessPolicy, WithoutAGroupOnlyRootMayChange) {
@@ -163,24 +163,24 @@ TEST(AccessPolicy, WithoutAGroupOnlyRootMayChange) {
 
 TEST_F(VarlinkServiceTest, ReloadReportsErrorsOrChanges) {
     fake.next_reload = {false, {"a.yaml:3:1: bad"}, {}, {}, {}};
-    auto bad = call("io.infervisor.Supervisor.Reload");
+    auto bad = call("io.infervisor.supervisor.Reload");
     EXPECT_EQ(bad->last().error, err::kConfigInvalid);
     EXPECT_EQ(bad->last().parameters["errors"], json({"a.yaml:3:1: bad"}));
     fake.next_reload = {true, {}, {"new"}, {}, {"llama"}};
-    auto good = call("io.infervisor.Supervisor.Reload");
+    auto good = call("io.infervisor.supervisor.Reload");
     EXPECT_EQ(good->last().parameters["added"], json({"new"}));
     EXPECT_EQ(good->last().parameters["changed"], json({"llama"}));
 }
 
 TEST_F(VarlinkServiceTest, ValidatesConfigText) {
-    auto sink = call("io.infervisor.Supervisor.Validate", {{"config", "ok\nbad\n"}, {"file", "x"}});
+    auto sink = call("io.infervisor.supervisor.Validate", {{"config", "ok\nbad\n"}, {"file", "x"}});
     EXPECT_EQ(sink->last().parameters["valid"], false);
     EXPECT_EQ(sink->last().parameters["errors"], json({"x:2:1: bad line"}));
 }
 
 TEST_F(VarlinkServiceTest, AValidationThatCannotRunNowFailsWithItsReason) {
     fake.refuse_validation = "2 configuration checks are already running";
-    auto sink = call("io.infervisor.Supervisor.Validate", {{"config", "ok\n"}});
+    auto sink = call("io.infervisor.supervisor.Validate", {{"config", "ok\n"}});
     EXPECT_EQ(sink->last().error, err::kValidationFailed);
     EXPECT_EQ(sink->last().parameters["reason"], "2 configuration checks are already running");
 }
@@ -188,14 +188,14 @@ TEST_F(VarlinkServiceTest, AValidationThatCannotRunNowFailsWithItsReason) {
 // Issue 10, defect 3: environment values (API keys) only for the privileged.
 TEST_F(VarlinkServiceTest, GetHidesEnvironmentValuesFromUnprivilegedCallers) {
     peer = {kNobodyUid, kNobodyUid, 1, {}};
-    auto hidden = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    auto hidden = call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(hidden->last().parameters["spec"]["environment"], json({{"HF_TOKEN", nullptr}}));
     EXPECT_EQ(hidden->last().parameters["spec"]["name"], "llama");
     peer = {kNobodyUid, kNobodyUid, 1, {kControlGroup}};
-    auto member = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    auto member = call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(member->last().parameters["spec"]["environment"]["HF_TOKEN"], "hf_secret_of_llama");
     peer = {0, 0, 1, {}};
-    auto root = call("io.infervisor.Supervisor.Get", {{"name", "llama"}});
+    auto root = call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(root->last().parameters["spec"]["environment"]["HF_TOKEN"], "hf_secret_of_llama");
 }
 
@@ -207,10 +207,10 @@ TEST_F(VarlinkServiceTest, DeniedCallsAreLoggedRateLimited) {
         "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
     peer = {kNobodyUid, kNobodyUid, 1, {}};
     for (int i = 0; i < 10000; ++i)
-        EXPECT_EQ(call("io.infervisor.Supervisor.Stop", {{"names", {"llama"}}})->last().error,
+        EXPECT_EQ(call("io.infervisor.supervisor.Stop", {{"names", {"llama"}}})->last().error,
                   err::kPermissionDenied);
     peer = {kNobodyUid + 1, kNobodyUid + 1, 2, {}};  // another user is not hidden by the flood
-    call("io.infervisor.Supervisor.Kill", {{"name", "llama"}});
+    call("io.infervisor.supervisor.Kill", {{"name", "llama"}});
     spdlog::set_default_logger(previous);
     std::string text = log.str();
     std::size_t lines = 0;
@@ -218,15 +218,15 @@ TEST_F(VarlinkServiceTest, DeniedCallsAreLoggedRateLimited) {
          at = text.find("denied", at + 1))
         ++lines;
     EXPECT_LE(lines, 6u) << text;
-    EXPECT_THAT(text, ::testing::HasSubstr("denied io.infervisor.Supervisor.Kill to uid 65535"));
+    EXPECT_THAT(text, ::testing::HasSubstr("denied io.infervisor.supervisor.Kill to uid 65535"));
     EXPECT_TRUE(fake.actions.empty());
 }
 
 TEST_F(VarlinkServiceTest, SubscribeNeedsMoreAndStreamsHistoryThenLiveEvents) {
-    EXPECT_EQ(call("io.infervisor.Supervisor.Subscribe")->last().error, err::kExpectedMore);
+    EXPECT_EQ(call("io.infervisor.supervisor.Subscribe")->last().error, err::kExpectedMore);
     fake.emit({1, "llama", "started", "started", {}});
     fake.emit({2, "llama", "ready", "ready", {}});
-    auto sink = call("io.infervisor.Supervisor.Subscribe", {{"history", 1}}, true);
+    auto sink = call("io.infervisor.supervisor.Subscribe", {{"history", 1}}, true);
     ASSERT_EQ(sink->entries.size(), 1u);
     EXPECT_EQ(sink->last().parameters["event"]["kind"], "ready");
     EXPECT_TRUE(sink->last().continues);
@@ -240,11 +240,11 @@ TEST_F(VarlinkServiceTest, SubscribeNeedsMoreAndStreamsHistoryThenLiveEvents) {
 TEST_F(VarlinkServiceTest, IntrospectionForGenericVarlinkTools) {
     auto info = call("org.varlink.service.GetInfo");
     EXPECT_EQ(info->last().parameters["interfaces"],
-              json({"org.varlink.service", "io.infervisor.Supervisor"}));
+              json({"org.varlink.service", "io.infervisor.supervisor"}));
     auto desc = call("org.varlink.service.GetInterfaceDescription",
-                     {{"interface", "io.infervisor.Supervisor"}});
+                     {{"interface", "io.infervisor.supervisor"}});
     std::string text = desc->last().parameters["description"];
-    EXPECT_NE(text.find("interface io.infervisor.Supervisor\n"), std::string::npos);
+    EXPECT_NE(text.find("interface io.infervisor.supervisor\n"), std::string::npos);
     EXPECT_NE(text.find("method List() -> (workers: []WorkerStatus)"), std::string::npos);
     EXPECT_EQ(text, supervisor_interface_description());
     auto none = call("org.varlink.service.GetInterfaceDescription", {{"interface", "x.Y"}});

@@ -11,10 +11,10 @@
 namespace infervisor {
 namespace {
 
-// Every kind: adopted is the last enumerator (see event.h).
+// Every kind: up to kLastEventKind.
 std::vector<EventKind> all_kinds() {
     std::vector<EventKind> out;
-    for (int k = 0; k <= static_cast<int>(EventKind::adopted); ++k)
+    for (int k = 0; k <= static_cast<int>(kLastEventKind); ++k)
         out.push_back(static_cast<EventKind>(k));
     return out;
 }
