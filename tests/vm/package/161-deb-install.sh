@@ -46,7 +46,7 @@ install_start_purge() {
 	# page over 9p for minutes.
 	rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update
 
-	assert_cmd apt-get install -y -q --no-download "${debs[@]}"
+	assert_cmd apt-get install -y -q "${debs[@]}"  # (apt 2.6: --no-download refuses local .deb files)
 	assert_eq enabled "$(systemctl is-enabled infervisord)" "enabled by the package"
 	wait_until 120 service_active
 	owned_by_package /lib/systemd/system/infervisord.service infervisor
