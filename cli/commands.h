@@ -15,5 +15,6 @@ void add_events_command(CLI::App& app, CliContext& ctx);
 void add_logs_command(CLI::App& app, CliContext& ctx);
 void add_config_command(CLI::App& app, CliContext& ctx);
 void add_top_command(CLI::App& app, CliContext& ctx);
+void add_history_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace infervisor::cli

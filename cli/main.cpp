@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     add_status_commands(app, ctx);
     add_action_commands(app, ctx);
     add_events_command(app, ctx);
+    add_history_command(app, ctx);
     add_logs_command(app, ctx);
     add_config_command(app, ctx);
     add_top_command(app, ctx);

@@ -3,11 +3,15 @@
 // and resident memory. The same loop as infervisord: Supervisor, PolicyRunner
 // with the rules of a config file (by default the shipped one) sampling every
 // sample_interval, per-worker PSI triggers and memory.events watches, and the
-// work-dir monitor. Not a test: it asserts nothing and reports figures.
+// work-dir monitor, and the metrics (history rings; the textfile and HTTP
+// outputs when the config turns them on). Not a test: it asserts nothing and reports figures.
 // Goal on real hardware (issue 5): under 0.5 % of one core and 16 MiB RSS
 // with 20 idle workers.
 //
-//   idle-bench [--count N] [--seconds S] [--config FILE]
+//   idle-bench [--count N] [--seconds S] [--config FILE] [--no-metrics]
+//
+// --no-metrics leaves the MetricsCollector out: the cost of the metrics is
+// the difference between a run with and one without.
 //
 // Runs as root on a cgroup2 host, in a cgroup of its own below this process's
 // cgroup; where the memory controller is missing (our development hosts) no
@@ -20,12 +24,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "app/memory_lock.h"
 #include "base/file_io.h"
 #include "bench_supervisor.h"
 #include "config/config_loader.h"
+#include "supervise/metrics_collector.h"
 #include "supervise/policy_runner.h"
 
 using namespace infervisor;
@@ -36,6 +42,7 @@ struct Args {
     int count = 20;
     int seconds = 60;
     std::string config = INFERVISOR_SHIPPED_CONFIG;
+    bool metrics = true;
 };
 
 Args parse(int argc, char** argv) {
@@ -47,8 +54,12 @@ Args parse(int argc, char** argv) {
             a.seconds = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--config") && i + 1 < argc)
             a.config = argv[++i];
+        else if (!std::strcmp(argv[i], "--no-metrics"))
+            a.metrics = false;
         else {
-            std::fprintf(stderr, "usage: %s [--count N] [--seconds S] [--config FILE]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--count N] [--seconds S] [--config FILE] [--no-metrics]\n",
+                         argv[0]);
             std::exit(2);
         }
     }
@@ -87,6 +98,8 @@ int main(int argc, char** argv) {
     boost::asio::io_context& io = bench->io();
     Supervisor& supervisor = bench->supervisor();
     PolicyRunner policy(bench->context(), supervisor);
+    std::optional<MetricsCollector> metrics;
+    if (args.metrics) metrics.emplace(bench->context(), supervisor, policy);
 
     Config config = loaded.config;
     config.workers.clear();
@@ -100,6 +113,7 @@ int main(int argc, char** argv) {
     }
     supervisor.apply(config);
     policy.configure(config);
+    if (metrics) metrics->configure(config);
     policy.start();
     supervisor.workdir_monitor().start(config.daemon.workdir_scan_interval);
 
@@ -123,6 +137,7 @@ int main(int argc, char** argv) {
                 locked ? "locked as the daemon's is" : "not locked: no CAP_IPC_LOCK");
 
     policy.stop();
+    if (metrics) metrics->stop();
     supervisor.workdir_monitor().stop();
     bench->stop_all();
     return 0;

@@ -23,6 +23,7 @@
 #include "journal/logging.h"
 #include "supervise/caps_fit.h"
 #include "supervise/config_load_runner.h"
+#include "supervise/metrics_collector.h"
 #include "supervise/policy_runner.h"
 #include "supervise/supervisor.h"
 #include "supervise/supervisor_service.h"
@@ -111,6 +112,7 @@ class Daemon {
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<PolicyRunner> policy_;
+    std::unique_ptr<MetricsCollector> metrics_;
     std::unique_ptr<SupervisorService> service_;
     std::unique_ptr<ControlServer> control_;
     std::unique_ptr<UserDbServer> userdb_;
@@ -167,6 +169,8 @@ int Daemon::run() {
     });
     policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
     policy_->configure(config_);
+    metrics_ = std::make_unique<MetricsCollector>(*ctx_, *supervisor_, *policy_);
+    metrics_->configure(config_);
     supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
     ReexecOrigin origin = reexec_origin();
     if (origin.reexecuted) {
@@ -271,6 +275,7 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
         outcome.applied = true;
         config_ = std::move(loaded.config);
         policy_->configure(config_);
+        metrics_->configure(config_);
         supervisor_->workdir_monitor().set_scan_interval(config_.daemon.workdir_scan_interval);
         supervisor_->apply(config_);
         events_.emit(Event{
@@ -304,6 +309,7 @@ void Daemon::shut_down() {
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
     policy_->stop();
+    metrics_->stop();
     supervisor_->workdir_monitor().stop();
     if (control_) control_->stop();
     if (userdb_) userdb_->stop();
@@ -320,6 +326,8 @@ void Daemon::shut_down() {
 void Daemon::start_control() {
     service_ = std::make_unique<SupervisorService>(
         *ctx_, *supervisor_, [this](SupervisorApi::ReloadDone done) { reload(std::move(done)); });
+    service_->set_history_source(
+        [this](const std::string& name) { return metrics_->history(name); });
     ControlServerOptions options;
     options.path = control_socket_path(paths_);
     if (auto gid = lookup_group(config_.daemon.control_group))

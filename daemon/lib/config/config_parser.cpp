@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint_config.h"
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
+#include "config/metrics_config.h"
 #include "policy/rule_config.h"
 #include "probe/probe_config.h"
 #include "workdir/workdir_config.h"
@@ -157,6 +158,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     map.get_duration("workdir_scan_interval", d.workdir_scan_interval, Required::no, 24h);
     map.get_duration("growth_window", d.growth_window, Required::no, 24h);
     map.get_duration("host_settle", d.host_settle, Required::no, 1h);
+    if (auto metrics = map.take("metrics")) parse_metrics_settings(*metrics, d.metrics, errors);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);
         out.default_rules = defaults_.rules;

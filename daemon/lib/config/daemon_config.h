@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/metrics_settings.h"
 #include "config/worker_spec.h"
 
 namespace infervisor {
@@ -28,6 +29,7 @@ struct DaemonSettings {
     // long before their conditions count again: the recovery (memory being
     // freed, survivors paging back in) looks like thrashing. 0: no wait.
     Duration host_settle = std::chrono::seconds(30);
+    MetricsSettings metrics;  // `metrics:`: Prometheus output and history
 
     bool operator==(const DaemonSettings&) const = default;
 };

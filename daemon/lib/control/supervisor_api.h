@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/history_ring.h"
+
 namespace infervisor {
 
 // One health probe of a worker (see probe/probe_spec.h).
@@ -124,6 +126,14 @@ struct ReloadOutcome {
     std::vector<std::string> added, removed, changed;  // worker names, when applied
 };
 
+// `infervisorctl history`: a worker's recent samples (metrics/history_ring.h)
+// and the policy actions on it, oldest first.
+struct WorkerHistory {
+    uint64_t interval_usec = 0;  // sample_interval
+    std::vector<HistoryPoint> points;
+    std::vector<HistoryAction> actions;
+};
+
 // The outcome of validate_config().
 struct ValidationOutcome {
     // false: the text was not checked (too many checks at once, or the check
@@ -177,6 +187,12 @@ class SupervisorApi {
     virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
     // The newest `limit` events, oldest first (the supervisor keeps a ring).
     virtual std::vector<ControlEvent> recent_events(std::size_t limit) const = 0;
+    // The newest `limit` samples of the worker's history; empty when no
+    // such worker is configured.
+    virtual std::optional<WorkerHistory> history(const std::string& /*name*/,
+                                                 std::size_t /*limit*/) const {
+        return std::nullopt;
+    }
     // Validates configuration text as a main config file named `name`, off
     // the event loop (any local user may ask, and the work is heavy); `done`
     // gets the verdict later, or a refusal at once when too many checks run.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "control/call_parameters.h"
+#include "control/history_json.h"
 #include "control/status_json.h"
 #include "control/varlink_errors.h"
 #include "control/varlink_interfaces.h"
@@ -19,6 +20,8 @@ using nlohmann::json;
 namespace err = varlink_error;
 
 constexpr int64_t kMaxEventsPerCall = 10000;
+// About 250 bytes of JSON each: a reply stays under 1 MiB.
+constexpr int64_t kMaxHistoryPerCall = 3600;
 
 // Replies to a call whose parameters were wrong; true when it did.
 bool rejected(CallParameters& params, const std::shared_ptr<ReplySink>& sink) {
@@ -88,6 +91,7 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.Validate", {false, &VarlinkService::validate}},
         {"io.infervisor.supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.supervisor.Subscribe", {false, &VarlinkService::subscribe}},
+        {"io.infervisor.supervisor.History", {false, &VarlinkService::history}},
     };
     auto it = methods.find(name);
     return it == methods.end() ? nullptr : &it->second;
@@ -288,6 +292,18 @@ void VarlinkService::recent_events(const VarlinkCall& call, const Sink& sink) {
     for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(limit.value_or(100))))
         events.push_back(to_json(e));
     sink->reply({{"events", std::move(events)}}, false);
+}
+
+void VarlinkService::history(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    std::optional<int64_t> limit;
+    params.string("name", name, true);
+    params.optional_integer("limit", limit, 1, kMaxHistoryPerCall);
+    if (rejected(params, sink)) return;
+    auto h = supervisor_.history(name, static_cast<std::size_t>(limit.value_or(1800)));
+    if (!h) return sink->fail(err::kWorkerNotFound, {{"name", name}});
+    sink->reply(history_to_json(*h), false);
 }
 
 void VarlinkService::subscribe(const VarlinkCall& call, const Sink& sink) {

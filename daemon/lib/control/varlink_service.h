@@ -81,6 +81,7 @@ class VarlinkService {
     void validate(const VarlinkCall& call, const Sink& sink);
     void recent_events(const VarlinkCall& call, const Sink& sink);
     void subscribe(const VarlinkCall& call, const Sink& sink);
+    void history(const VarlinkCall& call, const Sink& sink);
 
     SupervisorApi& supervisor_;
     AccessPolicy policy_;

@@ -65,6 +65,11 @@ WorkerSample sample_worker(const fs::path& dir, TimePoint now) {
     return s;
 }
 
+void sample_worker_extras(const fs::path& dir, WorkerSample& s) {
+    s.memory_peak = limit(dir / "memory.peak", s.read_errors);
+    s.pids_current = limit(dir / "pids.current", s.read_errors);
+}
+
 HostSample sample_host(const fs::path& procfs, TimePoint now) {
     HostSample s;
     s.time = now;

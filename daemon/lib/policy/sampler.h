@@ -18,6 +18,10 @@ namespace infervisor {
 // caller to fill in.
 WorkerSample sample_worker(const std::filesystem::path& cgroup_dir, TimePoint now);
 
+// Adds what only the metrics show: memory.peak and pids.current (two more
+// files per worker, read only while metrics are exported).
+void sample_worker_extras(const std::filesystem::path& cgroup_dir, WorkerSample& sample);
+
 // Reads {procfs}/pressure/{memory,cpu,io}, {procfs}/vmstat and
 // {procfs}/meminfo.
 HostSample sample_host(const std::filesystem::path& procfs, TimePoint now);

@@ -66,6 +66,9 @@ struct WorkerSample {
     // is a page coming back from swap or zswap) and swap-out stays empty.
     std::optional<uint64_t> swapin_pages;
     std::optional<uint64_t> swapout_pages;
+    // Only when sample_worker_extras() ran (metrics exported).
+    std::optional<uint64_t> memory_peak;   // memory.peak (5.19+)
+    std::optional<uint64_t> pids_current;  // pids.current
 
     // From the supervisor, not the kernel: the caller fills these in.
     std::optional<TimePoint> started_at;

@@ -114,7 +114,10 @@ void PolicyRunner::arm_tick() {
     tick_.expires_after(interval_);
     tick_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || !running_) return;
+        tick_lateness_ = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - tick_.expiry());
         evaluate_now();
+        tick_lateness_ = {};
         arm_tick();
     });
 }
@@ -153,6 +156,8 @@ void PolicyRunner::run_queued_evaluation() {
 }
 
 void PolicyRunner::evaluate_now() {
+    auto began = std::chrono::steady_clock::now();
+    EvaluationRound round;
     TimePoint now = ctx_.clock.now();
     last_evaluation_ = now;
     ++evaluations_;
@@ -169,16 +174,27 @@ void PolicyRunner::evaluate_now() {
         sample.last_heartbeat = w->last_heartbeat();
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
+        if (sample_extras_) sample_worker_extras(w->cgroup().path(), sample);
         for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
         if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
             supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
                                                    engine_.serving_baseline(w->name()));
+        if (observer_)
+            round.workers.push_back(
+                {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});
         candidates.push_back(
             {w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
     }
     HostSample host = sample_host(ctx_.paths.procfs, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
     for (const auto& d : decisions) execute(d);
+    if (!observer_) return;
+    round.time = now;
+    round.host = std::move(host);
+    round.tick_lateness = tick_lateness_;
+    round.evaluation_time = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - began);
+    observer_(round);
 }
 
 Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "config/daemon_config.h"
+#include "metrics/evaluation_round.h"
 #include "policy/policy_engine.h"
 #include "policy/psi_trigger.h"
 #include "supervise/supervisor.h"
@@ -56,6 +57,13 @@ class PolicyRunner {
     void request_evaluation(std::string_view why);
     // Evaluation rounds so far (tick and wake-ups), for tests and status.
     size_t evaluations() const { return evaluations_; }
+    // Called after every evaluation round with what it sampled (metrics).
+    // `extras`: also read memory.peak and pids.current (sample_worker_extras).
+    using RoundObserver = std::function<void(const EvaluationRound&)>;
+    void set_round_observer(RoundObserver observer, bool extras) {
+        observer_ = std::move(observer);
+        sample_extras_ = extras;
+    }
     // Which files of a worker's cgroup are watched; a seam for tests.
     void set_signal_files(SignalWatchFiles files) { signal_files_ = std::move(files); }
 
@@ -85,6 +93,9 @@ class PolicyRunner {
     bool evaluation_queued_ = false;
     std::optional<TimePoint> last_evaluation_;
     size_t evaluations_ = 0;
+    RoundObserver observer_;
+    bool sample_extras_ = false;
+    std::chrono::microseconds tick_lateness_{};  // of the tick that started the current round
     // Expires with the runner: posted handlers check it first.
     std::shared_ptr<char> alive_ = std::make_shared<char>();
 };

@@ -177,6 +177,15 @@ std::optional<WorkerDetail> SupervisorService::get_worker(const std::string& nam
     return std::nullopt;
 }
 
+std::optional<WorkerHistory> SupervisorService::history(const std::string& name,
+                                                        std::size_t limit) const {
+    if (!history_) return std::nullopt;
+    auto h = history_(name);
+    if (h && h->points.size() > limit)
+        h->points.erase(h->points.begin(), h->points.end() - static_cast<long>(limit));
+    return h;
+}
+
 std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) const {
     size_t n = std::min(limit, recent_.size());
     return {recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end()};

@@ -32,6 +32,10 @@ class SupervisorService final : public SupervisorApi {
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(std::size_t limit) const override;
+    std::optional<WorkerHistory> history(const std::string& name, std::size_t limit) const override;
+    // Where history() comes from (the daemon's MetricsCollector).
+    using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
+    void set_history_source(HistorySource source) { history_ = std::move(source); }
     void validate_config(const std::string& text, const std::string& name,
                          ValidateDone done) override;
     void start(const std::vector<std::string>& names, ActionDone done) override;
@@ -55,6 +59,7 @@ class SupervisorService final : public SupervisorApi {
     WorkerContext& ctx_;
     Supervisor& supervisor_;
     ReloadFunction reload_;
+    HistorySource history_;
     std::deque<ControlEvent> recent_;
     EventBus::SinkId recorder_ = 0;
     ConfigLoadRunner checks_;

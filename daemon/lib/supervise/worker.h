@@ -138,6 +138,10 @@ class Worker {
     }
     // The main process has exited and the run is being wound up.
     bool exiting() const { return exiting_; }
+    // Restarts so far and how the last run ended (as in snapshot(), without
+    // reading the cgroup).
+    size_t restarts() const { return tracker_.total_restarts(); }
+    const std::string& last_exit() const { return last_exit_; }
     // Last WATCHDOG=1 of this run, if any.
     std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
 

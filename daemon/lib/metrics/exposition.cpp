@@ -1,0 +1,119 @@
+#include "metrics/exposition.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace infervisor {
+
+namespace {
+
+bool name_char(char c, bool first, bool colon) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') return true;
+    if (colon && c == ':') return true;
+    return !first && c >= '0' && c <= '9';
+}
+
+bool valid_name(std::string_view name, bool colon) {
+    if (name.empty()) return false;
+    for (size_t i = 0; i < name.size(); ++i)
+        if (!name_char(name[i], i == 0, colon)) return false;
+    return true;
+}
+
+std::string_view type_name(MetricType type) {
+    return type == MetricType::counter ? "counter" : "gauge";
+}
+
+}  // namespace
+
+bool valid_metric_name(std::string_view name) { return valid_name(name, true); }
+
+bool valid_label_name(std::string_view name) {
+    return valid_name(name, false) && !name.starts_with("__");
+}
+
+std::string escape_label_value(std::string_view value) {
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string escape_help(std::string_view help) {
+    std::string out;
+    for (char c : help) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string format_sample_value(double value) {
+    if (std::isnan(value)) return "NaN";
+    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+    char buf[32];
+    if (value == std::floor(value) && std::fabs(value) <= 9007199254740992.0)
+        std::snprintf(buf, sizeof buf, "%.0f", value);
+    else
+        std::snprintf(buf, sizeof buf, "%.17g", value);
+    return buf;
+}
+
+void Exposition::family(std::string_view name, MetricType type, std::string_view help) {
+    if (!valid_metric_name(name)) throw std::logic_error("bad metric name: " + std::string(name));
+    if (type == MetricType::counter && !name.ends_with("_total"))
+        throw std::logic_error("a counter's name ends in _total: " + std::string(name));
+    if (type != MetricType::counter && name.ends_with("_total"))
+        throw std::logic_error("only a counter's name ends in _total: " + std::string(name));
+    if (!families_.emplace(name).second)
+        throw std::logic_error("metric family written twice: " + std::string(name));
+    current_ = name;
+    text_ += "# HELP ";
+    text_ += name;
+    text_ += ' ';
+    text_ += escape_help(help);
+    text_ += "\n# TYPE ";
+    text_ += name;
+    text_ += ' ';
+    text_ += type_name(type);
+    text_ += '\n';
+}
+
+void Exposition::sample(const Labels& labels, double value) {
+    if (current_.empty()) throw std::logic_error("a sample before its family");
+    text_ += current_;
+    if (!labels.empty()) {
+        text_ += '{';
+        bool first = true;
+        for (const auto& [name, label_value] : labels) {
+            if (!valid_label_name(name))
+                throw std::logic_error("bad label name: " + std::string(name));
+            if (!first) text_ += ',';
+            first = false;
+            text_ += name;
+            text_ += "=\"";
+            text_ += escape_label_value(label_value);
+            text_ += '"';
+        }
+        text_ += '}';
+    }
+    text_ += ' ';
+    text_ += format_sample_value(value);
+    text_ += '\n';
+}
+
+}  // namespace infervisor

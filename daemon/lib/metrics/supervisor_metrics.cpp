@@ -1,0 +1,321 @@
+#include "metrics/supervisor_metrics.h"
+
+#include <unistd.h>
+
+#include <array>
+
+#include "metrics/exposition.h"
+
+namespace infervisor {
+
+namespace {
+
+constexpr std::array<std::string_view, 7> kStates = {"stopped", "starting", "running", "stopping",
+                                                     "backoff", "failed",   "parked"};
+
+double page_size() {
+    static const double size = static_cast<double>(::sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+double seconds(std::chrono::microseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// A gauge over the last sample of every running worker that has the value.
+template <typename Get>
+void worker_gauge(Exposition& out, const std::map<std::string, const SampledWorker*>& live,
+                  std::string_view name, MetricType type, std::string_view help, Get get) {
+    out.family(name, type, help);
+    for (const auto& [worker, w] : live)
+        if (std::optional<double> v = get(*w)) out.sample({{"worker", worker}}, *v);
+}
+
+std::optional<double> opt(const std::optional<uint64_t>& v) {
+    if (!v) return std::nullopt;
+    return static_cast<double>(*v);
+}
+
+struct PsiSource {
+    std::string_view resource;
+    std::optional<PsiReading> WorkerSample::*worker;
+    std::optional<PsiReading> HostSample::*host;
+};
+constexpr std::array<PsiSource, 3> kPsi = {{
+    {"memory", &WorkerSample::memory_pressure, &HostSample::memory_pressure},
+    {"cpu", &WorkerSample::cpu_pressure, &HostSample::cpu_pressure},
+    {"io", &WorkerSample::io_pressure, &HostSample::io_pressure},
+}};
+
+// Both PSI families for one reading; `labels` are the leading labels.
+void psi_samples(Exposition& out, bool totals, const Labels& labels, std::string_view resource,
+                 const PsiReading& r) {
+    auto put = [&](std::string_view kind, const PsiAverages& a) {
+        Labels l = labels;
+        l.emplace_back("resource", resource);
+        l.emplace_back("kind", kind);
+        out.sample(l, totals ? static_cast<double>(a.total_us) / 1e6 : a.avg10 / 100);
+    };
+    put("some", r.some);
+    if (r.full) put("full", *r.full);
+}
+
+}  // namespace
+
+SupervisorMetrics::SupervisorMetrics(size_t history_points) : history_points_(history_points) {}
+
+void SupervisorMetrics::set_history_points(size_t points) {
+    history_points_ = points;
+    for (auto& [name, w] : workers_) w.history.set_capacity(points);
+}
+
+SupervisorMetrics::PerWorker& SupervisorMetrics::worker(const std::string& name) {
+    auto it = workers_.find(name);
+    if (it == workers_.end()) it = workers_.emplace(name, PerWorker(history_points_)).first;
+    return it->second;
+}
+
+void SupervisorMetrics::set_workers(std::vector<WorkerFacts> workers) {
+    facts_ = std::move(workers);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+        bool configured = false;
+        for (const auto& f : facts_) configured = configured || f.name == it->first;
+        it = configured ? std::next(it) : workers_.erase(it);
+    }
+    for (const auto& f : facts_) worker(f.name);
+}
+
+void SupervisorMetrics::record_round(const EvaluationRound& round, int64_t realtime_ms) {
+    ++rounds_;
+    last_evaluation_ = round.evaluation_time;
+    last_lateness_ = round.tick_lateness;
+    total_lateness_ += round.tick_lateness;
+    host_ = round.host;
+    for (auto& [name, w] : workers_) w.last.reset();
+    for (const SampledWorker& s : round.workers) {
+        PerWorker& w = worker(s.name);
+        const WorkerSample& now = s.sample;
+        HistoryPoint p;
+        p.time_ms = realtime_ms;
+        p.memory_kib = to_kib(now.memory_current);
+        p.memory_max_kib = to_kib(now.memory_max);
+        p.memory_high_kib = to_kib(now.memory_high);
+        p.swap_kib = to_kib(now.swap_current);
+        if (now.memory_pressure) {
+            p.memory_some_avg10 = to_centi_percent(now.memory_pressure->some.avg10);
+            if (now.memory_pressure->full)
+                p.memory_full_avg10 = to_centi_percent(now.memory_pressure->full->avg10);
+        }
+        if (s.growth_percent_per_min) {
+            p.growth_known = true;
+            p.growth_pct_per_min = static_cast<float>(*s.growth_percent_per_min);
+        }
+        const auto& before = w.previous;
+        if (before && before->swapin_pages && now.swapin_pages &&
+            *now.swapin_pages >= *before->swapin_pages && now.time > before->time &&
+            now.started_at == before->started_at)
+            p.swap_in_pages_per_s =
+                static_cast<float>(static_cast<double>(*now.swapin_pages - *before->swapin_pages) /
+                                   seconds(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       now.time - before->time)));
+        w.history.add(p);
+        w.previous = now;
+        w.previous->read_errors.clear();
+        w.last = s;
+    }
+}
+
+void SupervisorMetrics::record_action(const std::string& worker_name, const std::string& rule,
+                                      const std::string& action, bool dry_run,
+                                      int64_t realtime_ms) {
+    if (worker_name.empty()) {
+        ++host_actions_[{rule, action}];
+        return;
+    }
+    // A worker not listed yet is added; set_workers() drops it if it is not configured.
+    PerWorker& w = worker(worker_name);
+    ++w.actions[{rule, action}];
+    w.history.add_action({realtime_ms, rule, action, dry_run});
+}
+
+void SupervisorMetrics::record_oom_kill(const std::string& name) {
+    if (!name.empty()) ++worker(name).oom_kills;
+}
+
+const HistoryRing* SupervisorMetrics::history(const std::string& name) const {
+    auto it = workers_.find(name);
+    return it == workers_.end() ? nullptr : &it->second.history;
+}
+
+std::string SupervisorMetrics::render(const DaemonStats& daemon) const {
+    Exposition out;
+    render_workers(out);
+    render_facts(out);
+    render_host(out);
+    render_daemon(out, daemon);
+    return out.take();
+}
+
+void SupervisorMetrics::render_workers(Exposition& out) const {
+    std::map<std::string, const SampledWorker*> live;
+    for (const auto& [name, w] : workers_)
+        if (w.last) live.emplace(name, &*w.last);
+    using S = const SampledWorker&;
+    const auto gauge = MetricType::gauge;
+    worker_gauge(out, live, "infervisor_worker_memory_bytes", gauge,
+                 "Memory used by the worker's cgroup (memory.current).",
+                 [](S w) { return opt(w.sample.memory_current); });
+    worker_gauge(out, live, "infervisor_worker_memory_max_bytes", gauge,
+                 "The worker's memory.max; absent when there is no limit.",
+                 [](S w) { return opt(w.sample.memory_max); });
+    worker_gauge(out, live, "infervisor_worker_memory_high_bytes", gauge,
+                 "The worker's memory.high (throttling threshold); absent when there is none.",
+                 [](S w) { return opt(w.sample.memory_high); });
+    worker_gauge(out, live, "infervisor_worker_memory_peak_bytes", gauge,
+                 "Highest memory use of the worker's current run (memory.peak).",
+                 [](S w) { return opt(w.sample.memory_peak); });
+    worker_gauge(out, live, "infervisor_worker_swap_bytes", gauge,
+                 "Swap used by the worker's cgroup (memory.swap.current).",
+                 [](S w) { return opt(w.sample.swap_current); });
+    worker_gauge(out, live, "infervisor_worker_memory_growth_per_minute_ratio", gauge,
+                 "Memory growth per minute as a fraction of memory.max (of memory.current "
+                 "without a limit), as the policy's memory.growth measures it (0.15 = 15 %/min).",
+                 [](S w) -> std::optional<double> {
+                     if (!w.growth_percent_per_min) return std::nullopt;
+                     return *w.growth_percent_per_min / 100;
+                 });
+    for (bool totals : {false, true}) {
+        if (totals)
+            out.family("infervisor_worker_pressure_stalled_seconds_total", MetricType::counter,
+                       "Time some (or all, kind=full) of the worker's tasks stalled on the "
+                       "resource (PSI total).");
+        else
+            out.family("infervisor_worker_pressure_avg10_ratio", gauge,
+                       "Fraction of the last 10 s some (or all, kind=full) of the worker's tasks "
+                       "stalled on the resource (PSI avg10).");
+        for (const auto& [name, w] : live)
+            for (const PsiSource& src : kPsi)
+                if (const auto& r = w->sample.*src.worker)
+                    psi_samples(out, totals, {{"worker", name}}, src.resource, *r);
+    }
+    out.family("infervisor_worker_memory_events_total", MetricType::counter,
+               "memory.events counters of the worker's cgroup: high (throttled), max (at "
+               "memory.max), oom, oom_kill.");
+    for (const auto& [name, w] : live)
+        if (const auto& e = w->sample.memory_events)
+            for (auto [event, count] : {std::pair<std::string_view, uint64_t>{"high", e->high},
+                                        {"max", e->max},
+                                        {"oom", e->oom},
+                                        {"oom_kill", e->oom_kill}})
+                out.sample({{"worker", name}, {"event", event}}, static_cast<double>(count));
+    worker_gauge(out, live, "infervisor_worker_swapped_in_bytes_total", MetricType::counter,
+                 "Memory the worker's cgroup read back from swap (pswpin, or anonymous refaults "
+                 "on kernels without it, times the page size).",
+                 [](S w) -> std::optional<double> {
+                     if (!w.sample.swapin_pages) return std::nullopt;
+                     return static_cast<double>(*w.sample.swapin_pages) * page_size();
+                 });
+    worker_gauge(out, live, "infervisor_worker_swapped_out_bytes_total", MetricType::counter,
+                 "Memory the worker's cgroup wrote to swap (pswpout times the page size).",
+                 [](S w) -> std::optional<double> {
+                     if (!w.sample.swapout_pages) return std::nullopt;
+                     return static_cast<double>(*w.sample.swapout_pages) * page_size();
+                 });
+    worker_gauge(out, live, "infervisor_worker_cpu_seconds_total", MetricType::counter,
+                 "CPU time used by the worker's cgroup (cpu.stat usage_usec).",
+                 [](S w) -> std::optional<double> {
+                     if (!w.sample.cpu_usage_usec) return std::nullopt;
+                     return static_cast<double>(*w.sample.cpu_usage_usec) / 1e6;
+                 });
+    worker_gauge(out, live, "infervisor_worker_pids", gauge,
+                 "Tasks in the worker's cgroup (pids.current).",
+                 [](S w) { return opt(w.sample.pids_current); });
+    worker_gauge(out, live, "infervisor_worker_workdir_bytes", gauge,
+                 "Disk usage of the worker's work dir at the last scan.",
+                 [](S w) { return opt(w.sample.workdir_usage); });
+    worker_gauge(out, live, "infervisor_worker_workdir_quota_bytes", gauge,
+                 "The worker's workdir_quota; absent when there is none.",
+                 [](S w) { return opt(w.sample.workdir_quota); });
+}
+
+void SupervisorMetrics::render_facts(Exposition& out) const {
+    out.family("infervisor_worker_restarts_total", MetricType::counter,
+               "Restarts of the worker since the daemon started.");
+    for (const auto& f : facts_) out.sample({{"worker", f.name}}, static_cast<double>(f.restarts));
+    out.family("infervisor_worker_oom_kills_total", MetricType::counter,
+               "Runs of the worker ended by an OOM kill since the daemon started.");
+    for (const auto& f : facts_)
+        if (auto it = workers_.find(f.name); it != workers_.end())
+            out.sample({{"worker", f.name}}, static_cast<double>(it->second.oom_kills));
+    out.family("infervisor_worker_state", MetricType::gauge,
+               "1 for the worker's current state, 0 for the others.");
+    for (const auto& f : facts_)
+        for (std::string_view state : kStates)
+            out.sample({{"worker", f.name}, {"state", state}}, state == f.state ? 1 : 0);
+    out.family("infervisor_worker_last_exit_info", MetricType::gauge,
+               "Always 1; the label reason says how the worker's last run ended.");
+    for (const auto& f : facts_)
+        if (!f.last_exit.empty()) out.sample({{"worker", f.name}, {"reason", f.last_exit}}, 1);
+    out.family("infervisor_policy_actions_total", MetricType::counter,
+               "Policy actions decided, by rule and action (dry-run ones included); "
+               "worker=\"\" for a host rule's step that found no victim.");
+    for (const auto& f : facts_)
+        if (auto it = workers_.find(f.name); it != workers_.end())
+            for (const auto& [key, count] : it->second.actions)
+                out.sample({{"worker", f.name}, {"rule", key.first}, {"action", key.second}},
+                           static_cast<double>(count));
+    for (const auto& [key, count] : host_actions_)
+        out.sample({{"worker", ""}, {"rule", key.first}, {"action", key.second}},
+                   static_cast<double>(count));
+}
+
+void SupervisorMetrics::render_host(Exposition& out) const {
+    if (!host_) return;
+    const HostSample& h = *host_;
+    for (bool totals : {false, true}) {
+        if (totals)
+            out.family("infervisor_host_pressure_stalled_seconds_total", MetricType::counter,
+                       "Host-wide PSI total stall time (/proc/pressure).");
+        else
+            out.family("infervisor_host_pressure_avg10_ratio", MetricType::gauge,
+                       "Host-wide PSI avg10 as a fraction (/proc/pressure).");
+        for (const PsiSource& src : kPsi)
+            if (const auto& r = h.*src.host) psi_samples(out, totals, {}, src.resource, *r);
+    }
+    out.family("infervisor_host_swapped_in_bytes_total", MetricType::counter,
+               "Memory read back from swap on the host (/proc/vmstat pswpin times the page size).");
+    if (h.pswpin) out.sample(static_cast<double>(*h.pswpin) * page_size());
+    out.family("infervisor_host_swapped_out_bytes_total", MetricType::counter,
+               "Memory written to swap on the host (/proc/vmstat pswpout times the page size).");
+    if (h.pswpout) out.sample(static_cast<double>(*h.pswpout) * page_size());
+    out.family("infervisor_host_memory_available_bytes", MetricType::gauge,
+               "MemAvailable of /proc/meminfo.");
+    if (h.mem_available) out.sample(static_cast<double>(*h.mem_available));
+    out.family("infervisor_host_memory_total_bytes", MetricType::gauge,
+               "MemTotal of /proc/meminfo.");
+    if (h.mem_total) out.sample(static_cast<double>(*h.mem_total));
+}
+
+void SupervisorMetrics::render_daemon(Exposition& out, const DaemonStats& daemon) const {
+    out.family("infervisor_daemon_cpu_seconds_total", MetricType::counter,
+               "CPU time (user and system) used by infervisord.");
+    out.sample(daemon.cpu_seconds);
+    out.family("infervisor_daemon_resident_memory_bytes", MetricType::gauge,
+               "Resident memory of infervisord.");
+    if (daemon.resident_bytes) out.sample(static_cast<double>(*daemon.resident_bytes));
+    out.family("infervisor_daemon_start_time_seconds", MetricType::gauge,
+               "When infervisord started, in seconds since the epoch.");
+    out.sample(daemon.start_time_seconds);
+    out.family("infervisor_daemon_loop_lag_seconds", MetricType::gauge,
+               "How late the last sampling tick fired: time the event loop was busy elsewhere.");
+    out.sample(seconds(last_lateness_));
+    out.family("infervisor_daemon_loop_lag_seconds_total", MetricType::counter,
+               "Sum of the sampling ticks' lateness.");
+    out.sample(seconds(total_lateness_));
+    out.family("infervisor_daemon_evaluation_seconds", MetricType::gauge,
+               "Duration of the last policy evaluation round (sampling, rules, actions).");
+    out.sample(seconds(last_evaluation_));
+    out.family("infervisor_daemon_evaluations_total", MetricType::counter,
+               "Policy evaluation rounds (sampling ticks and kernel wake-ups).");
+    out.sample(static_cast<double>(rounds_));
+}
+
+}  // namespace infervisor

@@ -1,0 +1,68 @@
+// A SupervisorMetrics fed with a realistic round (every field set, a worker
+// with odd characters in its last exit, host-rule and worker actions), for
+// the unit tests and for `promtool check metrics` (metrics-example).
+#pragma once
+
+#include "metrics/supervisor_metrics.h"
+
+namespace infervisor::testing {
+
+inline WorkerSample full_sample(TimePoint t, uint64_t memory, uint64_t swapin) {
+    WorkerSample s;
+    s.time = t;
+    s.memory_current = memory;
+    s.memory_max = 96u << 20;
+    s.memory_high = 80u << 20;
+    s.memory_peak = memory + 4096;
+    s.swap_current = 1u << 20;
+    s.swap_max = 0;
+    PsiReading psi{{12.5, 3.0, 1.0, 2'500'000}, PsiAverages{4.25, 1.0, 0.5, 1'000'000}};
+    s.memory_pressure = psi;
+    s.io_pressure = psi;
+    s.cpu_pressure = PsiReading{{1.0, 0.5, 0.1, 300}, std::nullopt};
+    s.memory_events = MemoryEvents{0, 17, 3, 1, 1, 0};
+    s.cpu_usage_usec = 1'500'000;
+    s.swapin_pages = swapin;
+    s.swapout_pages = 20;
+    s.pids_current = 7;
+    s.workdir_usage = 123456;
+    s.workdir_quota = 1u << 30;
+    s.started_at = TimePoint{std::chrono::minutes(59)};  // one run throughout
+    return s;
+}
+
+inline void feed_example(SupervisorMetrics& m) {
+    m.set_workers({{"leaky", "running", 2, "oom-killed (memory.max reached)"},
+                   {"chat", "running", 0, ""},
+                   {"odd\"name\\", "parked", 5, "killed by policy rule \"growth\"\nsecond line"}});
+    TimePoint t0{std::chrono::hours(1)};
+    for (int i = 0; i < 3; ++i) {
+        EvaluationRound round;
+        round.time = t0 + std::chrono::seconds(2 * i);
+        round.workers.push_back(
+            {"leaky", full_sample(round.time, (40u << 20) + (uint64_t(i) << 20), 100 + 50 * i),
+             i ? std::optional<double>(22.5) : std::nullopt});
+        WorkerSample bare;
+        bare.time = round.time;
+        bare.memory_current = 1u << 20;
+        round.workers.push_back({"chat", bare, std::nullopt});
+        round.host.time = round.time;
+        round.host.memory_pressure = PsiReading{{5.0, 1, 1, 9'000'000}, PsiAverages{1, 1, 1, 10}};
+        round.host.pswpin = 1000;
+        round.host.pswpout = 2000;
+        round.host.mem_available = 512u << 20;
+        round.host.mem_total = 1u << 30;
+        round.evaluation_time = std::chrono::microseconds(350);
+        round.tick_lateness = std::chrono::microseconds(1200);
+        m.record_round(round, 1'700'000'000'000 + 2000 * i);
+    }
+    m.record_action("leaky", "growth", "kill", false, 1'700'000'004'500);
+    m.record_action("leaky", "growth", "kill", false, 1'700'000'004'600);
+    m.record_action("leaky", "pressure", "throttle", true, 1'700'000'004'700);
+    m.record_action("", "host-pressure", "log", false, 1'700'000'004'800);
+    m.record_oom_kill("leaky");
+}
+
+inline DaemonStats example_daemon_stats() { return {12.5, 8u << 20, 1'700'000'000.0}; }
+
+}  // namespace infervisor::testing

@@ -1,0 +1,128 @@
+#include "metrics/supervisor_metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "example_metrics.h"
+
+namespace infervisor {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string rendered() {
+    SupervisorMetrics m;
+    testing::feed_example(m);
+    return m.render(testing::example_daemon_stats());
+}
+
+TEST(SupervisorMetrics, WorkerSeriesInBaseUnits) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_memory_bytes{worker=\"leaky\"} 44040192\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_memory_max_bytes{worker=\"leaky\"} 100663296\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_memory_growth_per_minute_ratio{worker=\"leaky\"} "
+                          "0.22500000000000001\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_pressure_avg10_ratio{worker=\"leaky\",resource="
+                                "\"memory\",kind=\"some\"} 0.125\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_pressure_stalled_seconds_total{worker=\"leaky\","
+                                "resource=\"memory\",kind=\"full\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_memory_events_total{worker=\"leaky\",event="
+                                "\"oom_kill\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_cpu_seconds_total{worker=\"leaky\"} 1.5\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_pids{worker=\"leaky\"} 7\n"));
+    // cpu.pressure has no "full" line on this sample: no series for it.
+    EXPECT_THAT(text, Not(HasSubstr("resource=\"cpu\",kind=\"full\"")));
+    // A worker without a limit has no max series, rather than a made-up one.
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_memory_max_bytes{worker=\"chat\"}")));
+}
+
+TEST(SupervisorMetrics, StateIsOneSeriesPerStateAndExitReasonIsInfo) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_state{worker=\"leaky\",state=\"running\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_state{worker=\"leaky\",state=\"parked\"} 0\n"));
+    EXPECT_THAT(
+        text,
+        HasSubstr("infervisor_worker_state{worker=\"odd\\\"name\\\\\",state=\"parked\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_last_exit_info{worker=\"leaky\",reason=\"oom-"
+                                "killed (memory.max reached)\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("reason=\"killed by policy rule \\\"growth\\\"\\nsecond line\"} 1\n"));
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_last_exit_info{worker=\"chat\"")));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_oom_kills_total{worker=\"leaky\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_oom_kills_total{worker=\"chat\"} 0\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_restarts_total{worker=\"odd\\\"name\\\\\"} 5\n"));
+}
+
+TEST(SupervisorMetrics, PolicyActionsCountByRuleAndAction) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_policy_actions_total{worker=\"leaky\",rule=\"growth\","
+                                "action=\"kill\"} 2\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_policy_actions_total{worker=\"leaky\",rule=\"pressure\","
+                          "action=\"throttle\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_policy_actions_total{worker=\"\",rule=\"host-pressure\","
+                          "action=\"log\"} 1\n"));
+}
+
+TEST(SupervisorMetrics, HostAndDaemonSeries) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_host_memory_available_bytes 536870912\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_host_pressure_stalled_seconds_total{resource=\"memory\","
+                          "kind=\"some\"} 9\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_daemon_resident_memory_bytes 8388608\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_daemon_evaluation_seconds 0.00035\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_daemon_loop_lag_seconds 0.0011999999999999999\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_daemon_evaluations_total 3\n"));
+}
+
+TEST(SupervisorMetrics, AStoppedWorkerKeepsItsFactsButNotItsSamples) {
+    SupervisorMetrics m;
+    testing::feed_example(m);
+    EvaluationRound empty;
+    empty.time = TimePoint{std::chrono::hours(2)};
+    m.record_round(empty, 1'700'000'100'000);
+    std::string text = m.render({});
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_memory_bytes{")));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_restarts_total{worker=\"leaky\"} 2\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_policy_actions_total{worker=\"leaky\",rule=\"growth\""));
+}
+
+TEST(SupervisorMetrics, HistoryRecordsEachRoundAndTheActions) {
+    SupervisorMetrics m(100);
+    testing::feed_example(m);
+    const HistoryRing* ring = m.history("leaky");
+    ASSERT_NE(ring, nullptr);
+    auto points = ring->points();
+    ASSERT_EQ(points.size(), 3u);
+    EXPECT_EQ(points[0].memory_kib, 40u * 1024);
+    EXPECT_EQ(points[2].memory_kib, 42u * 1024);
+    EXPECT_EQ(points[0].memory_max_kib, 96u * 1024);
+    EXPECT_EQ(points[0].memory_some_avg10, 1250);
+    EXPECT_FALSE(points[0].growth_known);
+    EXPECT_TRUE(points[1].growth_known);
+    EXPECT_FLOAT_EQ(points[1].growth_pct_per_min, 22.5f);
+    EXPECT_LT(points[0].swap_in_pages_per_s, 0);            // no earlier sample
+    EXPECT_FLOAT_EQ(points[1].swap_in_pages_per_s, 25.0f);  // 50 pages in 2 s
+    ASSERT_EQ(ring->actions().size(), 3u);
+    EXPECT_EQ(ring->actions()[2].action, "throttle");
+    EXPECT_TRUE(ring->actions()[2].dry_run);
+    EXPECT_EQ(m.history("nobody"), nullptr);
+}
+
+TEST(SupervisorMetrics, WorkersLeavingTheConfigLeaveNoSeries) {
+    SupervisorMetrics m;
+    testing::feed_example(m);
+    m.set_workers({{"chat", "running", 0, ""}});
+    EXPECT_EQ(m.history("leaky"), nullptr);
+    EXPECT_THAT(m.render({}), Not(HasSubstr("leaky")));
+}
+
+}  // namespace
+}  // namespace infervisor
