@@ -33,9 +33,14 @@ bool valid_label_name(std::string_view name) {
     return valid_name(name, false) && !name.starts_with("__");
 }
 
-std::string escape_label_value(std::string_view value) {
-    std::string out;
-    out.reserve(value.size());
+namespace {
+
+// Appends `value` escaped; most values need no escaping and are appended whole.
+void append_label_value(std::string& out, std::string_view value) {
+    if (value.find_first_of("\\\"\n") == std::string_view::npos) {
+        out += value;
+        return;
+    }
     for (char c : value) {
         if (c == '\\')
             out += "\\\\";
@@ -46,6 +51,13 @@ std::string escape_label_value(std::string_view value) {
         else
             out += c;
     }
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+    std::string out;
+    append_label_value(out, value);
     return out;
 }
 
@@ -106,7 +118,7 @@ void Exposition::sample(const Labels& labels, double value) {
             first = false;
             text_ += name;
             text_ += "=\"";
-            text_ += escape_label_value(label_value);
+            append_label_value(text_, label_value);
             text_ += '"';
         }
         text_ += '}';
