@@ -35,10 +35,10 @@ enum class EventKind {
     probe_changed,            // a health probe's verdict changed (passing / failing)
     probe_failed,             // a failing startup or liveness probe ended the run
     daemon_started,
-    checkpoint_written,    // CHECKPOINT=1: the staging dir was published as a checkpoint
-    checkpoint_failed,     // no CHECKPOINT=1 in time, or nothing usable was written
-    checkpoint_restoring,  // a run was started with INFERVISOR_RESTORE_FROM
-    checkpoint_restored,   // READY=1 from a run that was given a checkpoint
+    checkpoint_written,          // CHECKPOINT=1: the staging dir was published as a checkpoint
+    checkpoint_failed,           // no CHECKPOINT=1 in time, or nothing usable was written
+    checkpoint_restoring,        // a run was started with INFERVISOR_RESTORE_FROM
+    checkpoint_restored,         // READY=1 from a run that was given a checkpoint
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
     daemon_stopping,
     adopted,  // a run left by an earlier daemon was taken over

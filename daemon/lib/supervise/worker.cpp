@@ -288,9 +288,9 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
         }
     }
 
-    launched_ = launch_request(who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
-                                     run.checkpoints.staging, *credentials,
-                                     run.checkpoints.restore_from});
+    launched_ =
+        launch_request(who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                             run.checkpoints.staging, *credentials, run.checkpoints.restore_from});
     SpawnRequest req = launched_;
     req.cgroup_fd = cgroup_fd->get();
     req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;

@@ -102,8 +102,8 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     auto rebound = rebind_after_adoption();
     if (!rebound) {
         rebind_note = "; " + rebound.error().message();
-        spdlog::warn("{}: adopted, but {} (no notify messages, probes or checkpoints)",
-                     spec_.name, rebound.error().message());
+        spdlog::warn("{}: adopted, but {} (no notify messages, probes or checkpoints)", spec_.name,
+                     rebound.error().message());
     }
     emit(EventKind::adopted,
          "adopted: pid " + std::to_string(pid_) + " " + (ready ? "running" : "starting") + " for " +

@@ -72,11 +72,11 @@ TEST_F(AdoptionLifecycle, ARunningWorkerIsAdoptedWithItsPidUptimeAndHeartbeats) 
 }
 
 TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
-    Config config = load("workers:\n" +
-                         worker_yaml("a",
-                                     "    probes:\n      liveness: {kind: exec, command: "
-                                     "[/bin/true], interval: 200ms, timeout: 150ms}\n"
-                                     "    checkpoint: {timeout: 20s}\n"));
+    Config config =
+        load("workers:\n" + worker_yaml("a",
+                                        "    probes:\n      liveness: {kind: exec, command: "
+                                        "[/bin/true], interval: 200ms, timeout: 150ms}\n"
+                                        "    checkpoint: {timeout: 20s}\n"));
     supervisor_->apply(config);
     run_until_event("a", K::ready);
 
