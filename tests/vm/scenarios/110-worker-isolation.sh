@@ -64,13 +64,17 @@ attacks_fail() {
 	assert_ne 0 "$vuid" "victim's uid"
 	((vuid >= 60578 && vuid <= 61183)) || fail "victim's uid $vuid is outside the dynamic range"
 	vdir=/var/lib/infervisor/workers/victim
-	vckpt=/var/lib/infervisor/checkpoints/victim
+	# The checkpoint store: NAME is root's (only the daemon publishes), the
+	# staging dir inside it ($INFERVISOR_CHECKPOINT_DIR) the worker's.
+	vstore=/var/lib/infervisor/checkpoints/victim
+	vckpt=$vstore/staging
 	# Names resolve through nss-systemd from the daemon's userdb service.
 	assert_eq "infervisor-w-victim:x:$vuid:$vuid" "$(getent passwd infervisor-w-victim | cut -d: -f1-4)" "getent passwd"
 	assert_eq "infervisor-w-victim" "$(ps -o user:40= -p "$vpid" | tr -d ' ')" "ps shows victim's user"
 	assert_eq "infervisor-w-victim" "$(stat -c %U "/var/lib/infervisor/workers/victim")" "ls shows the owner"
 	assert_eq "$vuid 700" "$(stat -c '%u %a' "$vdir")" "victim's work dir owner and mode"
-	assert_eq "$vuid 700" "$(stat -c '%u %a' "$vckpt")" "victim's checkpoint dir owner and mode"
+	assert_eq "0 711" "$(stat -c '%u %a' "$vstore")" "victim's checkpoint store owner and mode"
+	assert_eq "$vuid 700" "$(stat -c '%u %a' "$vckpt")" "victim's checkpoint staging dir owner and mode"
 	# Something worth stealing in each, as the victim would have written it.
 	setpriv --reuid="$vuid" --regid="$vuid" --clear-groups sh -c \
 		"echo weights >$vdir/model.bin && echo state >$vckpt/checkpoint"
@@ -79,6 +83,7 @@ attacks_fail() {
 	assert_fails as_mallory cat "$vdir/model.bin"
 	assert_fails as_mallory rm -f "$vdir/model.bin"
 	assert_fails as_mallory rm -rf "$vdir/tmp"
+	assert_fails as_mallory ls "$vstore"
 	assert_fails as_mallory ls "$vckpt"
 	assert_fails as_mallory cat "$vckpt/checkpoint"
 	assert_fails as_mallory rm -f "$vckpt/checkpoint"
