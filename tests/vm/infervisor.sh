@@ -9,9 +9,12 @@ ivd_conf=/etc/infervisor
 ivd_example_worker=/usr/libexec/infervisor/infervisor-example-worker
 
 # install_infervisor: meson install into / (the overlay), once per boot.
+# Stripped, as a package installs it: the overlay is a tmpfs, so unstripped
+# binaries (over 150 MB of debug info) would take that much of the guest's
+# 1 GiB of RAM from the memory scenarios.
 install_infervisor() {
 	if [[ ! -e /run/vmtest-infervisor-installed ]]; then
-		meson install -C "$VMTEST_BUILD_DIR" --no-rebuild --quiet >/dev/null
+		meson install -C "$VMTEST_BUILD_DIR" --no-rebuild --strip --quiet >/dev/null
 		# What a package's postinst does: users, directories, catalog.
 		systemd-sysusers
 		systemd-tmpfiles --create /usr/lib/tmpfiles.d/infervisor.conf
