@@ -136,12 +136,12 @@ WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& 
 }
 
 VictimView PolicyEngine::view_of(const WorkerCandidate& c) const {
-    VictimView view{c.name, c.priority, c.is_protected, std::nullopt, std::nullopt};
+    VictimView view{c.name, c.priority, c.is_protected, std::nullopt, std::nullopt, std::nullopt};
     auto it = workers_.find(c.name);
     if (it != workers_.end() && it->second.last) {
         view.memory_current = it->second.last->memory_current;
-        view.growth_percent_per_min =
-            growth_percent(*it->second.last, it->second.growth.per_minute());
+        view.growth_bytes_per_min = it->second.growth.per_minute();
+        view.growth_percent_per_min = growth_percent(*it->second.last, view.growth_bytes_per_min);
     }
     return view;
 }

@@ -10,7 +10,9 @@ namespace {
 // Larger key = better victim.
 auto victim_key(const VictimView& v) {
     constexpr double kUnknownGrowth = -std::numeric_limits<double>::infinity();
-    return std::make_tuple(-static_cast<long long>(v.priority),
+    double runaway = v.growth_bytes_per_min.value_or(0.0);
+    if (runaway < kRunawayGrowthBytesPerMin) runaway = 0.0;
+    return std::make_tuple(-static_cast<long long>(v.priority), runaway,
                            v.memory_current ? static_cast<long double>(*v.memory_current) : -1.0L,
                            v.growth_percent_per_min.value_or(kUnknownGrowth));
 }
