@@ -46,14 +46,15 @@ hardened_unit_still_works() {
 	assert_eq 0077 "$(status_field "$daemon" Umask)" "the daemon's umask"
 	assert_eq 0022 "$(status_field "$worker" Umask)" "the worker's umask"
 	assert_eq 1 "$(status_field "$worker" NoNewPrivs)" "the worker's NoNewPrivs"
-	assert_eq "$(id -u infervisor-worker)" "$(stat -c %u "/proc/$worker")" "the worker's user"
+	# Its own dynamic user (user: dynamic, the default), resolved through the daemon's userdb.
+	assert_eq "$(id -u infervisor-w-plain)" "$(stat -c %u "/proc/$worker")" "the worker's user"
 
 	# Modes the daemon sets itself, whatever its umask.
 	assert_eq 755 "$(mode_of "$cg")" "mode of the worker's cgroup"
 	assert_eq 755 "$(mode_of /srv/infervisor-hardening)" "mode of a work-dir parent the daemon created"
 	assert_eq 755 "$(mode_of /srv/infervisor-hardening/deep)" "mode of a work-dir parent the daemon created"
 	assert_eq 666 "$(mode_of /run/infervisor/io.infervisor)" "mode of the control socket"
-	assert_eq $((64 << 20)) "$(as_user infervisor-worker cat "$cg/memory.max")" "memory.max read by the worker's user"
+	assert_eq $((64 << 20)) "$(as_user infervisor-w-plain cat "$cg/memory.max")" "memory.max read by the worker's user"
 	assert_contains "$(as_user nobody infervisorctl status)" plain "infervisorctl status as nobody"
 
 	# In the daemon's mount namespace: kernel tunables read-only, cgroupfs writable.
