@@ -451,10 +451,10 @@ class HostPolicy : public ::testing::Test {
     FakeClock clock;
 };
 
-TEST_F(HostPolicy, PicksByPriorityThenMemoryThenGrowth) {
+TEST_F(HostPolicy, PicksByPriorityThenRunawayGrowthThenMemory) {
     worker("important", 40 * GiB);
     worker("big", 20 * GiB);
-    worker("growing", 10 * GiB, 2 * GiB);
+    worker("growing", 10 * GiB, 2 * 1024 * 1024);  // 2 MiB: noise, not a runaway
     worker("steady", 12 * GiB);
     worker("vault", 60 * GiB);
     std::vector<WorkerCandidate> all{{"important", 10, false},
@@ -474,7 +474,8 @@ TEST_F(HostPolicy, PicksByPriorityThenMemoryThenGrowth) {
     EXPECT_EQ(measurement(out[0], "MEMORY_CURRENT_BYTES"), std::to_string(20 * GiB));
     EXPECT_NE(out[0].reason.find("victim 'big'"), std::string::npos) << out[0].reason;
 
-    // Same memory: the faster grower goes first.
+    // A runaway (1 GiB more since the last sample) goes before a larger
+    // worker that holds still.
     clock.advance(1min);
     worker("a", 12 * GiB, 0);
     worker("b", 11 * GiB, 1 * GiB);
@@ -482,6 +483,15 @@ TEST_F(HostPolicy, PicksByPriorityThenMemoryThenGrowth) {
     out = host(1 * GiB, {{"a", 0, false}, {"b", 0, false}});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].worker, "b");
+
+    // Same memory, both below the runaway floor: the faster grower.
+    clock.advance(1min);
+    worker("c", 12 * GiB, 1024 * 1024);
+    worker("d", 12 * GiB, 2 * 1024 * 1024);
+    host(50 * GiB, all);
+    out = host(1 * GiB, {{"c", 0, false}, {"d", 0, false}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "d");
 }
 
 TEST_F(HostPolicy, NeverAProtectedWorker) {
