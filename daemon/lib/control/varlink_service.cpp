@@ -83,6 +83,8 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.Supervisor.Restart", {true, &VarlinkService::restart}},
         {"io.infervisor.Supervisor.Kill", {true, &VarlinkService::kill}},
         {"io.infervisor.Supervisor.Checkpoint", {true, &VarlinkService::checkpoint}},
+        {"io.infervisor.Supervisor.Suspend", {true, &VarlinkService::suspend}},
+        {"io.infervisor.Supervisor.Resume", {true, &VarlinkService::resume}},
         {"io.infervisor.Supervisor.Reload", {true, &VarlinkService::reload}},
         {"io.infervisor.Supervisor.RemoveWorkDir", {true, &VarlinkService::remove_workdir}},
         {"io.infervisor.Supervisor.Validate", {false, &VarlinkService::validate}},
@@ -225,6 +227,22 @@ void VarlinkService::checkpoint(const VarlinkCall& call, const Sink& sink) {
     params.string_list("names", names);
     if (rejected(params, sink)) return;
     supervisor_.checkpoint(names, complete_action(sink));
+}
+
+void VarlinkService::suspend(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.suspend(names, complete_action(sink));
+}
+
+void VarlinkService::resume(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.resume(names, complete_action(sink));
 }
 
 void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {

@@ -47,6 +47,8 @@ constexpr KindInfo kKinds[] = {
      LOG_INFO},
     {EventKind::checkpoint_restored, "checkpoint-restored", "4a7afb6c20ef4a25a7c70530925acdc2",
      LOG_INFO},
+    {EventKind::suspended, "suspended", "9f28f14a0a034a1ab1c1a02c864347c0", LOG_NOTICE},
+    {EventKind::resumed, "resumed", "d45750d132884c3ab2e6cc2272fb6a7c", LOG_NOTICE},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
 };
 

@@ -37,6 +37,8 @@ enum class EventKind {
     checkpoint_failed,     // no CHECKPOINT=1 in time, or nothing usable was written
     checkpoint_restoring,  // a run was started with INFERVISOR_RESTORE_FROM
     checkpoint_restored,   // READY=1 from a run that was given a checkpoint
+    suspended,             // frozen and its memory pushed out (bytes reclaimed, seconds)
+    resumed,               // a suspended worker was thawed
     daemon_stopping,       // stays last: tests walk every kind up to it
 };
 

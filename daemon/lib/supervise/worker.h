@@ -28,6 +28,7 @@
 #include "supervise/worker_context.h"
 #include "supervise/worker_launch.h"
 #include "supervise/worker_state.h"
+#include "supervise/worker_suspension.h"
 
 namespace infervisor {
 
@@ -38,8 +39,9 @@ struct WorkerSnapshot {
     pid_t pid = 0;
     std::optional<TimePoint> started_at;
     size_t restarts = 0;
-    std::string status_text;  // last STATUS= from the worker
-    std::string last_exit;    // ExitReason::describe() of the last run
+    std::string status_text;   // last STATUS= from the worker
+    std::string last_exit;     // ExitReason::describe() of the last run
+    std::string state_reason;  // Worker::state_reason()
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
 };
 
@@ -84,6 +86,16 @@ class Worker {
     // A checkpoint by hand: the worker keeps running. `finished` as for
     // WorkerCheckpoints::request (not called when this fails).
     Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
+    // Suspends a starting or running worker (worker_suspension.h): frozen,
+    // its memory pushed out, state `suspended` until resume(); the watchdog
+    // and start timeout pause meanwhile. `trigger` says who asked ("rule
+    // 'x'", "infervisorctl"). `finished` as for WorkerSuspension.
+    Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {});
+    // Thaws a suspended worker back to the state it was suspended in.
+    Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
+    // Why the worker is in its state, for status displays: who suspended it,
+    // which rule parked it; "" when there is nothing to say.
+    std::string state_reason() const;
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // The main process has exited and the run is being wound up.
@@ -120,6 +132,7 @@ class Worker {
     void arm_start_timeout();
     void on_start_timeout();
     void park(const ExitReason& reason);
+    void on_thawed();
     void stop_after_checkpoint(Then then, const std::string& rule,
                                const WorkerCheckpoints::Outcome& outcome);
     void after_empty(Done next, int polls = 0);
@@ -157,6 +170,8 @@ class Worker {
     std::optional<TimePoint> last_heartbeat_;
     std::vector<Done> on_stopped_;
     WorkerCheckpoints checkpoints_;
+    WorkerSuspension suspension_;
+    WorkerState resume_to_ = WorkerState::running;  // the state suspend() left
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;
