@@ -1,5 +1,5 @@
-// start|stop|restart|checkpoint NAME..., kill [--signal SIG] NAME, reload,
-// remove-workdir NAME
+// start|stop|restart|checkpoint|suspend|resume NAME..., kill [--signal SIG]
+// NAME, reload, remove-workdir NAME
 #include <iostream>
 #include <memory>
 
@@ -63,6 +63,14 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
                       "Ask workers for a checkpoint; waits until each is written",
                       "The workers keep running; their next start restores from it.\n"
                       "Examples:\n  infervisorctl checkpoint llama");
+    add_names_command(app, ctx, "suspend", "io.infervisor.Supervisor.Suspend",
+                      "Suspend workers: freeze them, push their memory out to swap",
+                      "They keep their state (in swap) until resumed; waits until each\n"
+                      "is suspended. Needs swap to give the host its memory back.\n"
+                      "Examples:\n  infervisorctl suspend batch");
+    add_names_command(app, ctx, "resume", "io.infervisor.Supervisor.Resume",
+                      "Resume suspended workers where they were",
+                      "Examples:\n  infervisorctl resume batch");
 
     struct KillArgs {
         std::string name;

@@ -50,7 +50,8 @@ std::string local_time(uint64_t usec) {
 
 const char* state_colour(const std::string& state) {
     if (state == "ready" || state == "running") return "\x1b[32m";
-    if (state == "starting" || state == "stopping" || state == "backoff") return "\x1b[33m";
+    if (state == "starting" || state == "stopping" || state == "backoff" || state == "suspended")
+        return "\x1b[33m";
     if (state == "failed") return "\x1b[1;31m";
     return "\x1b[2m";
 }

@@ -49,7 +49,7 @@ Row row(const WorkerStatus& w) {
     std::string state = w.state;
     if (w.state == "running" && w.phase == "loading") state += " (loading)";
     return {w.name + (w.is_protected ? "*" : ""),
-            state,
+            w.state + (w.state_reason.empty() ? "" : " (" + printable(w.state_reason) + ")"),
             w.main_pid ? std::to_string(*w.main_pid) : "-",
             human_uptime(w.uptime_usec),
             std::to_string(w.restarts),
@@ -98,6 +98,7 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
         out << state_colour(w.state) << w.state << kColourReset << "\n";
     else
         out << w.state << "\n";
+    if (!w.state_reason.empty()) out << "  (" << printable(w.state_reason) << ")\n";
     auto line = [&](const char* label, const std::string& value) {
         out << "  " << label << ": " << value << "\n";
     };

@@ -78,6 +78,12 @@ Result<void> CgroupDir::set_frozen(bool frozen) const {
     return write("cgroup.freeze", frozen ? "1" : "0");
 }
 
+Result<bool> CgroupDir::frozen() const {
+    auto value = read_keyed_value(path_ / "cgroup.events", "frozen");
+    if (!value) return value.error();
+    return *value != 0;
+}
+
 long long CgroupDir::memory_event(const std::string& key) const {
     auto value = read_keyed_value(path_ / "memory.events", key);
     return value ? *value : 0;

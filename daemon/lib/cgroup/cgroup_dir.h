@@ -44,6 +44,9 @@ class CgroupDir {
     // is missing, freeze + kill each listed process + thaw.
     Result<void> kill() const;
     Result<void> set_frozen(bool frozen) const;
+    // `frozen` from cgroup.events: true once every process of the subtree is
+    // frozen (cgroup.freeze takes effect asynchronously).
+    Result<bool> frozen() const;
 
     // A memory.events counter (high, max, oom, oom_kill, oom_group_kill); 0 if absent.
     long long memory_event(const std::string& key) const;

@@ -85,6 +85,7 @@ json to_json(const WorkerStatus& s) {
     return {
         {"name", s.name},
         {"state", s.state},
+        {"state_reason", s.state_reason},
         {"main_pid", nullable(s.main_pid)},
         {"uptime_usec", nullable(s.uptime_usec)},
         {"restarts", s.restarts},
@@ -124,6 +125,7 @@ WorkerStatus worker_status_from_json(const json& v) {
     WorkerStatus s;
     read(v, "name", s.name);
     read(v, "state", s.state);
+    read(v, "state_reason", s.state_reason);
     read(v, "main_pid", s.main_pid);
     read(v, "uptime_usec", s.uptime_usec);
     read(v, "restarts", s.restarts);

@@ -53,8 +53,12 @@ struct ProbeStatus {
 // limits (high, max, swap_max) null means "max", i.e. no limit.
 struct WorkerStatus {
     std::string name;
-    // stopped, starting, running, ready, stopping, backoff, failed, parked
+    // stopped, starting, running, ready, stopping, backoff, failed, parked,
+    // suspended
     std::string state;
+    // Why it is in that state ("rule 'host-thrash'", "infervisorctl"); "" if
+    // there is nothing to say.
+    std::string state_reason;
     std::optional<pid_t> main_pid;
     std::optional<uint64_t> uptime_usec;  // of the current process
     uint64_t restarts = 0;
@@ -207,6 +211,10 @@ class SupervisorApi {
     // A cooperative checkpoint of each worker (they keep running); settles
     // when every checkpoint is written or has failed.
     virtual void checkpoint(const std::vector<std::string>& names, ActionDone done) = 0;
+    // Suspends running workers (freeze, memory pushed out to swap); settles
+    // when each is suspended or has failed. resume() thaws suspended ones.
+    virtual void suspend(const std::vector<std::string>& names, ActionDone done) = 0;
+    virtual void resume(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void reload(ReloadDone done) = 0;
     // Deletes the work dir of a worker that is no longer configured (kept by
     // default when a worker is removed). Fails (ActionOutcome failed, naming

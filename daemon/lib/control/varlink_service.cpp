@@ -86,6 +86,8 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.Restart", {true, &VarlinkService::restart}},
         {"io.infervisor.supervisor.Kill", {true, &VarlinkService::kill}},
         {"io.infervisor.supervisor.Checkpoint", {true, &VarlinkService::checkpoint}},
+        {"io.infervisor.supervisor.Suspend", {true, &VarlinkService::suspend}},
+        {"io.infervisor.supervisor.Resume", {true, &VarlinkService::resume}},
         {"io.infervisor.supervisor.Reload", {true, &VarlinkService::reload}},
         {"io.infervisor.supervisor.RemoveWorkDir", {true, &VarlinkService::remove_workdir}},
         {"io.infervisor.supervisor.Validate", {false, &VarlinkService::validate}},
@@ -229,6 +231,22 @@ void VarlinkService::checkpoint(const VarlinkCall& call, const Sink& sink) {
     params.string_list("names", names);
     if (rejected(params, sink)) return;
     supervisor_.checkpoint(names, complete_action(sink));
+}
+
+void VarlinkService::suspend(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.suspend(names, complete_action(sink));
+}
+
+void VarlinkService::resume(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::vector<std::string> names;
+    params.string_list("names", names);
+    if (rejected(params, sink)) return;
+    supervisor_.resume(names, complete_action(sink));
 }
 
 void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {

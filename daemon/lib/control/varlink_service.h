@@ -76,6 +76,8 @@ class VarlinkService {
     void restart(const VarlinkCall& call, const Sink& sink);
     void kill(const VarlinkCall& call, const Sink& sink);
     void checkpoint(const VarlinkCall& call, const Sink& sink);
+    void suspend(const VarlinkCall& call, const Sink& sink);
+    void resume(const VarlinkCall& call, const Sink& sink);
     void reload(const VarlinkCall& call, const Sink& sink);
     void remove_workdir(const VarlinkCall& call, const Sink& sink);
     void validate(const VarlinkCall& call, const Sink& sink);

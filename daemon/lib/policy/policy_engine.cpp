@@ -188,7 +188,8 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
         add_host_context(d.measurements, in);
         if (victim) aim_at(d, *victim, rule, now);
-        if (victim && (action == Action::kill || action == Action::checkpoint) &&
+        if (victim &&
+            (action == Action::kill || action == Action::checkpoint || action == Action::suspend) &&
             options_.host_settle > Duration(0)) {
             host_.settled_at = now + options_.host_settle;
             add_measurement(d.measurements, "HOST_SETTLE_MS",
@@ -210,6 +211,10 @@ void PolicyEngine::aim_at(Decision& d, const VictimView& victim, const RuleSpec&
     if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, last);
     add_worker_context(d.measurements, last, victim.growth_percent_per_min, nullptr, now);
     add_phase(d.measurements, it->second.phase, now);
+}
+
+void PolicyEngine::settle_host(TimePoint now) {
+    host_.settled_at = std::max(host_.settled_at, now + options_.host_settle);
 }
 
 void PolicyEngine::forget(const std::string& worker) { workers_.erase(worker); }

@@ -28,7 +28,8 @@
 // (every worker protected) is not taken and stays due, except that a `log`
 // step is taken with an empty worker.
 //
-// After a host step that ends a victim's run (kill, checkpoint), the host
+// After a host step that ends a victim's run (kill, checkpoint) or suspends
+// it, and after settle_host() (a worker was resumed), the host
 // settles for `host_settle`: the victim's memory is being freed and the
 // other workers page theirs back in, which looks like thrashing to swap and
 // pressure rules but is the recovery. While it settles, a host rule that has
@@ -85,6 +86,10 @@ class PolicyEngine {
     // For runs started from now on (the span a worker's memory must hold
     // still to count as loaded; see worker_phase.h).
     void set_load_settle(Duration settle) { options_.phases.settle = settle; }
+    // Host rules settle for host_settle from `now`, as after a kill: a worker
+    // that was just resumed pages its memory back in, which looks like
+    // thrashing but is the resume.
+    void settle_host(TimePoint now);
 
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
                                    TimePoint now);

@@ -38,7 +38,7 @@ std::optional<Action> read_action(YamlMap& map, const std::string& key, ConfigEr
     if (!action)
         errors.add(map.take(key)->Mark(), "'" + key +
                                               "' must be one of log, throttle, freeze, "
-                                              "checkpoint, kill; not '" +
+                                              "suspend, checkpoint, kill; not '" +
                                               text + "'");
     return action;
 }
@@ -124,7 +124,8 @@ void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
         fail("'escalate_after' and 'escalate_to' go together: give both or neither");
     if (rule.escalate_to && *rule.escalate_to <= rule.action)
         fail("'escalate_to: " + std::string(to_string(*rule.escalate_to)) +
-             "' must be further up the ladder (log, throttle, freeze, checkpoint, kill) than "
+             "' must be further up the ladder (log, throttle, freeze, suspend, checkpoint, kill) "
+             "than "
              "'action: " +
              std::string(to_string(rule.action)) + "'");
     if (rule.then == Then::keep_running && rule.action != Action::checkpoint)

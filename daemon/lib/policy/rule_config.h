@@ -4,7 +4,8 @@
 //   rules:                              # a worker's, or the defaults for all
 //     - name: runaway-growth            # required, unique in its list
 //       when: memory.growth > 15%/min for 2m    # required; see condition.h
-//       action: kill                    # required: log|throttle|freeze|checkpoint|kill
+//       action: kill                    # required: log|throttle|freeze|suspend|
+//                                       #   checkpoint|kill
 //       then: restart                   # after a kill: restart|park
 //                                       #   (absent: the worker's restart policy)
 //     - name: pressure

@@ -12,6 +12,8 @@ std::string_view to_string(Action action) {
             return "throttle";
         case Action::freeze:
             return "freeze";
+        case Action::suspend:
+            return "suspend";
         case Action::checkpoint:
             return "checkpoint";
         case Action::kill:
@@ -35,8 +37,8 @@ std::string_view to_string(Then then) {
 }
 
 std::optional<Action> parse_action(std::string_view text) {
-    for (Action a :
-         {Action::log, Action::throttle, Action::freeze, Action::checkpoint, Action::kill})
+    for (Action a : {Action::log, Action::throttle, Action::freeze, Action::suspend,
+                     Action::checkpoint, Action::kill})
         if (to_string(a) == text) return a;
     return std::nullopt;
 }

@@ -18,6 +18,7 @@ enum class Action {
     log,         // journal the decision, nothing else
     throttle,    // lower memory.high (Decision::memory_high)
     freeze,      // cgroup.freeze = 1
+    suspend,     // freeze, push its memory out to swap; resumed later (state `suspended`)
     checkpoint,  // ask the worker to checkpoint (signal + deadline)
     kill,        // cgroup.kill, then Then
 };

@@ -41,6 +41,11 @@ void PolicyRunner::on_event(const Event& e) {
         case EventKind::exited:
             watches_.erase(e.worker);  // before the cgroup is removed
             return;
+        case EventKind::resumed:
+            // Its memory comes back from swap: not growth, not host thrashing.
+            engine_.forget(e.worker);
+            engine_.settle_host(ctx_.clock.now());
+            return;
         default:
             return;
     }
@@ -206,6 +211,8 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
             return worker.throttle(*d.memory_high);
         case Action::freeze:
             return worker.freeze();
+        case Action::suspend:
+            return worker.suspend("rule '" + d.rule + "'");
         case Action::checkpoint:
             if (d.for_memory && d.then != Then::keep_running) worker.expect_memory_room();
             return worker.checkpoint_by_policy(d.then, d.rule);

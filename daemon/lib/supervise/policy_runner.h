@@ -1,7 +1,7 @@
 // PolicyRunner: drives the pure PolicyEngine from the event loop. It samples
 // each running worker and the host, asks the engine for decisions, and
-// carries them out through the Worker (throttle, freeze, checkpoint — for now
-// a clean stop —, kill) or only logs them in dry-run mode. Every decision is
+// carries them out through the Worker (throttle, freeze, suspend, checkpoint,
+// kill) or only logs them in dry-run mode. Every decision is
 // a `policy-action` journal entry with the rule, the action, the measured
 // values and the result.
 //

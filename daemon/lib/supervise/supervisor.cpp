@@ -49,7 +49,7 @@ std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string&
     WorkerState s = w.state();
     WorkDirMonitor::WorkerView view;
     view.has_processes = s == WorkerState::starting || s == WorkerState::running ||
-                         s == WorkerState::stopping || w.exiting();
+                         s == WorkerState::stopping || s == WorkerState::suspended || w.exiting();
     view.cgroup = "/" + w.cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
     return view;
 }

@@ -12,7 +12,23 @@ constexpr size_t kRecentEvents = 1000;
 
 bool settled(WorkerState s) {
     return s == WorkerState::running || s == WorkerState::failed || s == WorkerState::parked ||
-           s == WorkerState::stopped;
+           s == WorkerState::suspended || s == WorkerState::stopped;
+}
+
+// For actions on several workers that each settle later: answers `done`
+// once, with the first failure, or success when every worker has settled.
+using Settle = std::function<void(const std::string& name, bool ok, const std::string& why)>;
+Settle settle_all(size_t count, SupervisorApi::ActionDone done) {
+    struct Tally {
+        size_t remaining;
+        SupervisorApi::ActionDone done;
+        std::optional<ActionOutcome> failure;
+    };
+    auto tally = std::make_shared<Tally>(Tally{count, std::move(done), std::nullopt});
+    return [tally](const std::string& name, bool ok, const std::string& why) {
+        if (!ok && !tally->failure) tally->failure = ActionOutcome::failure(name, why);
+        if (--tally->remaining == 0) tally->done(tally->failure.value_or(ActionOutcome::success()));
+    };
 }
 
 nlohmann::json size_json(ByteLimit v) { return format_size(v); }
@@ -141,6 +157,7 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     WorkerStatus s;
     s.name = snap.name;
     s.state = std::string(state_name(snap.state));
+    s.state_reason = snap.state_reason;
     if (snap.pid) s.main_pid = snap.pid;
     if (snap.started_at)
         s.uptime_usec = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -290,6 +307,34 @@ void SupervisorService::checkpoint(const std::vector<std::string>& names, Action
         std::string name = w->name();
         auto r = w->checkpoint_now([settle, name](const WorkerCheckpoints::Outcome& o) {
             settle(name, o.published, o.detail);
+        });
+        if (!r) settle(name, false, r.error().message());
+    }
+}
+
+void SupervisorService::suspend(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    if (workers->empty()) return done(ActionOutcome::success());
+    Settle settle = settle_all(workers->size(), std::move(done));
+    for (Worker* w : *workers) {
+        std::string name = w->name();
+        auto r = w->suspend("infervisorctl", [settle, name](const WorkerSuspension::Outcome& o) {
+            settle(name, o.ok, o.detail);
+        });
+        if (!r) settle(name, false, r.error().message());
+    }
+}
+
+void SupervisorService::resume(const std::vector<std::string>& names, ActionDone done) {
+    auto workers = resolve(names, done);
+    if (!workers) return;
+    if (workers->empty()) return done(ActionOutcome::success());
+    Settle settle = settle_all(workers->size(), std::move(done));
+    for (Worker* w : *workers) {
+        std::string name = w->name();
+        auto r = w->resume("infervisorctl", [settle, name](const WorkerSuspension::Outcome& o) {
+            settle(name, o.ok, o.detail);
         });
         if (!r) settle(name, false, r.error().message());
     }

@@ -43,6 +43,8 @@ class SupervisorService final : public SupervisorApi {
     void restart(const std::vector<std::string>& names, ActionDone done) override;
     void kill(const std::string& name, int signal, ActionDone done) override;
     void checkpoint(const std::vector<std::string>& names, ActionDone done) override;
+    void suspend(const std::vector<std::string>& names, ActionDone done) override;
+    void resume(const std::vector<std::string>& names, ActionDone done) override;
     void reload(ReloadDone done) override;
     void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;

@@ -61,7 +61,13 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
       checkpoints_(ctx.io, ctx.clock, ctx.paths, spec_.name,
                    [this](EventKind kind, std::string message, WorkerCheckpoints::Fields fields) {
                        emit(kind, std::move(message), std::move(fields));
-                   }) {
+                   }),
+      suspension_(
+          ctx.io, ctx.clock, spec_.name,
+          [this](EventKind kind, std::string message, WorkerSuspension::Fields fields) {
+              emit(kind, std::move(message), std::move(fields));
+          },
+          [this] { on_thawed(); }) {
     checkpoints_.set_spec(spec_.checkpoint);
     if (spec_.probes.startup || spec_.probes.readiness || spec_.probes.liveness)
         probes_ = std::make_unique<WorkerProbes>(
@@ -107,6 +113,7 @@ WorkerSnapshot Worker::snapshot() const {
     s.restarts = tracker_.total_restarts();
     s.status_text = status_text_;
     s.last_exit = last_exit_;
+    s.state_reason = state_reason();
     if (pid_ != 0) {
         CgroupDir dir = cgroup();
         s.memory_current = read_u64(dir, "memory.current");
@@ -119,6 +126,10 @@ WorkerSnapshot Worker::snapshot() const {
 
 void Worker::start() {
     if (state_ == WorkerState::parked) set_state(WorkerState::failed);  // cleared like failed
+    if (state_ == WorkerState::suspended) {
+        (void)resume("start");  // a start of a suspended worker lets it run
+        return;
+    }
     if (state_ == WorkerState::stopping) {
         restart_requested_ = true;  // start again once the stop has finished
         return;
@@ -452,7 +463,9 @@ void Worker::arm_watchdog() {
 }
 
 void Worker::on_watchdog_expired() {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;
+    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping ||
+        state_ == WorkerState::suspended)
+        return;
     killed_by_policy_ = true;
     emit(EventKind::policy_action,
          "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
@@ -503,6 +516,7 @@ void Worker::on_exit() {
     }
     exiting_ = true;
     checkpoints_.run_ended();
+    suspension_.abandon();
     ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
     reason.status_unknown = status_unknown;
     reason.oom_kills = cgroup().memory_event("oom_kill");
@@ -697,6 +711,7 @@ void Worker::stop(Done done) {
             return;
         case WorkerState::starting:
         case WorkerState::running:
+        case WorkerState::suspended:
             break;
     }
     stop_requested_ = true;
@@ -706,6 +721,7 @@ void Worker::stop(Done done) {
 }
 
 void Worker::begin_stop() {
+    suspension_.abandon();  // limits back, thawed: it must act on its stop signal
     set_state(WorkerState::stopping);
     if (probes_) probes_->run_ended();  // a stopping worker is not judged
     watchdog_timer_.cancel();
@@ -760,6 +776,7 @@ Result<void> Worker::stop_by_policy(Then then, std::string rule) {
 
 Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
     std::string trigger = "rule '" + rule + "'";
     if (then == Then::keep_running)
         return checkpoints_.request(trigger, "the worker keeps running", {});
@@ -781,7 +798,44 @@ void Worker::stop_after_checkpoint(Then then, const std::string& rule,
 
 Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
     return checkpoints_.request("infervisorctl", "the worker keeps running", std::move(finished));
+}
+
+Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished) {
+    if (state_ == WorkerState::suspended) return plain_error("already suspended");
+    if (pid_ == 0 || exiting_ ||
+        (state_ != WorkerState::running && state_ != WorkerState::starting))
+        return plain_error("not running");
+    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(finished)); !r)
+        return r;
+    resume_to_ = state_;
+    set_state(WorkerState::suspended);
+    // A frozen worker sends no WATCHDOG=1 and no READY=1: not its fault.
+    watchdog_timer_.cancel();
+    start_timer_.cancel();
+    return {};
+}
+
+Result<void> Worker::resume(std::string trigger, WorkerSuspension::Finished finished) {
+    if (state_ != WorkerState::suspended) return plain_error("not suspended");
+    return suspension_.resume(std::move(trigger), std::move(finished));
+}
+
+void Worker::on_thawed() {
+    if (state_ != WorkerState::suspended) return;
+    set_state(resume_to_);
+    // The heartbeat is judged from now: the time frozen was not its silence.
+    if (last_heartbeat_) last_heartbeat_ = ctx_.clock.now();
+    arm_watchdog();
+    arm_start_timeout();
+}
+
+std::string Worker::state_reason() const {
+    if (state_ == WorkerState::suspended) return suspension_.trigger();
+    if (state_ == WorkerState::parked && !policy_rule_.empty())
+        return "rule '" + policy_rule_ + "'";
+    return "";
 }
 
 }  // namespace infervisor

@@ -31,6 +31,7 @@
 #include "supervise/worker_launch.h"
 #include "supervise/worker_probes.h"
 #include "supervise/worker_state.h"
+#include "supervise/worker_suspension.h"
 
 namespace infervisor {
 
@@ -41,8 +42,9 @@ struct WorkerSnapshot {
     pid_t pid = 0;
     std::optional<TimePoint> started_at;
     size_t restarts = 0;
-    std::string status_text;  // last STATUS= from the worker
-    std::string last_exit;    // ExitReason::describe() of the last run
+    std::string status_text;   // last STATUS= from the worker
+    std::string last_exit;     // ExitReason::describe() of the last run
+    std::string state_reason;  // Worker::state_reason()
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
     std::vector<ProbeSnapshot> probes;  // one per configured probe
 };
@@ -113,6 +115,16 @@ class Worker {
     void set_config_snapshot(std::string id);
     // What goes to <runtime_dir>/state/NAME on every state change.
     PersistedWorker persisted() const;
+    // Suspends a starting or running worker (worker_suspension.h): frozen,
+    // its memory pushed out, state `suspended` until resume(); the watchdog
+    // and start timeout pause meanwhile. `trigger` says who asked ("rule
+    // 'x'", "infervisorctl"). `finished` as for WorkerSuspension.
+    Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {});
+    // Thaws a suspended worker back to the state it was suspended in.
+    Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
+    // Why the worker is in its state, for status displays: who suspended it,
+    // which rule parked it; "" when there is nothing to say.
+    std::string state_reason() const;
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // When this run became `running` (ready): at exec for a worker with
@@ -187,6 +199,7 @@ class Worker {
     void arm_start_timeout();
     void on_start_timeout();
     void park(const ExitReason& reason);
+    void on_thawed();
     void stop_after_checkpoint(Then then, const std::string& rule,
                                const WorkerCheckpoints::Outcome& outcome);
     void after_empty(Done next, int polls = 0);
@@ -247,6 +260,8 @@ class Worker {
     bool ended_for_memory_ = false;        // see expect_memory_room()
     std::optional<uint64_t> room_needed_;  // the pending restart waits for room
     bool room_wait_logged_ = false;
+    WorkerSuspension suspension_;
+    WorkerState resume_to_ = WorkerState::running;  // the state suspend() left
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;

@@ -18,6 +18,8 @@ std::string_view state_name(WorkerState state) {
             return "failed";
         case WorkerState::parked:
             return "parked";
+        case WorkerState::suspended:
+            return "suspended";
     }
     return "unknown";
 }

@@ -6,13 +6,14 @@
 namespace infervisor {
 
 enum class WorkerState {
-    stopped,   // not running and not scheduled to (exited with no restart, or stopped)
-    starting,  // executed; a notify worker has not sent READY=1 yet
-    running,   // up (and ready)
-    stopping,  // stop signal sent, waiting for the cgroup to empty
-    backoff,   // exited; restart scheduled after a delay
-    failed,    // start limit hit or start failed; waits for an explicit start
-    parked,    // stopped by a policy rule with `then: park`; waits for an explicit start
+    stopped,    // not running and not scheduled to (exited with no restart, or stopped)
+    starting,   // executed; a notify worker has not sent READY=1 yet
+    running,    // up (and ready)
+    stopping,   // stop signal sent, waiting for the cgroup to empty
+    backoff,    // exited; restart scheduled after a delay
+    failed,     // start limit hit or start failed; waits for an explicit start
+    parked,     // stopped by a policy rule with `then: park`; waits for an explicit start
+    suspended,  // frozen, its memory pushed out (action: suspend); waits for a resume
 };
 
 std::string_view state_name(WorkerState state);

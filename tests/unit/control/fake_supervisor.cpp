@@ -126,6 +126,14 @@ void FakeSupervisor::checkpoint(const std::vector<std::string>& names, ActionDon
     done(ActionOutcome::success());
 }
 
+void FakeSupervisor::suspend(const std::vector<std::string>& names, ActionDone done) {
+    act("suspend", names, "suspended", std::move(done));
+}
+
+void FakeSupervisor::resume(const std::vector<std::string>& names, ActionDone done) {
+    act("resume", names, "running", std::move(done));
+}
+
 void FakeSupervisor::reload(ReloadDone done) {
     actions.push_back("reload");
     done(next_reload);

@@ -38,6 +38,8 @@ class FakeSupervisor : public SupervisorApi {
     void restart(const std::vector<std::string>& names, ActionDone done) override;
     void kill(const std::string& name, int signal, ActionDone done) override;
     void checkpoint(const std::vector<std::string>& names, ActionDone done) override;
+    void suspend(const std::vector<std::string>& names, ActionDone done) override;
+    void resume(const std::vector<std::string>& names, ActionDone done) override;
     void reload(ReloadDone done) override;
     // Refuses names in workers (configured); else "removes" <workdir_root>/NAME,
     // existing when listed in `workdirs`, and forgets it.

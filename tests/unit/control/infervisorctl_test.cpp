@@ -41,6 +41,16 @@ TEST_F(InfervisorctlTest, StatusPrintsATable) {
     EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));  // not a terminal: no colour
 }
 
+TEST_F(InfervisorctlTest, StatusSaysWhyAWorkerIsSuspended) {
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.add_worker("batch", "suspended").state_reason = "rule 'host-thrash'";
+    });
+    EXPECT_THAT(ctl({"status"}).out, HasSubstr("suspended (rule 'host-thrash')"));
+    EXPECT_THAT(ctl({"show", "batch"}).out, HasSubstr("(rule 'host-thrash')"));
+    auto doc = json::parse(ctl({"status", "--json", "batch"}).out);
+    EXPECT_EQ(doc["workers"][0]["state_reason"], "rule 'host-thrash'");
+}
+
 TEST_F(InfervisorctlTest, StatusAsJsonAndForSomeWorkers) {
     auto r = ctl({"status", "--json", "whisper"});
     ASSERT_EQ(r.exit_code, 3) << r.err;  // whisper is stopped
@@ -122,11 +132,15 @@ TEST_F(InfervisorctlTest, StartsStopsRestartsAndKills) {
     EXPECT_EQ(ctl({"kill", "-s", "SIGUSR1", "llama"}).exit_code, 0);
     EXPECT_EQ(ctl({"checkpoint", "llama", "whisper"}).exit_code, 0);
     EXPECT_EQ(ctl({"checkpoint", "nope"}).exit_code, 3);
+    EXPECT_EQ(ctl({"suspend", "whisper"}).exit_code, 0);
+    EXPECT_EQ(ctl({"resume", "whisper"}).exit_code, 0);
+    EXPECT_EQ(ctl({"resume", "nope"}).exit_code, 3);
     server.on_loop([](FakeSupervisor& fake) {
         EXPECT_EQ(fake.actions,
                   (std::vector<std::string>{"stop llama", "start llama whisper", "restart whisper",
                                             "kill llama 15", "kill llama 9", "kill llama 10",
-                                            "checkpoint llama whisper"}));
+                                            "checkpoint llama whisper", "suspend whisper",
+                                            "resume whisper"}));
     });
 }
 

@@ -137,7 +137,7 @@ TEST_F(VarlinkServiceTest, CompletesLaterAndSkipsACallerThatLeft) {
 
 TEST_F(VarlinkServiceTest, ChangesNeedRootOrTheControlGroup) {
     peer = {1000, 1000, 77, {10, 20}};
-    for (const char* method : {"Start", "Stop", "Restart", "Checkpoint"}) {
+    for (const char* method : {"Start", "Stop", "Restart", "Checkpoint", "Suspend", "Resume"}) {
         auto sink = call(std::string("io.infervisor.supervisor.") + method, {{"names", {"llama"}}});
         EXPECT_EQ(sink->last().error, err::kPermissionDenied) << method;
     }
@@ -254,7 +254,8 @@ TEST_F(VarlinkServiceTest, IntrospectionForGenericVarlinkTools) {
 TEST(StatusJson, RoundTripsAWorkerStatus) {
     WorkerStatus s;
     s.name = "llama";
-    s.state = "ready";
+    s.state = "suspended";
+    s.state_reason = "rule 'host-thrash'";
     s.main_pid = 42;
     s.memory_current = 1ull << 33;
     s.memory_pressure_some_avg10 = 1.5;

@@ -125,9 +125,10 @@ TEST(RuleConfig, ReportsBadKeysAndValues) {
     action: kill
 )");
     std::string all = p.errors.format();
-    EXPECT_NE(all.find(":4:13: 'action' must be one of log, throttle, freeze, checkpoint, kill; "
-                       "not 'explode'"),
-              std::string::npos)
+    EXPECT_NE(
+        all.find(":4:13: 'action' must be one of log, throttle, freeze, suspend, checkpoint, kill; "
+                 "not 'explode'"),
+        std::string::npos)
         << all;
     EXPECT_NE(all.find(":5:11: 'then' must be restart, park or keep_running, not 'reboot'"),
               std::string::npos)

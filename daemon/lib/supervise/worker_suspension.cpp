@@ -1,0 +1,225 @@
+#include "supervise/worker_suspension.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "base/file_io.h"
+#include "base/units.h"
+
+namespace infervisor {
+
+namespace {
+
+std::string seconds_text(double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", seconds);
+    return buf;
+}
+
+double seconds_between(TimePoint from, TimePoint to) {
+    return std::chrono::duration<double>(to - from).count();
+}
+
+std::string bytes_text(std::optional<uint64_t> v) { return v ? std::to_string(*v) : ""; }
+
+std::optional<uint64_t> read_u64(const CgroupDir& dir, const char* file) {
+    auto text = dir.read(file);
+    if (!text) return std::nullopt;
+    try {
+        return std::stoull(*text);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+std::optional<std::string> read_trimmed(const CgroupDir& dir, const char* file) {
+    auto text = dir.read(file);
+    if (!text) return std::nullopt;
+    return std::string(trim(*text));
+}
+
+}  // namespace
+
+WorkerSuspension::WorkerSuspension(boost::asio::io_context& io, const Clock& clock,
+                                   std::string worker, Emit emit, Thawed thawed)
+    : io_(io),
+      clock_(clock),
+      worker_(std::move(worker)),
+      emit_(std::move(emit)),
+      thawed_(std::move(thawed)),
+      freeze_timer_(io) {}
+
+WorkerSuspension::~WorkerSuspension() { freeze_timer_.cancel(); }
+
+BackgroundWork& WorkerSuspension::background() {
+    if (!background_) background_ = std::make_unique<BackgroundWork>(io_);
+    return *background_;
+}
+
+Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger,
+                                       Finished finished) {
+    if (active()) return plain_error("already suspended (" + trigger_ + ")");
+    saved_high_ = read_trimmed(dir, "memory.high");
+    saved_swap_max_.reset();
+    // Its pages must be allowed into swap, whatever its swap_max.
+    if (auto swap_max = read_trimmed(dir, "memory.swap.max"); swap_max && *swap_max != "max") {
+        if (auto r = dir.write("memory.swap.max", "max"); r)
+            saved_swap_max_ = *swap_max;
+        else
+            spdlog::warn("{}: {}", worker_, r.error().message());
+    }
+    if (auto r = dir.set_frozen(true); !r) {
+        if (saved_swap_max_) (void)dir.write("memory.swap.max", *saved_swap_max_);
+        saved_swap_max_.reset();
+        return r;
+    }
+    dir_ = dir;
+    trigger_ = std::move(trigger);
+    since_ = clock_.now();
+    frozen_at_.reset();
+    suspended_ = std::move(finished);
+    phase_ = Phase::freezing;
+    wait_frozen(0);
+    return {};
+}
+
+// cgroup.freeze takes effect once every task has reached the freezer: polled,
+// 5 ms doubling to 100 ms, for up to kFreezeWait.
+void WorkerSuspension::wait_frozen(int polls) {
+    auto frozen = dir_->frozen();
+    if (frozen && *frozen) {
+        frozen_at_ = clock_.now();
+        return start_reclaim(true);
+    }
+    if (clock_.now() - *since_ >= kFreezeWait) {
+        spdlog::warn("{}: not frozen within {} ({}); reclaiming its memory anyway", worker_,
+                     format_duration(kFreezeWait),
+                     frozen ? "a task has not reached the freezer" : frozen.error().message());
+        return start_reclaim(false);
+    }
+    freeze_timer_.expires_after(std::chrono::milliseconds(std::min(5 << std::min(polls, 5), 100)));
+    uint64_t generation = generation_;
+    freeze_timer_.async_wait([this, polls, generation](const boost::system::error_code& ec) {
+        if (!ec && generation == generation_ && phase_ == Phase::freezing) wait_frozen(polls + 1);
+    });
+}
+
+void WorkerSuspension::start_reclaim(bool frozen) {
+    phase_ = Phase::reclaiming;
+    CgroupDir dir = *dir_;
+    uint64_t generation = generation_;
+    background().run<ReclaimResult>([dir] { return reclaim_memory(dir, kReclaimDeadline); },
+                                    [this, generation, frozen](ReclaimResult result) {
+                                        if (generation == generation_) on_reclaimed(result, frozen);
+                                    });
+}
+
+void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
+    phase_ = Phase::suspended;
+    TimePoint now = clock_.now();
+    double freeze_seconds = seconds_between(*since_, frozen_at_.value_or(*since_));
+    std::optional<uint64_t> swap = read_u64(*dir_, "memory.swap.current");
+    Fields fields = {{"TRIGGER", trigger_},
+                     {"FROZEN", frozen ? "1" : "0"},
+                     {"FREEZE_SECONDS", seconds_text(freeze_seconds)},
+                     {"RECLAIM_METHOD", std::string(to_string(r.method))},
+                     {"RECLAIM_SECONDS", seconds_text(r.seconds)},
+                     {"RECLAIM_STEPS", std::to_string(r.steps)},
+                     {"RECLAIM_COMPLETE", r.complete ? "1" : "0"},
+                     {"BYTES_RECLAIMED", std::to_string(r.bytes_reclaimed())},
+                     {"MEMORY_BEFORE", bytes_text(r.memory_before)},
+                     {"MEMORY_AFTER", bytes_text(r.memory_after)},
+                     {"SWAP_CURRENT", bytes_text(swap)},
+                     {"SECONDS", seconds_text(seconds_between(*since_, now))}};
+    if (!r.error.empty()) fields.emplace_back("RECLAIM_ERROR", r.error);
+    std::string how =
+        r.method == ReclaimMethod::none
+            ? "its memory stays where it is (" + r.error + ")"
+            : format_size(r.bytes_reclaimed()) + " of " + format_size(r.memory_before.value_or(0)) +
+                  " pushed out with " + std::string(to_string(r.method)) + " in " +
+                  seconds_text(r.seconds) + "s" + (r.error.empty() ? "" : " (" + r.error + ")");
+    emit_(EventKind::suspended,
+          "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how,
+          std::move(fields));
+    answer_suspend({true, "suspended; " + how});
+    if (queued_resume_) {
+        auto [trigger, finished] = std::move(*queued_resume_);
+        queued_resume_.reset();
+        thaw_and_report(std::move(trigger), std::move(finished));
+    }
+}
+
+Result<void> WorkerSuspension::resume(std::string trigger, Finished finished) {
+    if (!active()) return plain_error("not suspended");
+    if (queued_resume_) return plain_error("a resume is already under way");
+    if (phase_ != Phase::suspended) {
+        // Freezing or reclaiming: after the reclaim, which is bounded.
+        queued_resume_.emplace(std::move(trigger), std::move(finished));
+        return {};
+    }
+    thaw_and_report(std::move(trigger), std::move(finished));
+    return {};
+}
+
+void WorkerSuspension::restore_limits() {
+    // memory.high first: thawed under a lowered memory.high it would be throttled.
+    if (saved_high_)
+        if (auto r = dir_->write("memory.high", *saved_high_); !r)
+            spdlog::warn("{}: {}", worker_, r.error().message());
+    if (saved_swap_max_)
+        if (auto r = dir_->write("memory.swap.max", *saved_swap_max_); !r)
+            spdlog::warn("{}: {}", worker_, r.error().message());
+    saved_high_.reset();
+    saved_swap_max_.reset();
+}
+
+void WorkerSuspension::thaw_and_report(std::string trigger, Finished finished) {
+    TimePoint begin = clock_.now();
+    restore_limits();
+    auto thawed = dir_->set_frozen(false);
+    TimePoint now = clock_.now();
+    Fields fields = {{"TRIGGER", trigger},
+                     {"SUSPENDED_BY", trigger_},
+                     {"SUSPENDED_SECONDS", seconds_text(seconds_between(*since_, now))},
+                     {"RESUME_SECONDS", seconds_text(seconds_between(begin, now))},
+                     {"SWAP_CURRENT", bytes_text(read_u64(*dir_, "memory.swap.current"))},
+                     {"MEMORY_CURRENT", bytes_text(read_u64(*dir_, "memory.current"))}};
+    std::string message = "resumed (" + trigger + ") after " +
+                          seconds_text(seconds_between(*since_, now)) + "s suspended (" + trigger_ +
+                          ")";
+    if (!thawed) {
+        fields.emplace_back("THAW_ERROR", thawed.error().message());
+        message += "; thawing failed: " + thawed.error().message();
+    }
+    phase_ = Phase::none;
+    trigger_.clear();
+    since_.reset();
+    if (thawed_) thawed_();
+    emit_(EventKind::resumed, std::move(message), std::move(fields));
+    if (finished)
+        finished(thawed ? Outcome{true, "resumed"} : Outcome{false, thawed.error().message()});
+}
+
+void WorkerSuspension::answer_suspend(Outcome outcome) {
+    if (auto finished = std::exchange(suspended_, {})) finished(outcome);
+}
+
+void WorkerSuspension::abandon() {
+    if (!active()) return;
+    ++generation_;
+    freeze_timer_.cancel();
+    restore_limits();
+    (void)dir_->set_frozen(false);
+    phase_ = Phase::none;
+    trigger_.clear();
+    since_.reset();
+    answer_suspend({false, "the run ended before the suspension was complete"});
+    if (queued_resume_) {
+        auto finished = std::move(queued_resume_->second);
+        queued_resume_.reset();
+        if (finished) finished({true, "the run ended"});
+    }
+}
+
+}  // namespace infervisor

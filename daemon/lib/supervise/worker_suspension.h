@@ -1,0 +1,111 @@
+// WorkerSuspension: suspending one Worker without losing its state — freeze
+// it, push its memory out to swap, and later let it run again where it was.
+// The "preempt without a copy" of issue 13; a checkpoint is the copy.
+//
+//   suspend:  memory.swap.max lifted to "max" (the worker's pages must be
+//             allowed into swap, whatever its swap_max) → cgroup.freeze 1 →
+//             wait for cgroup.events `frozen 1` (up to kFreezeWait; a process
+//             stuck in the kernel may delay it, then it is reclaimed anyway)
+//             → memory reclaim on a background thread (cgroup/memory_reclaim.h,
+//             up to kReclaimDeadline) → `suspended` journaled with the bytes
+//             reclaimed and the seconds taken.
+//   resume:   memory.high and memory.swap.max written back as they were →
+//             cgroup.freeze 0 → `resumed` journaled with the time it was
+//             suspended. A resume asked for while the reclaim still runs
+//             happens when it ends (the reclaim is bounded).
+//
+// Contract: all methods run on the event loop thread and none blocks; only
+// the reclaim runs on this object's background thread, touching nothing but
+// the cgroup's files. Each request answers its `Finished` exactly once: when
+// it has happened, or (suspend) when the run ended first. The Worker keeps
+// the lifecycle (state, watchdog); this object only the cgroup's side.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "cgroup/cgroup_dir.h"
+#include "cgroup/memory_reclaim.h"
+#include "journal/event.h"
+#include "supervise/background_work.h"
+
+namespace infervisor {
+
+class WorkerSuspension {
+  public:
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    using Emit = std::function<void(EventKind, std::string, Fields)>;
+    struct Outcome {
+        bool ok = false;
+        std::string detail;  // what happened, in words
+    };
+    using Finished = std::function<void(const Outcome&)>;
+    // Runs once thawed, before `resumed` is journaled: the Worker's state
+    // must say `running` by the time anyone hears of it.
+    using Thawed = std::function<void()>;
+
+    static constexpr Duration kFreezeWait = std::chrono::seconds(10);
+    static constexpr Duration kReclaimDeadline = std::chrono::minutes(2);
+
+    WorkerSuspension(boost::asio::io_context& io, const Clock& clock, std::string worker, Emit emit,
+                     Thawed thawed);
+    ~WorkerSuspension();
+    WorkerSuspension(const WorkerSuspension&) = delete;
+    WorkerSuspension& operator=(const WorkerSuspension&) = delete;
+
+    // Suspended, or on the way there (freezing, reclaiming).
+    bool active() const { return phase_ != Phase::none; }
+    // Who asked ("rule 'host-thrash'", "infervisorctl"); "" when not active.
+    const std::string& trigger() const { return trigger_; }
+    // Since when (the freeze), when active.
+    std::optional<TimePoint> since() const { return since_; }
+
+    // `finished` runs once the memory has been reclaimed (ok) or the run ended
+    // first. Fails when already active or cgroup.freeze cannot be written.
+    Result<void> suspend(const CgroupDir& dir, std::string trigger, Finished finished);
+    // `finished` runs once the worker has been thawed. Fails when not active.
+    Result<void> resume(std::string trigger, Finished finished);
+    // The run is ending (stop, kill, exit): limits written back, thawed so
+    // that it can act on its stop signal, nothing journaled; a pending
+    // suspend is answered as failed, a pending resume as done.
+    void abandon();
+
+  private:
+    enum class Phase { none, freezing, reclaiming, suspended };
+
+    void wait_frozen(int polls);
+    void start_reclaim(bool frozen);
+    void on_reclaimed(const ReclaimResult& result, bool frozen);
+    void thaw_and_report(std::string trigger, Finished finished);
+    void restore_limits();
+    void answer_suspend(Outcome outcome);
+    BackgroundWork& background();
+
+    boost::asio::io_context& io_;
+    const Clock& clock_;
+    std::string worker_;
+    Emit emit_;
+    Thawed thawed_;
+    Phase phase_ = Phase::none;
+    std::optional<CgroupDir> dir_;
+    std::string trigger_;
+    std::optional<TimePoint> since_;
+    std::optional<TimePoint> frozen_at_;
+    std::optional<std::string> saved_high_;      // memory.high before the suspension
+    std::optional<std::string> saved_swap_max_;  // memory.swap.max, when it was lifted
+    Finished suspended_;                         // answer of the pending suspend
+    std::optional<std::pair<std::string, Finished>> queued_resume_;  // during the reclaim
+    uint64_t generation_ = 0;  // bumped by abandon(): a late reclaim result is dropped
+    boost::asio::steady_timer freeze_timer_;
+    std::unique_ptr<BackgroundWork> background_;  // created at the first suspension
+};
+
+}  // namespace infervisor

@@ -1,0 +1,175 @@
+// Suspend and resume on real processes in real cgroups: the example worker
+// counts served requests (STATUS=served K) every 20 ms. Suspended, it is
+// frozen (cgroup.events says so) and counts nothing, its watchdog does not
+// kill it; resumed, it counts on from where it was, in the same run. This
+// host's cgroup2 has no memory controller, so the reclaim finds nothing to
+// write (method "none"); pushing memory to swap is checked in the VM
+// (tests/vm/scenarios/19*-suspend-*.sh).
+#include <gmock/gmock.h>
+
+#include "policy/rule_config.h"
+#include "supervise/policy_runner.h"
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+class Suspension : public SupervisorFixture {
+  protected:
+    WorkerSpec counter(const std::string& name) const {
+        auto spec = example(name, {"--serve-interval-ms", "20"});
+        spec.notify = true;
+        // The worker heartbeats every 100 ms: only a paused watchdog spares
+        // it while it is frozen.
+        spec.watchdog = 200ms;
+        return spec;
+    }
+    long served(const std::string& name) {
+        std::string status = supervisor_->find(name)->snapshot().status_text;
+        long n = 0;
+        std::sscanf(status.c_str(), "served %ld", &n);
+        return n;
+    }
+    void run_for(std::chrono::milliseconds d) {
+        auto end = std::chrono::steady_clock::now() + d;
+        run_until([&] { return std::chrono::steady_clock::now() > end; });
+    }
+    bool frozen(const std::string& name) {
+        auto f = supervisor_->find(name)->cgroup().frozen();
+        return f && *f;
+    }
+};
+
+TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
+    supervisor_->apply(config({counter("count")}));
+    run_until_event("count", K::ready);
+    run_until([&] { return served("count") >= 5; });
+    Worker* w = supervisor_->find("count");
+    pid_t pid = w->snapshot().pid;
+
+    std::optional<WorkerSuspension::Outcome> answer;
+    ASSERT_TRUE(w->suspend("test", [&](const auto& o) { answer = o; }).ok());
+    EXPECT_EQ(w->state(), WorkerState::suspended);
+    EXPECT_EQ(w->state_reason(), "test");
+    run_until_event("count", K::suspended);
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->ok) << answer->detail;
+    EXPECT_TRUE(frozen("count"));
+
+    const Event* suspended = last("count", K::suspended);
+    EXPECT_EQ(field(*suspended, "TRIGGER"), "test");
+    EXPECT_EQ(field(*suspended, "FROZEN"), "1");
+    EXPECT_NE(field(*suspended, "RECLAIM_METHOD"), "");
+    EXPECT_NE(field(*suspended, "BYTES_RECLAIMED"), "");
+    EXPECT_NE(field(*suspended, "SECONDS"), "");
+
+    // Frozen: it serves nothing, and five watchdog intervals pass unpunished.
+    long at_suspend = served("count");
+    run_for(1s);
+    EXPECT_EQ(served("count"), at_suspend);
+    EXPECT_EQ(w->state(), WorkerState::suspended);
+    EXPECT_EQ(count("count", K::policy_action), 0u);  // no watchdog kill
+
+    ASSERT_TRUE(w->resume("test-resume").ok());
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(w->state_reason(), "");
+    EXPECT_FALSE(frozen("count"));
+    const Event* resumed = last("count", K::resumed);
+    ASSERT_NE(resumed, nullptr);
+    EXPECT_EQ(field(*resumed, "TRIGGER"), "test-resume");
+    EXPECT_EQ(field(*resumed, "SUSPENDED_BY"), "test");
+    EXPECT_NE(field(*resumed, "SUSPENDED_SECONDS"), "");
+
+    run_until([&] { return served("count") > at_suspend + 5; });
+    EXPECT_EQ(w->snapshot().pid, pid);  // the same run, counting on
+    EXPECT_EQ(count("count", K::exited), 0u);
+    EXPECT_EQ(count("count", K::started), 1u);
+}
+
+TEST_F(Suspension, ResumeIsRefusedUnlessSuspendedAndSuspendUnlessRunning) {
+    auto spec = counter("once");
+    supervisor_->apply(config({spec}));
+    run_until_event("once", K::ready);
+    Worker* w = supervisor_->find("once");
+    EXPECT_THAT(w->resume("x").error().what, HasSubstr("not suspended"));
+    ASSERT_TRUE(w->suspend("first").ok());
+    EXPECT_THAT(w->suspend("second").error().what, HasSubstr("already suspended"));
+    EXPECT_THAT(w->checkpoint_now().error().what, HasSubstr("resume it first"));
+    run_until_event("once", K::suspended);
+    EXPECT_EQ(last("once", K::suspended)->message.find("second"), std::string::npos);
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_THAT(w->suspend("late").error().what, HasSubstr("not running"));
+}
+
+TEST_F(Suspension, AStopThawsASuspendedWorkerSoThatItExitsOnItsStopSignal) {
+    supervisor_->apply(config({counter("leaving")}));
+    run_until_event("leaving", K::ready);
+    Worker* w = supervisor_->find("leaving");
+    ASSERT_TRUE(w->suspend("test").ok());
+    run_until_event("leaving", K::suspended);
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_EQ(w->state(), WorkerState::stopped);
+    EXPECT_EQ(field(*last("leaving", K::exited), "EXIT_CODE"), "0");  // its SIGTERM handler ran
+    EXPECT_EQ(count("leaving", K::stop_escalated), 0u);
+}
+
+TEST_F(Suspension, AResumeAskedForWhileSuspendingHappensOnceTheSuspensionIsDone) {
+    supervisor_->apply(config({counter("quick")}));
+    run_until_event("quick", K::ready);
+    Worker* w = supervisor_->find("quick");
+    ASSERT_TRUE(w->suspend("test").ok());
+    bool resumed = false;
+    ASSERT_TRUE(w->resume("hurry", [&](const auto& o) { resumed = o.ok; }).ok());
+    EXPECT_EQ(w->state(), WorkerState::suspended);  // not before the reclaim has ended
+    run_until([&] { return resumed; });
+    EXPECT_EQ(w->state(), WorkerState::running);
+    std::vector<K> order;
+    for (K k : kinds_of("quick"))
+        if (k == K::suspended || k == K::resumed) order.push_back(k);
+    EXPECT_EQ(order, (std::vector<K>{K::suspended, K::resumed}));
+}
+
+TEST_F(Suspension, AStartOfASuspendedWorkerResumesIt) {
+    supervisor_->apply(config({counter("started")}));
+    run_until_event("started", K::ready);
+    Worker* w = supervisor_->find("started");
+    ASSERT_TRUE(w->suspend("test").ok());
+    run_until_event("started", K::suspended);
+    w->start();
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(field(*last("started", K::resumed), "TRIGGER"), "start");
+    EXPECT_EQ(count("started", K::started), 1u);
+}
+
+TEST_F(Suspension, ARuleWithActionSuspendSuspendsTheWorker) {
+    ConfigErrors errors;
+    WorkerSpec spec = counter("ruled");
+    spec.rules = parse_rules(
+        YAML::Load("[{name: long-run, when: 'runtime > 200ms', action: suspend}]"), errors);
+    ASSERT_TRUE(errors.empty()) << errors.format();
+    Config c = config({spec});
+    c.daemon.sample_interval = 50ms;
+    PolicyRunner runner(*ctx_, *supervisor_);
+    runner.configure(c);
+    supervisor_->apply(c);
+    runner.start();
+    run_until_event("ruled", K::suspended);
+    runner.stop();
+    const Event* action = last("ruled", K::policy_action);
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(field(*action, "ACTION"), "suspend");
+    EXPECT_EQ(field(*action, "RESULT"), "done");
+    EXPECT_EQ(field(*last("ruled", K::suspended), "TRIGGER"), "rule 'long-run'");
+    EXPECT_EQ(supervisor_->find("ruled")->state_reason(), "rule 'long-run'");
+}
+
+}  // namespace
+}  // namespace infervisor::testing
