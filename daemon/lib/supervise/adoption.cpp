@@ -5,7 +5,8 @@ namespace infervisor {
 namespace {
 
 bool has_run(WorkerState s) {
-    return s == WorkerState::starting || s == WorkerState::running || s == WorkerState::stopping;
+    return s == WorkerState::starting || s == WorkerState::running || s == WorkerState::stopping ||
+           s == WorkerState::suspended;
 }
 
 RunAction run_action(const FoundWorker& f) {

@@ -50,7 +50,7 @@ std::optional<T> number(std::string_view s) {
 std::optional<WorkerState> state_from_name(std::string_view name) {
     for (auto s :
          {WorkerState::stopped, WorkerState::starting, WorkerState::running, WorkerState::stopping,
-          WorkerState::backoff, WorkerState::failed, WorkerState::parked})
+          WorkerState::backoff, WorkerState::failed, WorkerState::parked, WorkerState::suspended})
         if (state_name(s) == name) return s;
     return std::nullopt;
 }

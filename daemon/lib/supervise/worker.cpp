@@ -32,11 +32,6 @@ std::string human_size(uint64_t bytes) {
     return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
 }
 
-CgroupLimits limits_of(const WorkerSpec& spec) {
-    return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max,
-            spec.cpu_weight};
-}
-
 std::optional<uint64_t> read_u64(const CgroupDir& dir, const std::string& file) {
     auto text = dir.read(file);
     if (!text) return std::nullopt;

@@ -213,6 +213,8 @@ class Worker {
     // Binds the notify socket and rebuilds what launch() keeps about a run
     // (launched_, the checkpoint staging dir) for an adopted run.
     Result<void> rebind_after_adoption();
+    // An adopted run the earlier image had suspended: limits back, thawed.
+    void thaw_adopted_suspension();
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
     std::string cgroup_path_in_proc() const;

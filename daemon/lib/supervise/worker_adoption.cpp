@@ -90,6 +90,9 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     policy_then_ = p.policy_then;
     policy_rule_ = p.policy_rule;
     pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
+    // A suspension does not survive the re-execution (the limits it saved
+    // were the old image's): the worker is thawed with its configured limits.
+    if (p.state == WorkerState::suspended) thaw_adopted_suspension();
     bool ready = p.state != WorkerState::starting;
     // A run that was serving has passed its gate; one still loading waits
     // for READY=1 and its gate probe anew (a probe answers again, READY=1
@@ -141,6 +144,18 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
         restart();
     else
         stop();
+}
+
+void Worker::thaw_adopted_suspension() {
+    if (auto r = ctx_.write_limits(cgroup(), limits_of(spec_)); !r)
+        spdlog::warn("{}: adopted suspended; its limits could not be written back: {}", spec_.name,
+                     r.error().message());
+    if (auto r = cgroup().set_frozen(false); !r)
+        spdlog::warn("{}: adopted suspended; cannot thaw it: {}", spec_.name, r.error().message());
+    emit(EventKind::resumed,
+         "resumed (adoption): a suspension does not outlive a daemon re-execution; thawed with "
+         "its configured limits",
+         {{"TRIGGER", "adoption"}});
 }
 
 void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {

@@ -84,4 +84,9 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec, const Worker
     return out;
 }
 
+CgroupLimits limits_of(const WorkerSpec& spec) {
+    return {spec.memory.max, spec.memory.high, spec.memory.swap_max, spec.pids_max,
+            spec.cpu_weight};
+}
+
 }  // namespace infervisor

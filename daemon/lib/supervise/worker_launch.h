@@ -8,6 +8,7 @@
 
 #include "base/paths.h"
 #include "base/result.h"
+#include "cgroup/cgroup_limits.h"
 #include "config/worker_spec.h"
 #include "process/dynamic_users.h"
 #include "process/spawn_request.h"
@@ -57,5 +58,9 @@ struct WorkerPaths {
 // infervisor variables.
 std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,
                                             const WorkerPaths& paths);
+
+// The cgroup limits the spec asks for (memory.max, .high, .swap.max,
+// pids.max, cpu.weight).
+CgroupLimits limits_of(const WorkerSpec& spec);
 
 }  // namespace infervisor
