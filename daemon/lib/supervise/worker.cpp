@@ -806,9 +806,11 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
         return r;
     resume_to_ = state_;
     set_state(WorkerState::suspended);
-    // A frozen worker sends no WATCHDOG=1 and no READY=1: not its fault.
+    // A frozen worker sends no WATCHDOG=1 and no READY=1 and answers no
+    // probe: not its fault.
     watchdog_timer_.cancel();
     start_timer_.cancel();
+    if (probes_) probes_->run_ended();
     return {};
 }
 
@@ -824,6 +826,14 @@ void Worker::on_thawed() {
     if (last_heartbeat_) last_heartbeat_ = ctx_.clock.now();
     arm_watchdog();
     arm_start_timeout();
+    // Probes start afresh: the gate again while loading, else readiness
+    // and liveness (their thresholds absorb the paging-in after a resume).
+    if (probes_) {
+        if (state_ == WorkerState::starting)
+            probes_->run_started(launched_);
+        else
+            probes_->loading_over();
+    }
 }
 
 std::string Worker::state_reason() const {
