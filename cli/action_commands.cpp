@@ -63,12 +63,12 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
                       "Ask workers for a checkpoint; waits until each is written",
                       "The workers keep running; their next start restores from it.\n"
                       "Examples:\n  infervisorctl checkpoint llama");
-    add_names_command(app, ctx, "suspend", "io.infervisor.Supervisor.Suspend",
+    add_names_command(app, ctx, "suspend", "io.infervisor.supervisor.Suspend",
                       "Suspend workers: freeze them, push their memory out to swap",
                       "They keep their state (in swap) until resumed; waits until each\n"
                       "is suspended. Needs swap to give the host its memory back.\n"
                       "Examples:\n  infervisorctl suspend batch");
-    add_names_command(app, ctx, "resume", "io.infervisor.Supervisor.Resume",
+    add_names_command(app, ctx, "resume", "io.infervisor.supervisor.Resume",
                       "Resume suspended workers where they were",
                       "Examples:\n  infervisorctl resume batch");
 
