@@ -48,10 +48,8 @@ std::optional<T> number(std::string_view s) {
 }
 
 std::optional<WorkerState> state_from_name(std::string_view name) {
-    for (auto s :
-         {WorkerState::stopped, WorkerState::starting, WorkerState::running, WorkerState::stopping,
-          WorkerState::backoff, WorkerState::failed, WorkerState::parked, WorkerState::suspended})
-        if (state_name(s) == name) return s;
+    for (int i = 0; i <= static_cast<int>(kLastWorkerState); ++i)
+        if (auto s = static_cast<WorkerState>(i); state_name(s) == name) return s;
     return std::nullopt;
 }
 

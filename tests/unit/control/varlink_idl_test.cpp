@@ -61,10 +61,8 @@ TEST(VarlinkIdl, EveryEventKindIsInTheKindEnum) {
 TEST(VarlinkIdl, EveryWorkerStateIsInTheStateEnum) {
     auto values = enum_values("state");
     std::set<std::string> states;
-    for (auto s :
-         {WorkerState::stopped, WorkerState::starting, WorkerState::running, WorkerState::stopping,
-          WorkerState::backoff, WorkerState::failed, WorkerState::parked})
-        states.insert(std::string(state_name(s)));
+    for (int s = 0; s <= static_cast<int>(kLastWorkerState); ++s)
+        states.insert(std::string(state_name(static_cast<WorkerState>(s))));
     EXPECT_EQ(values, states) << "the `state` enum of io.infervisor.supervisor.varlink and "
                                  "supervise/worker_state.h differ";
 }
