@@ -13,9 +13,11 @@ source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
 
 frozen() { [[ $(sed -n 's/^frozen //p' "$(worker_cgroup "$1")/cgroup.events") == 1 ]]; }
 # status_field WORKER KEY: a key of the worker in `infervisorctl status --json`.
+# (Exit status 3: the worker is not running, e.g. suspended; see infervisorctl(1).)
 status_field() {
-	infervisorctl status --json "$1" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2"
+	local json
+	json=$(infervisorctl status --json "$1") || [[ $? == 3 ]]
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2" <<<"$json"
 }
 state_of() { status_field "$1" state; }
 # served_now WORKER: K of its last STATUS=served K requests, as the daemon has it.
