@@ -60,7 +60,10 @@ suspend_and_resume_by_hand() {
 	# It answers once the memory is out, frozen.
 	assert_cmd frozen batch
 	assert_eq suspended "$(state_of batch)" "state"
-	assert_contains "$(infervisorctl status batch)" "suspended (infervisorctl)"
+	local status rc=0
+	status=$(infervisorctl status batch) || rc=$?
+	assert_eq 3 "$rc" "status exit code of a suspended worker (not running)"
+	assert_contains "$status" "suspended (infervisorctl)"
 	assert_eq max "$(cat "$cg/memory.swap.max")" "memory.swap.max while suspended"
 	wait_until 60 has_events batch suspended 1
 	assert_eq memory.reclaim "$(event_field batch suspended RECLAIM_METHOD)" "reclaim method"
