@@ -28,6 +28,12 @@ unsigned long ResidentMemory::touch() const {
     return sum;
 }
 
+void ResidentMemory::clear() {
+    blocks_.clear();
+    block_sizes_.clear();
+    total_ = 0;
+}
+
 long rss_mib() {
     FILE* statm = std::fopen("/proc/self/statm", "re");
     if (!statm) return -1;

@@ -16,6 +16,8 @@ class ResidentMemory {
     // Reads one byte of every page, so pages swapped out fault back in.
     // Returns their sum, so that the reads cannot be optimised away.
     unsigned long touch() const;
+    // Frees it all (large blocks go back to the kernel: glibc mmaps them).
+    void clear();
 
   private:
     std::vector<std::unique_ptr<char[]>> blocks_;

@@ -38,6 +38,8 @@ Misbehaviour, to exercise the supervisor:
                             health answers (infinite loop); SIGTERM then kills it (default
                             action)
   --crash-after-ms N        after N ms exit with the --exit-code
+  --exit-after-requests N   after serving request N say "done" and exit 0 (a batch job
+                            that finishes its work)
   --exit-code C             exit code for --crash-after-ms (default 1)
   --abort                   with --crash-after-ms: abort() instead of exiting
   --ignore-sigterm          ignore SIGTERM
@@ -49,11 +51,13 @@ Misbehaviour, to exercise the supervisor:
                             exit 66 if it has vanished (the temp-file trap)
 
 Memory, for policy tests and benchmarks:
-  --touch-model             on every serve tick read one byte of each page of the model, as an
-                            inference pass reads all its weights: a model swapped out comes
-                            back in (swap-in), so workers that overcommit the host thrash it
+  --touch-model             on every serve tick read one byte of each page of the model (and
+                            of a burst), as an inference pass reads all its weights: a model
+                            swapped out comes back in (swap-in), so workers that overcommit
+                            the host thrash it
   --burst-mb M              on SIGUSR2 allocate and touch M MiB at once (a sudden spike that
-                            crosses a memory threshold at a known moment)
+                            crosses a memory threshold at a known moment); on SIGHUP free
+                            it again (the worker shrinks back)
   --burst-stamp FILE        with --burst-mb: write "start NS" before the burst and "end NS"
                             after it into FILE (CLOCK_MONOTONIC nanoseconds), each line with
                             its own write(2); a relative FILE is in $INFERVISOR_WORKDIR
@@ -184,6 +188,8 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.burst_stamp = args.value();
     else if (opt == "--http-port")
         o.http_port = static_cast<int>(parse_long(opt, args.value()));
+    else if (opt == "--exit-after-requests")
+        o.exit_after_requests = parse_long(opt, args.value());
     else
         return false;
     return true;

@@ -19,12 +19,13 @@ struct Options {
     bool abort = false;
     bool ignore_sigterm = false;
     bool double_fork = false;
-    int checkpoint_signal = 0;  // SIGUSR1 unless given
-    std::string tmp_file;       // --tmp-file: NAME inside $TMPDIR (or /tmp), or an absolute path
-    bool touch_model = false;   // --touch-model: read the whole model on every serve tick
-    long burst_mb = 0;          // --burst-mb: allocate this much at once on SIGUSR2
-    std::string burst_stamp;    // --burst-stamp: where the burst's times go
-    int http_port = 0;          // --http-port: health endpoint on 127.0.0.1; 0 = none
+    int checkpoint_signal = 0;     // SIGUSR1 unless given
+    std::string tmp_file;          // --tmp-file: NAME inside $TMPDIR (or /tmp), or an absolute path
+    bool touch_model = false;      // --touch-model: read the whole model on every serve tick
+    long burst_mb = 0;             // --burst-mb: allocate this much at once on SIGUSR2
+    std::string burst_stamp;       // --burst-stamp: where the burst's times go
+    int http_port = 0;             // --http-port: health endpoint on 127.0.0.1; 0 = none
+    long exit_after_requests = 0;  // --exit-after-requests: 0 = serve forever
 };
 
 // Parses argv. On --help prints the usage and exits 0; on a bad option prints

@@ -25,11 +25,13 @@ namespace {
 volatile sig_atomic_t stop_requested = 0;
 volatile sig_atomic_t checkpoint_requested = 0;
 volatile sig_atomic_t burst_requested = 0;
+volatile sig_atomic_t release_requested = 0;
 std::atomic<unsigned long> spin_counter{0};
 
 void on_stop(int) { stop_requested = 1; }
 void on_checkpoint(int) { checkpoint_requested = 1; }
 void on_burst(int) { burst_requested = 1; }
+void on_release(int) { release_requested = 1; }
 
 long long monotonic_ns() {
     timespec now{};
@@ -95,6 +97,9 @@ void Worker::install_signal_handlers() {
         action.sa_handler = on_burst;
         sigaction(SIGUSR2, &action, nullptr);
         sigaddset(&blocked, SIGUSR2);
+        action.sa_handler = on_release;
+        sigaction(SIGHUP, &action, nullptr);
+        sigaddset(&blocked, SIGHUP);
     }
     sigprocmask(SIG_BLOCK, &blocked, nullptr);
 }
@@ -181,7 +186,7 @@ void Worker::become_ready() {
 
 bool Worker::serve_one() {
     if (!tmp_path_.empty() && !tmp_file_still_there()) return false;
-    if (options_.touch_model) model_checksum_ += model_.touch();
+    if (options_.touch_model) model_checksum_ += model_.touch() + burst_.touch();
     ++served_;
     say("served request %ld (rss=%ld MiB)", served_, rss_mib());
     notifier_.send("STATUS=served " + std::to_string(served_) + " requests");
@@ -313,6 +318,11 @@ int Worker::run() {
             burst_requested = 0;
             burst();
         }
+        if (release_requested) {
+            release_requested = 0;
+            burst_.clear();
+            say("burst released (rss=%ld MiB)", rss_mib());
+        }
         auto now = Clock::now();
         using std::chrono::milliseconds;
         if (options_.crash_after_ms && now >= start_ + milliseconds(*options_.crash_after_ms))
@@ -325,6 +335,10 @@ int Worker::run() {
         if (!ready_ && now >= start_ + milliseconds(options_.load_ms)) become_ready();
         if (ready_ && now >= next_serve_) {
             if (!serve_one()) return 66;
+            if (options_.exit_after_requests > 0 && served_ >= options_.exit_after_requests) {
+                say("done after %ld requests", served_);
+                return 0;
+            }
             next_serve_ = std::max(next_serve_ + milliseconds(options_.serve_interval_ms), now);
         }
         if (ready_ && options_.leak_mb_per_s > 0 && now >= next_leak_) {

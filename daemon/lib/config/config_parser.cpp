@@ -75,6 +75,18 @@ void parse_limits(YamlMap& map, WorkerSpec& spec) {
     map.get_int("oom_score_adj", spec.oom_score_adj, -1000, 1000);
 }
 
+// resume_when: a host condition, as a host rule's `when`.
+void parse_resume_when(YamlMap& map, DaemonSettings& d, ConfigErrors& errors) {
+    std::string text;
+    if (!map.get_string("resume_when", text)) return;
+    auto condition = parse_condition(text, RuleScope::host);
+    if (!condition) {
+        errors.add(map.take("resume_when")->Mark(), "'resume_when': " + condition.error().what);
+        return;
+    }
+    d.resume_when = *condition;
+}
+
 }  // namespace
 
 void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors& errors,
@@ -159,6 +171,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     map.get_duration("growth_window", d.growth_window, Required::no, 24h);
     map.get_duration("host_settle", d.host_settle, Required::no, 1h);
     if (auto metrics = map.take("metrics")) parse_metrics_settings(*metrics, d.metrics, errors);
+    parse_resume_when(map, d, errors);
     if (auto defaults = map.take("defaults")) {
         parse_worker_fields(*defaults, defaults_, errors, false);
         out.default_rules = defaults_.rules;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct DaemonSettings {
     // freed, survivors paging back in) looks like thrashing. 0: no wait.
     Duration host_settle = std::chrono::seconds(30);
     MetricsSettings metrics;  // `metrics:`: Prometheus output and history
+    // A host condition ("host.mem.available > 2G for 1m"): when it has held
+    // for its `for` after the last preemption, workers a host rule suspended
+    // or parked are brought back, one at a time (policy/resume_planner.h).
+    // Empty: they wait for an operator.
+    std::optional<Condition> resume_when;
 
     bool operator==(const DaemonSettings&) const = default;
 };

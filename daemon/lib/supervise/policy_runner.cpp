@@ -15,6 +15,15 @@ namespace {
 // "Stalled 15 % of a second": the same trigger as the host's.
 const PsiTriggerSpec kPressureTrigger{PsiLine::some, std::chrono::milliseconds(150),
                                       std::chrono::seconds(1)};
+
+// Whether a worker put aside as `state` still waits: a suspended one while
+// it is suspended; a parked one from the kill until it is started again
+// (its run may still be ending), unless someone stopped it meanwhile.
+bool still_waiting(const Worker& w, WorkerState state) {
+    if (state == WorkerState::suspended) return w.state() == WorkerState::suspended;
+    return w.state() != WorkerState::stopped && w.state() != WorkerState::failed &&
+           w.state() != WorkerState::backoff;
+}
 }  // namespace
 
 PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
@@ -32,6 +41,7 @@ void PolicyRunner::on_event(const Event& e) {
         case EventKind::started:
             // A new run starts with a clean slate: growth, held conditions, counters.
             engine_.forget(e.worker);
+            preempted_.erase(e.worker);
             if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
             return;
         case EventKind::adopted:
@@ -45,6 +55,7 @@ void PolicyRunner::on_event(const Event& e) {
             // Its memory comes back from swap: not growth, not host thrashing.
             engine_.forget(e.worker);
             engine_.settle_host(ctx_.clock.now());
+            preempted_.erase(e.worker);
             return;
         default:
             return;
@@ -73,6 +84,8 @@ void PolicyRunner::configure(const Config& config) {
     engine_.set_default_rules(config.default_rules);
     engine_.set_host_rules(config.host_rules);
     interval_ = config.daemon.sample_interval;
+    resume_planner_.configure(config.daemon.resume_when, config.daemon.host_settle);
+    dry_run_ = config.daemon.dry_run;
     std::set<std::string> now;
     for (const auto& w : config.workers) {
         engine_.set_worker_rules(w.name, w.rules);
@@ -81,6 +94,7 @@ void PolicyRunner::configure(const Config& config) {
     for (const auto& name : known_)
         if (!now.count(name)) {
             engine_.remove_worker(name);
+            preempted_.erase(name);
             watch_logged_.erase(name);
         }
     known_ = std::move(now);
@@ -193,6 +207,7 @@ void PolicyRunner::evaluate_now() {
     HostSample host = sample_host(ctx_.paths.procfs, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
     for (const auto& d : decisions) execute(d);
+    if (auto d = resume_planner_.evaluate(host, waiting_for_room(), now)) resume(*d);
     if (!observer_) return;
     round.time = now;
     round.host = std::move(host);
@@ -200,6 +215,62 @@ void PolicyRunner::evaluate_now() {
     round.evaluation_time = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - began);
     observer_(round);
+}
+
+void PolicyRunner::note_preemption(const Decision& d) {
+    bool parks =
+        d.then == Then::park && (d.action == Action::kill || d.action == Action::checkpoint);
+    if (d.action != Action::suspend && d.action != Action::kill && d.action != Action::checkpoint)
+        return;
+    TimePoint now = ctx_.clock.now();
+    resume_planner_.preempted(now);  // the room before this does not count for a resume
+    if (d.action == Action::suspend)
+        preempted_[d.worker] = {now, WorkerState::suspended};
+    else if (parks)
+        preempted_[d.worker] = {now, WorkerState::parked};
+}
+
+std::vector<ResumeCandidate> PolicyRunner::waiting_for_room() {
+    std::vector<ResumeCandidate> out;
+    for (auto it = preempted_.begin(); it != preempted_.end();) {
+        const Worker* w = supervisor_.find(it->first);
+        if (!w || !still_waiting(*w, it->second.state)) {
+            it = preempted_.erase(it);
+            continue;
+        }
+        if (w->state() == it->second.state) {
+            std::optional<uint64_t> needs = it->second.state == WorkerState::suspended
+                                                ? w->suspension().memory_before()
+                                                : w->spec().memory.max;
+            out.push_back({w->name(), static_cast<int>(w->spec().priority), it->second.at, needs,
+                           std::string(state_name(it->second.state))});
+        }
+        ++it;
+    }
+    return out;
+}
+
+void PolicyRunner::resume(const ResumeDecision& d) {
+    Worker* worker = supervisor_.find(d.worker);
+    std::string result = dry_run_ ? "dry-run: not taken" : worker ? "done" : "no such worker";
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"RULE", "resume_when"},
+        {"ACTION", "resume"},
+        {"DRY_RUN", dry_run_ ? "1" : "0"},
+        {"RESULT", result},
+    };
+    for (const auto& [k, v] : d.measurements) fields.emplace_back(k, v);
+    // Journaled first: the cause before its effects (resumed, started).
+    ctx_.events.emit(Event{EventKind::policy_action, d.worker,
+                           "resume_when: resume" + std::string(dry_run_ ? " (dry run)" : "") +
+                               ": " + d.reason + " -> " + result,
+                           std::move(fields)});
+    if (dry_run_ || !worker) return;
+    preempted_.erase(d.worker);
+    if (worker->state() != WorkerState::suspended) return worker->start();  // parked
+    std::string trigger = "resume_when '" + resume_planner_.condition()->text + "'";
+    if (auto r = worker->resume(trigger); !r)
+        spdlog::warn("{}: resume_when: {}", d.worker, r.error().message());
 }
 
 Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
@@ -231,6 +302,8 @@ void PolicyRunner::execute(const Decision& d) {
             result = "no such worker";
         else if (auto r = carry_out(*worker, d); !r)
             result = "failed: " + r.error().message();
+        else if (d.scope == RuleScope::host)
+            note_preemption(d);
     }
     std::vector<std::pair<std::string, std::string>> fields = {
         {"RULE", d.rule},

@@ -14,6 +14,13 @@
 // notifications (a worker pinned at memory.high notifies up to 50 times a
 // second) costs at most 1 / kMinWakeGap evaluations a second while a quiet
 // system still reacts within one event-loop turn.
+//
+// Resume (resume_when, policy/resume_planner.h): a worker a host rule
+// suspended, or parked (a kill or checkpoint with `then: park`), waits in
+// `preempted_` until the planner picks it; it is then resumed (thawed) or
+// started, with a `policy-action` entry (RULE=resume_when, ACTION=resume)
+// that has the host's numbers. A new run or a resume by anyone else ends
+// its wait.
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -27,6 +34,7 @@
 #include "metrics/evaluation_round.h"
 #include "policy/policy_engine.h"
 #include "policy/psi_trigger.h"
+#include "policy/resume_planner.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_signal_watch.h"
 
@@ -75,10 +83,23 @@ class PolicyRunner {
     void run_queued_evaluation();
     void execute(const Decision& decision);
     Result<void> carry_out(Worker& worker, const Decision& decision);
+    // A host decision that was carried out: a preemption for resume_when.
+    void note_preemption(const Decision& decision);
+    std::vector<ResumeCandidate> waiting_for_room();
+    void resume(const ResumeDecision& decision);
+
+    // A worker put aside by a host rule, waiting for room.
+    struct Preempted {
+        TimePoint at;
+        WorkerState state;  // suspended or parked: the wait ends when it is not
+    };
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;
     PolicyEngine engine_;
+    ResumePlanner resume_planner_;
+    std::map<std::string, Preempted> preempted_;
+    bool dry_run_ = false;
     Duration interval_ = std::chrono::seconds(2);
     std::set<std::string> known_;
     boost::asio::steady_timer tick_;

@@ -125,6 +125,8 @@ class Worker {
     // Why the worker is in its state, for status displays: who suspended it,
     // which rule parked it; "" when there is nothing to say.
     std::string state_reason() const;
+    // The suspension's side (since when, what memory it will want back).
+    const WorkerSuspension& suspension() const { return suspension_; }
 
     std::optional<TimePoint> started_at() const { return started_at_; }
     // When this run became `running` (ready): at exec for a worker with

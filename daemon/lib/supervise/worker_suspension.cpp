@@ -78,6 +78,7 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
     trigger_ = std::move(trigger);
     since_ = clock_.now();
     frozen_at_.reset();
+    memory_before_.reset();
     suspended_ = std::move(finished);
     phase_ = Phase::freezing;
     wait_frozen(0);
@@ -117,6 +118,7 @@ void WorkerSuspension::start_reclaim(bool frozen) {
 
 void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     phase_ = Phase::suspended;
+    memory_before_ = r.memory_before;
     TimePoint now = clock_.now();
     double freeze_seconds = seconds_between(*since_, frozen_at_.value_or(*since_));
     std::optional<uint64_t> swap = read_u64(*dir_, "memory.swap.current");

@@ -67,6 +67,8 @@ class WorkerSuspension {
     const std::string& trigger() const { return trigger_; }
     // Since when (the freeze), when active.
     std::optional<TimePoint> since() const { return since_; }
+    // memory.current when the reclaim began: what it will want back.
+    std::optional<uint64_t> memory_before() const { return memory_before_; }
 
     // `finished` runs once the memory has been reclaimed (ok) or the run ended
     // first. Fails when already active or cgroup.freeze cannot be written.
@@ -99,6 +101,7 @@ class WorkerSuspension {
     std::string trigger_;
     std::optional<TimePoint> since_;
     std::optional<TimePoint> frozen_at_;
+    std::optional<uint64_t> memory_before_;
     std::optional<std::string> saved_high_;      // memory.high before the suspension
     std::optional<std::string> saved_swap_max_;  // memory.swap.max, when it was lifted
     Finished suspended_;                         // answer of the pending suspend

@@ -6,6 +6,7 @@
 namespace infervisor {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -233,6 +234,20 @@ TEST(ConfigParser, HostSettle) {
     EXPECT_EQ(load_config_text("host_settle: 0s\n", "test.yaml").config.daemon.host_settle,
               std::chrono::seconds(0));
     EXPECT_THAT(errors_of("host_settle: soon\n"), ElementsAre(HasSubstr("test.yaml:1:14: ")));
+}
+
+TEST(ConfigParser, ResumeWhenIsAHostCondition) {
+    EXPECT_FALSE(load_config_text("", "e.yaml").config.daemon.resume_when);
+    auto loaded = load_config_text("resume_when: host.mem.available > 2G for 1m\n", "test.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    const auto& when = loaded.config.daemon.resume_when;
+    ASSERT_TRUE(when);
+    EXPECT_EQ(when->metric, "host.mem.available");
+    EXPECT_EQ(when->hold, std::chrono::minutes(1));
+    EXPECT_EQ(when->threshold, 2.0 * (1ull << 30));
+    EXPECT_THAT(errors_of("resume_when: memory.current > 1G\n"),
+                ElementsAre(AllOf(HasSubstr("test.yaml:1:14: 'resume_when': "),
+                                  HasSubstr("'memory.current' is a worker metric"))));
 }
 
 TEST(ConfigValidator, GrowthWindowMustSpanTwoSamples) {

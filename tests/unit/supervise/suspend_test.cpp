@@ -173,3 +173,54 @@ TEST_F(Suspension, ARuleWithActionSuspendSuspendsTheWorker) {
 
 }  // namespace
 }  // namespace infervisor::testing
+
+namespace infervisor::testing {
+namespace {
+
+// A host rule that always holds suspends the lowest priority worker; a
+// resume_when that always holds brings it back once its `for` has passed
+// after the suspension. Order and outcome only.
+TEST_F(Suspension, AHostRuleSuspendsTheLowPriorityWorkerAndResumeWhenBringsItBack) {
+    ConfigErrors errors;
+    WorkerSpec low = counter("low");
+    WorkerSpec high = counter("high");
+    high.priority = 10;
+    Config c = config({low, high});
+    c.host_rules = parse_host_rules(
+        YAML::Load("[{name: squeeze, when: 'host.mem.available > 1', action: suspend}]"), errors);
+    ASSERT_TRUE(errors.empty()) << errors.format();
+    auto when = parse_condition("host.mem.available > 1 for 300ms", RuleScope::host);
+    ASSERT_TRUE(when.ok()) << when.error().what;
+    c.daemon.resume_when = *when;
+    c.daemon.host_settle = 0ms;
+    c.daemon.sample_interval = 50ms;
+    PolicyRunner runner(*ctx_, *supervisor_);
+    runner.configure(c);
+    supervisor_->apply(c);
+    run_until_event("low", K::ready);
+    run_until_event("high", K::ready);
+    runner.start();
+    run_until_event("low", K::resumed);
+    runner.stop();
+
+    std::vector<std::string> order;
+    for (const auto& e : events_)
+        if (e.worker == "low" &&
+            (e.kind == K::suspended || e.kind == K::resumed || e.kind == K::policy_action))
+            order.push_back(std::string(event_name(e.kind)) + ":" + field(e, "RULE") +
+                            field(e, "TRIGGER"));
+    EXPECT_EQ(order,
+              (std::vector<std::string>{"policy-action:squeeze", "suspended:rule 'squeeze'",
+                                        "policy-action:resume_when",
+                                        "resumed:resume_when 'host.mem.available > 1 for 300ms'"}));
+    const Event* decision = last("low", K::policy_action);
+    EXPECT_EQ(field(*decision, "ACTION"), "resume");
+    EXPECT_EQ(field(*decision, "RESULT"), "done");
+    EXPECT_NE(field(*decision, "HOST_MEM_AVAILABLE_BYTES"), "");
+    EXPECT_EQ(field(*decision, "PRIORITY"), "0");
+    EXPECT_EQ(count("high", K::suspended), 0u);
+    EXPECT_EQ(supervisor_->find("low")->state(), WorkerState::running);
+}
+
+}  // namespace
+}  // namespace infervisor::testing

@@ -1,0 +1,164 @@
+#!/bin/bash
+# Issue 13, scenario 1: two workers overcommit the guest (1 GiB, zram swap).
+# `low` (priority 0) is a batch job: 300 requests, each a pass over its whole
+# model, then it exits 0. `high` (priority 10) serves; on SIGUSR2 it grows by
+# a burst it also reads on every request (a long context), on SIGHUP it
+# shrinks back. Sizes are fractions of MemAvailable measured on the idle
+# guest:
+#   low 45%, high 30% + a burst of 45%: 120% with the burst, 75% without.
+# The host rule (swap-in, as the shipped one) suspends low, the lowest
+# priority, instead of killing it: frozen, its memory pushed to swap. high
+# keeps serving. Only once high has shrunk does resume_when (MemAvailable
+# above low's size plus a margin, for 5s) hold: low is thawed, pages its
+# model back in and finishes its 300 requests — every one of them served
+# once, by the same process, exit 0. Checked by order and outcome, never by
+# time. Guest time: about 150-250 s under emulation (the work and the
+# burst's allocation dominate).
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+
+main_config=$ivd_conf/infervisor.yaml
+main_config_saved=/run/vmtest-191-preempt-main.yaml
+# Enough work that low is still at it when high's burst (slow to allocate
+# under emulation on a loaded host: 30-60 s) makes the host thrash.
+requests=300
+
+# use_preempt_config RESUME_MIB: a host rule that suspends, resume_when above
+# RESUME_MIB, no worker rules. Workers may swap only when suspended (the
+# packaged default swap_max: 0 stays).
+use_preempt_config() {
+	[[ -e $main_config_saved ]] || {
+		cp "$main_config" "$main_config_saved"
+		at_exit cp "$main_config_saved" "$main_config"
+	}
+	cat >"$main_config" <<-YAML
+		log_level: info
+		control_group: infervisor
+		sample_interval: 1s
+		# No second victim while the first is away (and its resume pages back in).
+		host_settle: 10m
+		resume_when: host.mem.available > ${1}M for 5s
+		defaults:
+		  user: infervisor-worker
+		  memory: {swap_max: max}
+		  restart: {policy: on-failure, backoff_initial: 1s}
+		  rules: []
+		host_rules:
+		  - name: host-thrash
+		    when: host.swap.in > 50 for 5s
+		    action: suspend
+	YAML
+}
+
+# served_now WORKER: K of its last STATUS=served K requests, as the daemon has
+# it (the journal may still be catching up with its output lines).
+# (status exits 3 for a worker that is not running, a suspended one too.)
+served_now() {
+	local json
+	json=$(infervisorctl status --json "$1") || [[ $? == 3 ]]
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0]["status_text"])' \
+		<<<"$json" | sed -n 's/^served \([0-9]*\) requests$/\1/p'
+}
+all_lines_in() { (($(served_count "$1") >= $2)); }
+
+mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+
+# served_numbers WORKER: the N of every "served request N" line, in order.
+served_numbers() {
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat |
+		sed -n 's/.*served request \([0-9]*\) .*/\1/p'
+}
+
+low_suspended_and_resumed() {
+	install_infervisor
+	if ! swapon --show=NAME --noheadings | grep -q .; then
+		zram_swap_on 1G
+		at_exit zram_swap_off
+	fi
+	at_exit systemctl stop infervisord
+	at_exit dump_state
+	use_preempt_config 100000 # measure the idle host first
+	echo "workers: []" | use_workers preempt.yaml
+	fresh_daemon
+	local avail low_mib high_mib burst_mib resume_mib
+	avail=$(mem_available_mib)
+	low_mib=$((avail * 45 / 100))
+	high_mib=$((avail * 30 / 100))
+	burst_mib=$((avail * 45 / 100))
+	resume_mib=$((low_mib + avail * 15 / 100))
+	log "MemAvailable idle: $avail MiB; low $low_mib, high $high_mib + $burst_mib MiB; resume above $resume_mib MiB"
+	use_preempt_config "$resume_mib"
+	use_workers preempt.yaml <<-YAML
+		workers:
+		  - name: low
+		    command: [$ivd_example_worker, --model-mb, "$low_mib", --touch-model,
+		              --serve-interval-ms, "250", --exit-after-requests, "$requests"]
+		    notify: true
+		    priority: 0
+		    memory: {max: 2G, swap_max: 0}
+		  - name: high
+		    command: [$ivd_example_worker, --model-mb, "$high_mib", --touch-model,
+		              --burst-mb, "$burst_mib", --serve-interval-ms, "250"]
+		    notify: true
+		    priority: 10
+		    memory: {max: 2G}
+	YAML
+	fresh_daemon
+	wait_until 600 has_events low ready 1
+	wait_until 600 has_events high ready 1
+	wait_until 300 served_more_than low 10
+	log "both ready, low has served 10; high bursts"
+	local high_pid low_pid
+	high_pid=$(main_pid high)
+	low_pid=$(main_pid low)
+
+	# high grows: the host thrashes until the rule suspends low.
+	kill -USR2 "$high_pid"
+	wait_until 900 has_events low suspended 1
+	log "suspend: $(ivd_journal INFERVISOR_WORKER=low INFERVISOR_EVENT=suspended -o cat)"
+	assert_eq host-thrash "$(event_field low policy-action RULE | head -n1)" "rule"
+	assert_eq suspend "$(event_field low policy-action ACTION | head -n1)" "action"
+	assert_eq 0 "$(event_field low policy-action VICTIM_PRIORITY | head -n1)" "victim priority"
+	assert_eq "rule 'host-thrash'" "$(event_field low suspended TRIGGER)" "suspended by"
+	assert_cmd test "$(event_field low suspended BYTES_RECLAIMED)" -gt 0
+	local served_at_suspend
+	served_at_suspend=$(served_now low)
+	assert_cmd test "$served_at_suspend" -lt "$requests"
+
+	# high keeps serving, with low away and its memory in swap; no resume
+	# while high is big, though resume_when's `for` (5s) passes many times.
+	local high_served
+	high_served=$(served_count high)
+	wait_until 600 served_more_than high $((high_served + 20))
+	log "high served 20 more with low suspended; high shrinks"
+	assert_eq 0 "$(event_count low resumed)" "resumes while high is big"
+	assert_eq "$served_at_suspend" "$(served_now low)" "low's requests while suspended"
+
+	# high shrinks: now there is room, and low comes back and finishes.
+	kill -HUP "$high_pid"
+	wait_until 600 has_events low resumed 1
+	log "resume: $(ivd_journal INFERVISOR_WORKER=low INFERVISOR_EVENT=policy-action INFERVISOR_RULE=resume_when -o cat)"
+	# (No resume before the SIGHUP, checked above while high served 20
+	# requests; the room it was resumed into:)
+	assert_cmd test "$(event_field low policy-action HOST_MEM_AVAILABLE_BYTES INFERVISOR_RULE=resume_when)" \
+		-gt $((resume_mib << 20))
+	wait_until 900 has_events low exited 1
+
+	# Nothing lost: one process served 1..300, each once, and exited 0.
+	wait_until 120 all_lines_in low "$requests"
+	assert_eq 0 "$(event_field low exited EXIT_CODE)" "low's exit code"
+	assert_eq 1 "$(event_count low started)" "low's starts"
+	assert_eq "$(seq 1 "$requests" | tr '\n' ' ')" "$(served_numbers low | tr '\n' ' ')" "low's requests"
+	assert_eq "started ready policy-action:host-thrash suspended policy-action:resume_when resumed exited" \
+		"$(event_sequence low)" "low's events"
+	# high: never acted on, the same process, still serving.
+	assert_eq 0 "$(event_count high policy-action)" "high's policy actions"
+	assert_eq 0 "$(event_count high suspended)" "high's suspensions"
+	assert_eq "$high_pid" "$(main_pid high)" "high's pid"
+	assert_cmd kill -0 "$high_pid"
+	assert_eq 0 "$(kernel_oom_kills)" "kernel OOM kills"
+	log "low's pid $low_pid; high's memory stall (full avg10/avg60): $(sed -n 's/^full //p' "$(worker_cgroup high)/memory.pressure")"
+}
+
+run_scenario host-pressure-suspends-low-and-resume-when-brings-it-back low_suspended_and_resumed
