@@ -43,8 +43,10 @@ for n in "${counts[@]}"; do
 	ivd_cursor=$(journalctl -q -n 1 --show-cursor | sed -n 's/^-- cursor: //p')
 	systemctl kill --kill-whom=main --signal=SIGUSR2 infervisord
 	wait_until 1200 events_at_least adopted "$n"
+	# -a: the export format carries binary fields; without it grep prints
+	# "binary file matches" and the time would be 0.
 	reexec_usec=$(ivd_journal SYSLOG_IDENTIFIER=infervisord -o export |
-		grep -B40 '^MESSAGE=SIGUSR2: re-executing' | sed -n 's/^__MONOTONIC_TIMESTAMP=//p' | tail -n1)
+		grep -a -B40 '^MESSAGE=SIGUSR2: re-executing' | sed -n 's/^__MONOTONIC_TIMESTAMP=//p' | tail -n1)
 	adopt_ms=$((($(last_event_usec adopted) - reexec_usec) / 1000))
 	printf '%-8s %-14s %-14s\n' "$n" "${fresh_ms} ms" "${adopt_ms} ms" | tee -a "$VMTEST_RESULTS/adoption-bench.txt"
 	systemctl stop infervisord
