@@ -19,6 +19,18 @@ void parse_signal_key(YamlMap& map, CheckpointSpec& spec, ConfigErrors& errors) 
         spec.signal = *sig;
 }
 
+void parse_method_key(YamlMap& map, CheckpointSpec& spec, ConfigErrors& errors) {
+    std::string text;
+    if (!map.get_string("method", text)) return;
+    if (text == "cooperative")
+        spec.method = CheckpointMethod::cooperative;
+    else if (text == "criu")
+        spec.method = CheckpointMethod::criu;
+    else
+        errors.add(map.take("method")->Mark(),
+                   "unknown checkpoint method '" + text + "'; expected cooperative or criu");
+}
+
 }  // namespace
 
 void parse_checkpoint_keys(YamlMap& worker, CheckpointSpec& spec, ConfigErrors& errors) {
@@ -26,6 +38,7 @@ void parse_checkpoint_keys(YamlMap& worker, CheckpointSpec& spec, ConfigErrors& 
     if (!node) return;
     YamlMap map(*node, errors, "'checkpoint'");
     if (!map.valid()) return;
+    parse_method_key(map, spec, errors);
     parse_signal_key(map, spec, errors);
     if (map.get_duration("timeout", spec.timeout) && spec.timeout <= Duration::zero())
         errors.add(map.take("timeout")->Mark(), "checkpoint timeout must be positive");

@@ -10,11 +10,19 @@
 
 namespace infervisor {
 
+// How a checkpoint is taken. cooperative: the worker writes its own state on
+// `signal` and answers CHECKPOINT=1. criu: the daemon dumps the worker's
+// process tree with criu(8) and restores it on the next start, for workers
+// that cannot cooperate (see criu_command.h for what that takes).
+enum class CheckpointMethod { cooperative, criu };
+
 struct CheckpointSpec {
+    CheckpointMethod method = CheckpointMethod::cooperative;
     // Sent to the main process to ask for a checkpoint; the worker writes its
     // state into $INFERVISOR_CHECKPOINT_DIR and answers CHECKPOINT=1.
     int signal = SIGUSR1;
-    // How long the daemon waits for CHECKPOINT=1 after the signal.
+    // How long the daemon waits for CHECKPOINT=1 after the signal; with
+    // criu, how long one criu dump (or restore) may take before it is killed.
     Duration timeout = std::chrono::minutes(2);
     // Zero: no periodic checkpoints. Otherwise a checkpoint every `interval`
     // while the worker runs; the worker keeps running.

@@ -109,14 +109,16 @@ void set_oom_score_adj(const ChildPlan& plan) noexcept {
 }
 
 // The daemon keeps CAP_SYS_ADMIN (fanotify naming who deleted a protected
-// file), CAP_SYS_PTRACE (reading its workers' /proc) and CAP_SETPCAP (to drop
-// them here) in its bounding set; a worker, even one running as root, gets
+// file), CAP_SYS_PTRACE (reading its workers' /proc), with the criu drop-in
+// CAP_NET_ADMIN, CAP_SYS_CHROOT and CAP_SYS_TIME (for criu), and CAP_SETPCAP
+// (to drop them here) in its bounding set; a worker, even one running as root, gets
 // none of them (with CAP_SYS_PTRACE a root worker could ptrace the daemon and
 // act with its CAP_SYS_ADMIN). CAP_SETPCAP goes last: dropping needs it.
 // An unprivileged caller (tests) holds no capabilities to hand on: its EPERM
 // is not an error.
 void drop_supervisor_capabilities(const ChildPlan& plan) noexcept {
-    for (int cap : {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_SETPCAP}) {
+    for (int cap : {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_NET_ADMIN, CAP_SYS_CHROOT, CAP_SYS_TIME,
+                    CAP_SETPCAP}) {
         if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1) continue;
         if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
         if (errno == EPERM && ::geteuid() != 0) return;
@@ -153,7 +155,7 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     set_oom_score_adj(plan);
     install_stdio(plan);
     if (plan.private_tmp_tree >= 0) set_up_private_tmp(plan);
-    drop_supervisor_capabilities(plan);
+    if (!plan.keep_supervisor_capabilities) drop_supervisor_capabilities(plan);
     if (plan.change_credentials) change_credentials(plan);
     if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         fail(plan, ChildStep::no_new_privileges);

@@ -59,6 +59,7 @@ struct ChildPlan {
     const gid_t* groups = nullptr;
     size_t group_count = 0;
     bool no_new_privileges = true;
+    bool keep_supervisor_capabilities = false;  // see SpawnRequest
     const char* oom_score_adj = nullptr;  // decimal text, or nullptr to inherit
     int max_fd = 1024;                    // close loop bound when close_range is unavailable
     // Detached clones (open_tree OPEN_TREE_CLONE) of the private tmp dir, to

@@ -72,6 +72,7 @@ Result<void> prepare_child(const SpawnRequest& request, PreparedChild& child) {
     plan.groups = request.supplementary_groups.data();
     plan.group_count = request.supplementary_groups.size();
     plan.no_new_privileges = request.no_new_privileges;
+    plan.keep_supervisor_capabilities = request.keep_supervisor_capabilities;
     if (request.oom_score_adj) {
         child.oom_score_adj = std::to_string(*request.oom_score_adj);
         plan.oom_score_adj = child.oom_score_adj.c_str();
@@ -136,7 +137,8 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
             return "verify credentials (uid " + optional_id(request.uid) + ", gid " +
                    optional_id(request.gid) + ")";
         case ChildStep::drop_capabilities:
-            return "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN/CAP_SYS_PTRACE/CAP_SETPCAP)";
+            return "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN/CAP_SYS_PTRACE/CAP_NET_ADMIN/"
+                   "CAP_SYS_CHROOT/CAP_SYS_TIME/CAP_SETPCAP)";
         case ChildStep::no_new_privileges:
             return "prctl(PR_SET_NO_NEW_PRIVS)";
         case ChildStep::chdir:

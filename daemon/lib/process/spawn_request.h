@@ -61,6 +61,11 @@ struct SpawnRequest {
     // Borrowed. An fd, not a path, so that nothing in the directory the
     // worker controls can redirect the mount.
     int private_tmp_fd = -1;
+
+    // false (every worker): CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_NET_ADMIN,
+    // CAP_SYS_CHROOT, CAP_SYS_TIME and CAP_SETPCAP leave the bounding set before exec. true only
+    // for the daemon's own tools that need them (criu, which ptraces and restores workers).
+    bool keep_supervisor_capabilities = false;
 };
 
 struct SpawnedProcess {

@@ -68,6 +68,13 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
         probes_ = std::make_unique<WorkerProbes>(
             ctx_, spec_.name, spec_.probes,
             [this](ProbeRole role, const ProbeChange& change) { on_probe_change(role, change); });
+    checkpoints_.set_process_lookup([this] {
+        WorkerCheckpoints::Processes p;
+        if (pid_ == 0 || exiting_) return p;
+        p.main = pid_;
+        p.all = cgroup().procs().value_or({});
+        return p;
+    });
 }
 
 Worker::~Worker() {
@@ -179,16 +186,22 @@ void Worker::launch() {
     last_heartbeat_.reset();
     ready_notified_ = gate_passed_ = false;
     kill_reason_.clear();
-    auto fail = [this](const Error& error) {
-        emit(EventKind::start_failed, "could not start: " + error.message());
-        (void)cgroup().remove();
-        finish_run(ExitReason{ExitStatus::exited_with(127)});
-    };
-    if (!run) return fail(run.error());
-    if (auto r = prepare_cgroup(); !r) return fail(r.error());
+    if (!run) return fail_start(run.error());
+    if (auto r = prepare_cgroup(); !r) return fail_start(r.error());
+    if (run->checkpoints.criu_restore) return restore_by_criu(std::move(*run));
     auto spawned = spawn(*run);
-    if (!spawned) return fail(spawned.error());
+    if (!spawned) return fail_start(spawned.error());
+    begin_run(std::move(*spawned), false);
+}
 
+void Worker::fail_start(const Error& error) {
+    emit(EventKind::start_failed, "could not start: " + error.message());
+    (void)cgroup().remove();
+    finish_run(ExitReason{ExitStatus::exited_with(127)});
+}
+
+void Worker::begin_run(SpawnedProcess spawned_process, bool restored) {
+    auto* spawned = &spawned_process;
     pid_ = spawned->pid;
     pid_start_time_ = process_start_time(ctx_.paths.procfs, pid_).value_or(0);
     adopted_run_ = false;
@@ -199,9 +212,12 @@ void Worker::launch() {
     serving_baseline_.reset();
     pidfd_watch_ =
         std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
+    // A restored process has long sent READY=1 (and passed its probes).
+    if (restored) ready_notified_ = gate_passed_ = true;
     set_state(loading_gated() ? WorkerState::starting : WorkerState::running);
     emit(EventKind::started,
-         "started as pid " + std::to_string(pid_) + " in " + cgroup_path_in_proc() +
+         std::string(restored ? "restored by criu" : "started") + " as pid " +
+             std::to_string(pid_) + " in " + cgroup_path_in_proc() +
              " (memory.max=" + format_size(spec_.memory.max) + ")",
          {{"PID", std::to_string(pid_)},
           {"CGROUP", cgroup_path_in_proc()},
@@ -209,10 +225,11 @@ void Worker::launch() {
           {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
     checkpoints_.run_started(checkpoint_signaller());
     if (probes_) probes_->run_started(launched_);
-    if (!loading_gated()) enter_running("");
+    if (!loading_gated()) enter_running(restored ? "restored by criu" : "");
     watch_exit();
     arm_watchdog();
     arm_start_timeout();
+    if (stop_requested_ && state_ != WorkerState::stopping) begin_stop();  // asked while restoring
 }
 
 Result<void> Worker::prepare_cgroup() {
@@ -269,8 +286,7 @@ void Worker::wait_for_lock(const Error& error) {
     });
 }
 
-Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
-    const WorkerIdentity& who = run.who;
+Result<fs::path> Worker::prepare_credentials_and_notify(const WorkerIdentity& who) {
     // Installed only now that the start counts; finish_run removes them.
     auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.gid);
     if (!credentials) return credentials.error();
@@ -281,10 +297,66 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
         notify_.emplace(std::move(*sock));
         watch_notify();
     }
+    return *credentials;
+}
+
+UniqueFd Worker::open_output() {
+    UniqueFd output;
+    if (ctx_.output_to_journal) {
+        output.reset(
+            sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
+        if (!output)
+            spdlog::warn("{}: no journal stream for its output; using the daemon's stderr",
+                         spec_.name);
+    }
+    return output;
+}
+
+void Worker::restore_by_criu(RunSetup run) {
+    auto credentials = prepare_credentials_and_notify(run.who);
+    if (!credentials) return fail_start(credentials.error());
+    auto cgroup_fd = cgroup().open_dir();
+    if (!cgroup_fd) return fail_start(cgroup_fd.error());
+    // What exec probes run as: the worker's identity, as for a spawn.
+    launched_ = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                                         run.checkpoints.staging, *credentials, std::nullopt});
+    UniqueFd output = open_output();
+    if (!output) output.reset(::dup(STDERR_FILENO));
+    set_state(WorkerState::starting);
+    restoring_ = true;
+    auto setup = std::make_shared<RunSetup>(std::move(run));
+    checkpoints_.restore_by_criu(
+        setup->checkpoints, std::make_shared<UniqueFd>(std::move(*cgroup_fd)),
+        cgroup_path_in_proc(), std::make_shared<UniqueFd>(std::move(output)),
+        [this, setup](Result<SpawnedProcess> restored) {
+            restoring_ = false;
+            if (restored) return begin_run(std::move(*restored), true);
+            // Whatever criu left in the cgroup goes; then the command starts
+            // afresh (or, when a stop came meanwhile, the run just ends).
+            (void)cgroup().kill();
+            after_empty([this, setup] {
+                if (stop_requested_) {
+                    (void)cgroup().remove();
+                    return finish_run(ExitReason{ExitStatus::killed_by(SIGKILL)});
+                }
+                setup->checkpoints.criu_restore.reset();
+                auto spawned = spawn(*setup);
+                if (!spawned) return fail_start(spawned.error());
+                begin_run(std::move(*spawned), false);
+            });
+        });
+}
+
+Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
+    const WorkerIdentity& who = run.who;
+    auto credentials = prepare_credentials_and_notify(who);
+    if (!credentials) return credentials.error();
     auto cgroup_fd = cgroup().open_dir();
     if (!cgroup_fd) return cgroup_fd.error();
     UniqueFd private_tmp;
-    if (spec_.private_tmp) {
+    // criu 3.17 cannot dump the worker's own mount namespace: a criu worker
+    // shares the host's /tmp (infervisor.yaml(5)).
+    if (spec_.private_tmp && spec_.checkpoint.method != CheckpointMethod::criu) {
         if (auto why = why_no_private_tmp(run.dirs.workdir, spec_.workdir)) {
             spdlog::info("{}: shares the host's /tmp: {}", spec_.name, *why);
         } else {
@@ -301,14 +373,7 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     req.cgroup_fd = cgroup_fd->get();
     req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;
 
-    UniqueFd output;
-    if (ctx_.output_to_journal) {
-        output.reset(
-            sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
-        if (!output)
-            spdlog::warn("{}: no journal stream for its output; using the daemon's stderr",
-                         spec_.name);
-    }
+    UniqueFd output = open_output();
     req.stdout_fd = req.stderr_fd = output ? output.get() : STDERR_FILENO;
     return spawn_process(req);
 }
@@ -709,6 +774,12 @@ void Worker::stop(Done done) {
         case WorkerState::suspended:
             break;
     }
+    if (restoring_) {  // criu is restoring it: stopped once it is up (begin_run)
+        stop_requested_ = true;
+        restart_requested_ = false;
+        on_stopped_.push_back(std::move(done));
+        return;
+    }
     stop_requested_ = true;
     restart_requested_ = false;  // an explicit stop cancels a pending restart
     on_stopped_.push_back(std::move(done));
@@ -778,14 +849,14 @@ Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
     auto after = [this, then, rule](const WorkerCheckpoints::Outcome& o) {
         stop_after_checkpoint(then, rule, o);
     };
-    return checkpoints_.request(trigger, "killing the worker", after);
+    return checkpoints_.request(trigger, "killing the worker", after, true, true);
 }
 
 // Written (or not usable): a clean stop. No answer in time: a kill.
 void Worker::stop_after_checkpoint(Then then, const std::string& rule,
                                    const WorkerCheckpoints::Outcome& outcome) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;  // ended meanwhile
-    if (outcome.timed_out)
+    if (outcome.timed_out || outcome.kill)
         (void)kill_by_policy(then, rule);
     else
         (void)stop_by_policy(then, rule);

@@ -174,6 +174,12 @@ class Worker {
     };
 
     void launch();
+    void fail_start(const Error& error);
+    // The process exists (spawned, or `restored` by criu): watch it.
+    void begin_run(SpawnedProcess spawned, bool restored);
+    void restore_by_criu(RunSetup run);
+    Result<std::filesystem::path> prepare_credentials_and_notify(const WorkerIdentity& who);
+    UniqueFd open_output();  // the worker's stdout/stderr stream; empty: none
     Result<RunSetup> prepare_run();
     void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
@@ -249,7 +255,8 @@ class Worker {
     bool stop_requested_ = false;
     bool restart_requested_ = false;
     bool killed_by_policy_ = false;
-    bool exiting_ = false;  // the main process has exited; the run is being wound up
+    bool exiting_ = false;    // the main process has exited; the run is being wound up
+    bool restoring_ = false;  // criu is restoring this run (no process yet)
     std::optional<Then> policy_then_;
     std::string policy_rule_;       // the rule behind policy_then_
     bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed

@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 #include "base/signal_names.h"
 #include "base/units.h"
 
 namespace infervisor {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -66,14 +69,28 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid
     auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
     if (!store) return store.error();
     store_.emplace(std::move(*store));
-    uid_ = uid;
-    gid_ = gid;
-    auto staging = store_->fresh_staging(uid, gid);
+    // criu writes the staging dir as root: the worker must not own it.
+    bool criu = spec_.method == CheckpointMethod::criu;
+    uid_ = criu ? 0 : uid;
+    gid_ = criu ? 0 : gid;
+    criu_restore_seconds_.reset();
+    auto staging = store_->fresh_staging(uid_, gid_);
     if (!staging) return staging.error();
     offered_ = store_->newest();
     if (store_->take_trash_flag()) empty_trash_in_background();
     RunDirs dirs{*staging, std::nullopt};
-    if (offered_) dirs.restore_from = offered_->path;
+    if (!offered_) return dirs;
+    std::optional<CriuRecord> record;
+    if (auto dir = store_->dup_dir())
+        record = read_criu_record(dir->get(), CheckpointStore::sequence_name(offered_->sequence));
+    if (record && criu) {
+        dirs.criu_restore = offered_->path;
+        dirs.criu_record = std::move(*record);
+    } else if (record) {
+        offered_.reset();  // a criu image is of no use to a worker's own restore
+    } else {
+        dirs.restore_from = offered_->path;
+    }
     return dirs;
 }
 
@@ -89,7 +106,7 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t
 
 void WorkerCheckpoints::run_started(Signaller signaller) {
     signaller_ = std::move(signaller);
-    if (!offered_ || !store_) return;
+    if (!offered_ || !store_ || criu_restore_seconds_) return;
     Fields fields = {{"CHECKPOINT", offered_->path.string()},
                      {"CHECKPOINT_SEQUENCE", std::to_string(offered_->sequence)}};
     std::string numbers;
@@ -111,6 +128,17 @@ void WorkerCheckpoints::run_started(Signaller signaller) {
 
 void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
     arm_periodic();
+    if (criu_restore_seconds_ && offered_) {
+        double seconds = *std::exchange(criu_restore_seconds_, std::nullopt);
+        emit_(EventKind::checkpoint_restored,
+              "restored by criu from checkpoint " + std::to_string(offered_->sequence) + " in " +
+                  seconds_text(seconds) + " s",
+              {{"CHECKPOINT", offered_->path.string()},
+               {"CHECKPOINT_SEQUENCE", std::to_string(offered_->sequence)},
+               {"RESTORE_SECONDS", seconds_text(seconds)},
+               {"METHOD", "criu"}});
+        return;
+    }
     if (!announced || !offered_) return;
     double seconds = seconds_between(started_at, clock_.now());
     emit_(EventKind::checkpoint_restored,
@@ -128,9 +156,13 @@ void WorkerCheckpoints::run_ended() {
 }
 
 Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late, Finished finished,
-                                        bool thaw) {
+                                        bool thaw, bool then_stop) {
     if (!signaller_) return plain_error("not running");
     if (pending_) return plain_error("a checkpoint is already under way");
+    if (spec_.method == CheckpointMethod::criu)
+        return request_criu(Pending{std::move(trigger), std::move(if_late), clock_.now(),
+                                    std::move(finished), std::nullopt, true, then_stop},
+                            thaw);
     if (auto r = signaller_(spec_.signal, thaw); !r) return r;
     pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
     timeout_timer_.expires_after(spec_.timeout);
@@ -144,6 +176,7 @@ void WorkerCheckpoints::finish(Outcome outcome) {
     timeout_timer_.cancel();
     auto pending = std::move(pending_);
     pending_.reset();
+    if (pending && pending->criu && pending->then_stop) outcome.kill = true;
     if (pending && pending->finished) pending->finished(outcome);
 }
 
@@ -177,6 +210,12 @@ void WorkerCheckpoints::report_unusable(const std::string& trigger, const Error&
 
 void WorkerCheckpoints::on_checkpoint_message() {
     if (!store_) return;
+    if (spec_.method == CheckpointMethod::criu) {
+        // The staging dir is criu's (maybe mid-dump): never published on the
+        // worker's word.
+        spdlog::debug("{}: CHECKPOINT=1 ignored (checkpoint method criu)", worker_);
+        return;
+    }
     bool answer = awaiting_answer();
     if (recording_ > 0 && !answer) {
         deferred_ = true;  // handled once the previous one is recorded
@@ -190,6 +229,11 @@ void WorkerCheckpoints::on_checkpoint_message() {
     std::string trigger = answer ? pending_->trigger : "the worker itself";
     std::optional<double> seconds;
     if (answer) seconds = seconds_between(pending_->requested_at, clock_.now());
+    publish_answer(seconds, trigger, answer);
+}
+
+void WorkerCheckpoints::publish_answer(std::optional<double> seconds, const std::string& trigger,
+                                       bool answer) {
     auto published = store_->publish();
     if (!published) return report_unusable(trigger, published.error(), answer);
     last_published_ = clock_.now();
@@ -243,10 +287,12 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
         [this, published, seconds, trigger](Recorded r) {
             --recording_;
             if (!r.trash) spdlog::warn("{}: {}", worker_, r.trash.error().message());
-            Fields fields = {{"CHECKPOINT", published.path.string()},
-                             {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
-                             {"TRIGGER", trigger},
-                             {"KEEP", std::to_string(spec_.keep)}};
+            Fields fields = {
+                {"CHECKPOINT", published.path.string()},
+                {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
+                {"TRIGGER", trigger},
+                {"KEEP", std::to_string(spec_.keep)},
+                {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"}};
             std::string numbers;
             if (r.bytes) {
                 fields.emplace_back("CHECKPOINT_BYTES", std::to_string(*r.bytes));
@@ -280,6 +326,92 @@ void WorkerCheckpoints::arm_periodic() {
             if (!r) spdlog::warn("{}: periodic checkpoint: {}", worker_, r.error().message());
         }
         arm_periodic();
+    });
+}
+
+WorkerCriu& WorkerCheckpoints::criu() {
+    if (!criu_) criu_ = std::make_unique<WorkerCriu>(io_);
+    return *criu_;
+}
+
+Result<void> WorkerCheckpoints::request_criu(Pending pending, bool thaw) {
+    if (!store_ || !lookup_) return plain_error("no run to dump");
+    Processes processes = lookup_();
+    if (processes.main <= 0) return plain_error("no main process to dump");
+    // The staging dir of a run that started in cooperative mode is the
+    // worker's: criu (root) must not write there.
+    struct stat st;
+    fs::path staging = store_->staging_path();
+    if (::lstat(staging.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return plain_error(staging.string() +
+                           " is not root's (the method changed to criu while this run was up); "
+                           "the next run can be dumped");
+    if (auto r = signaller_(0, thaw); !r) return r;  // alive, and thawed if asked
+    pending_ = std::move(pending);
+    uint64_t generation = ++criu_generation_;
+    WorkerCriu::Dump dump{processes.main, std::move(processes.all), paths_.procfs,
+                          staging,        !pending_->then_stop,     spec_.timeout};
+    criu().dump(std::move(dump), [this, generation](WorkerCriu::DumpOutcome outcome) {
+        on_criu_dumped(generation, std::move(outcome));
+    });
+    return {};
+}
+
+void WorkerCheckpoints::on_criu_dumped(uint64_t generation, WorkerCriu::DumpOutcome outcome) {
+    // The run ended first: its request has been answered.
+    if (generation != criu_generation_ || !pending_ || !pending_->criu || pending_->published)
+        return;
+    if (!outcome.result) {
+        std::string last = last_good();
+        std::string why = outcome.result.error().message();
+        emit_(EventKind::checkpoint_failed,
+              "criu could not checkpoint the worker (" + pending_->trigger + "): " + why + "; " +
+                  pending_->if_late + "; last good checkpoint: " + last,
+              {{"TRIGGER", pending_->trigger},
+               {"REASON", outcome.preflight_refused ? "criu-refused" : "criu-failed"},
+               {"METHOD", "criu"},
+               {"LAST_CHECKPOINT", last}});
+        // A partial dump is never offered: the staging dir starts afresh.
+        if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
+            spdlog::error("{}: {}", worker_, staging.error().message());
+        if (store_->take_trash_flag()) empty_trash_in_background();
+        return finish({false, false, why});
+    }
+    publish_answer(seconds_between(pending_->requested_at, clock_.now()), pending_->trigger, true);
+}
+
+void WorkerCheckpoints::restore_by_criu(const RunDirs& dirs, std::shared_ptr<UniqueFd> cgroup_dir,
+                                        std::string cgroup_in_proc,
+                                        std::shared_ptr<UniqueFd> output, Restored done) {
+    if (!offered_ || !dirs.criu_restore) return done(plain_error("no criu checkpoint to restore"));
+    StoredCheckpoint from = *offered_;
+    emit_(EventKind::checkpoint_restoring,
+          "restoring checkpoint " + std::to_string(from.sequence) + " from " + from.path.string() +
+              " with criu",
+          {{"CHECKPOINT", from.path.string()},
+           {"CHECKPOINT_SEQUENCE", std::to_string(from.sequence)},
+           {"METHOD", "criu"}});
+    TimePoint started = clock_.now();
+    WorkerCriu::Restore restore{paths_.procfs,         *dirs.criu_restore,        dirs.criu_record,
+                                std::move(cgroup_dir), std::move(cgroup_in_proc), std::move(output),
+                                spec_.timeout};
+    criu().restore(std::move(restore), [this, from, started,
+                                        done = std::move(done)](Result<SpawnedProcess> r) {
+        double seconds = seconds_between(started, clock_.now());
+        if (r) {
+            criu_restore_seconds_ = seconds;
+        } else {
+            emit_(EventKind::checkpoint_failed,
+                  "criu could not restore checkpoint " + std::to_string(from.sequence) + ": " +
+                      r.error().message() + "; starting the command afresh",
+                  {{"CHECKPOINT", from.path.string()},
+                   {"REASON", "criu-restore-failed"},
+                   {"METHOD", "criu"},
+                   {"LAST_CHECKPOINT", from.path.string()}});
+            offered_.reset();
+        }
+        done(std::move(r));
     });
 }
 

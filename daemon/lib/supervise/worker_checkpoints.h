@@ -1,6 +1,16 @@
-// WorkerCheckpoints: the cooperative checkpoints of one Worker — the request
-// (signal, deadline), CHECKPOINT=1, publishing into the CheckpointStore, the
-// periodic timer, and what the next run is offered to restore from.
+// WorkerCheckpoints: the checkpoints of one Worker — the request (signal,
+// deadline), CHECKPOINT=1, publishing into the CheckpointStore, the periodic
+// timer, and what the next run is offered to restore from.
+//
+// With `method: criu` a request dumps the worker's process tree with criu
+// (WorkerCriu, off the loop) into the staging dir, which is then root's, not
+// the worker's; CHECKPOINT=1 is ignored. A dump that criu refuses or fails
+// is checkpoint-failed and answers with Outcome::kill when the caller stops
+// the worker afterwards (the fallback is the kill a late cooperative worker
+// gets); a dump for a stop leaves the tree stopped and answers with kill too,
+// so the worker never runs on past its checkpoint. The next run restores the
+// newest criu image (restore_by_criu) instead of starting the command; when
+// that fails it is journaled and the command starts afresh.
 //
 // Contract: all methods run on the event loop thread and none blocks: the
 // store's O(1) renames happen on the loop; measuring a checkpoint and
@@ -39,7 +49,9 @@
 #include "checkpoint/checkpoint_spec.h"
 #include "checkpoint/checkpoint_store.h"
 #include "journal/event.h"
+#include "process/spawn_request.h"
 #include "supervise/background_work.h"
+#include "supervise/worker_criu.h"
 
 namespace infervisor {
 
@@ -56,6 +68,7 @@ class WorkerCheckpoints {
         bool published = false;  // a new complete checkpoint exists
         bool timed_out = false;  // no CHECKPOINT=1 within the timeout
         std::string detail;      // why not, in words
+        bool kill = false;       // criu: the worker is to be killed, not stopped
     };
     using Finished = std::function<void(const Outcome&)>;
 
@@ -63,7 +76,17 @@ class WorkerCheckpoints {
     struct RunDirs {
         std::filesystem::path staging;                      // INFERVISOR_CHECKPOINT_DIR
         std::optional<std::filesystem::path> restore_from;  // INFERVISOR_RESTORE_FROM
+        // criu mode, and the newest checkpoint is a criu image: restore it.
+        std::optional<std::filesystem::path> criu_restore;
+        CriuRecord criu_record;
     };
+    // The running worker's processes, for a criu dump.
+    struct Processes {
+        pid_t main = 0;
+        std::vector<pid_t> all;
+    };
+    using ProcessLookup = std::function<Processes()>;
+    using Restored = std::function<void(Result<SpawnedProcess>)>;
 
     WorkerCheckpoints(boost::asio::io_context& io, const Clock& clock, Paths paths,
                       std::string worker, Emit emit);
@@ -72,6 +95,7 @@ class WorkerCheckpoints {
     WorkerCheckpoints& operator=(const WorkerCheckpoints&) = delete;
 
     void set_spec(const CheckpointSpec& spec) { spec_ = spec; }
+    void set_process_lookup(ProcessLookup lookup) { lookup_ = std::move(lookup); }
 
     // Before a run: a fresh staging dir owned by uid:gid and the newest
     // complete checkpoint. Then run_started() once the process exists.
@@ -90,13 +114,22 @@ class WorkerCheckpoints {
     // Sends the signal and waits for CHECKPOINT=1. `trigger` says who asked
     // ("rule 'growth'", "periodic", "infervisorctl"); `if_late` what the
     // caller will do when the timeout passes ("killing the worker"), for the
-    // journal; `thaw` as for Signaller. Fails when no run is up or a
-    // request is already pending.
+    // journal; `thaw` as for Signaller; `then_stop`: the caller stops the
+    // worker once answered (criu then leaves it stopped). Fails when no run
+    // is up or a request is already pending.
     Result<void> request(std::string trigger, std::string if_late, Finished finished,
-                         bool thaw = true);
+                         bool thaw = true, bool then_stop = false);
     bool pending() const { return pending_.has_value(); }
     // CHECKPOINT=1 from a process of the worker.
     void on_checkpoint_message();
+
+    // criu mode: restores dirs.criu_restore into the worker's fresh cgroup
+    // (`cgroup_dir`, `cgroup_in_proc` as /proc/PID/cgroup shows it) with
+    // `output` as its stdout and stderr; journals checkpoint-restoring and,
+    // on failure, checkpoint-failed. `done` gets the restored main process.
+    void restore_by_criu(const RunDirs& dirs, std::shared_ptr<UniqueFd> cgroup_dir,
+                         std::string cgroup_in_proc, std::shared_ptr<UniqueFd> output,
+                         Restored done);
 
     // The newest complete checkpoint, as a path for messages ("none").
     std::string last_good() const;
@@ -108,12 +141,18 @@ class WorkerCheckpoints {
         TimePoint requested_at;
         Finished finished;
         std::optional<uint64_t> published;  // answered; being recorded
+        bool criu = false;                  // a criu dump, not a signal
+        bool then_stop = false;
     };
     // A request is waiting for CHECKPOINT=1.
     bool awaiting_answer() const { return pending_ && !pending_->published; }
     void finish(Outcome outcome);
     void report_unusable(const std::string& trigger, const Error& error, bool answer);
     void on_timeout();
+    Result<void> request_criu(Pending pending, bool thaw);
+    void on_criu_dumped(uint64_t generation, WorkerCriu::DumpOutcome outcome);
+    void publish_answer(std::optional<double> seconds, const std::string& trigger, bool answer);
+    WorkerCriu& criu();
     void arm_periodic();
     BackgroundWork& background();
     void empty_trash_in_background();
@@ -139,6 +178,10 @@ class WorkerCheckpoints {
     boost::asio::steady_timer timeout_timer_;
     boost::asio::steady_timer periodic_timer_;
     std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
+    ProcessLookup lookup_;
+    std::unique_ptr<WorkerCriu> criu_;            // created at the first criu dump or restore
+    uint64_t criu_generation_ = 0;                // tells a dump's answer from an older one's
+    std::optional<double> criu_restore_seconds_;  // this run was restored by criu
 };
 
 }  // namespace infervisor

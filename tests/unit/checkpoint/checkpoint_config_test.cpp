@@ -56,6 +56,20 @@ TEST(CheckpointConfig, BadValuesAreReportedWhereTheyStand) {
     EXPECT_NE(p.errors[3].find("every"), std::string::npos) << p.errors[3];
 }
 
+TEST(CheckpointConfig, Method) {
+    EXPECT_EQ(parse("{}\n").spec.method, CheckpointMethod::cooperative);
+    auto p = parse("checkpoint: {method: criu}\n");
+    ASSERT_TRUE(p.errors.empty()) << p.errors.front();
+    EXPECT_EQ(p.spec.method, CheckpointMethod::criu);
+    EXPECT_EQ(parse("checkpoint: {method: cooperative}\n").spec.method,
+              CheckpointMethod::cooperative);
+    auto bad = parse("checkpoint:\n  method: podman\n");
+    ASSERT_EQ(bad.errors.size(), 1u);
+    EXPECT_NE(bad.errors[0].find("w.yaml:2:"), std::string::npos) << bad.errors[0];
+    EXPECT_NE(bad.errors[0].find("unknown checkpoint method 'podman'"), std::string::npos)
+        << bad.errors[0];
+}
+
 TEST(CheckpointConfig, UnknownSignal) {
     auto p = parse("checkpoint: {signal: SIGFOO}\n");
     ASSERT_EQ(p.errors.size(), 1u);

@@ -292,7 +292,24 @@ TEST(Spawn, WorkersNeverGetTheSupervisorsOwnCapabilities) {
     EXPECT_EQ(bounding & (1ull << CAP_SYS_ADMIN), 0u) << line;
     EXPECT_EQ(bounding & (1ull << CAP_SETPCAP), 0u) << line;
     EXPECT_EQ(bounding & (1ull << CAP_SYS_PTRACE), 0u) << line;
+    EXPECT_EQ(bounding & (1ull << CAP_NET_ADMIN), 0u) << line;
+    EXPECT_EQ(bounding & (1ull << CAP_SYS_CHROOT), 0u) << line;
+    EXPECT_EQ(bounding & (1ull << CAP_SYS_TIME), 0u) << line;
     EXPECT_NE(bounding & (1ull << CAP_KILL), 0u) << line;  // the rest is left alone
+}
+
+TEST(Spawn, TheDaemonsOwnToolsKeepThem) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to hold capabilities to drop";
+    if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 1)
+        GTEST_SKIP() << "this test process has no CAP_SYS_ADMIN to hand on";
+    SpawnRequest request = command({"/bin/cat", "/proc/self/status"});
+    request.keep_supervisor_capabilities = true;  // what criu is spawned with
+    auto finished = run_captured(request);
+    ASSERT_TRUE(finished);
+    std::string line = status_line(finished->output, "CapBnd");
+    uint64_t bounding = std::stoull(line.substr(8), nullptr, 16);
+    EXPECT_NE(bounding & (1ull << CAP_SYS_ADMIN), 0u) << line;
+    EXPECT_NE(bounding & (1ull << CAP_SYS_PTRACE), 0u) << line;
 }
 
 TEST(Spawn, DropsToAnUnprivilegedUserWithExactlyTheGivenGroups) {

@@ -1,0 +1,135 @@
+#include "checkpoint/criu_command.h"
+
+#include <set>
+#include <sstream>
+
+namespace infervisor {
+
+std::string format_criu_record(const CriuRecord& record) {
+    std::string out;
+    for (size_t fd = 0; fd < record.stdio.size(); ++fd) {
+        const std::string& target = record.stdio[fd];
+        if (target.find('\n') != std::string::npos) continue;
+        out += "stdio" + std::to_string(fd) + "=" + target + "\n";
+    }
+    return out;
+}
+
+std::optional<CriuRecord> parse_criu_record(const std::string& text) {
+    CriuRecord record;
+    bool any = false;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.size() < 7 || line.compare(0, 5, "stdio") != 0 || line[6] != '=') continue;
+        if (line[5] < '0' || line[5] > '2') continue;
+        size_t fd = static_cast<size_t>(line[5] - '0');
+        if (record.stdio.size() <= fd) record.stdio.resize(fd + 1);
+        record.stdio[fd] = line.substr(7);
+        any = true;
+    }
+    if (!any) return std::nullopt;
+    return record;
+}
+
+std::optional<unsigned long long> anon_inode_of(const std::string& target,
+                                                const std::string& kind) {
+    std::string prefix = kind + ":[";
+    if (target.size() <= prefix.size() + 1 || target.compare(0, prefix.size(), prefix) != 0 ||
+        target.back() != ']')
+        return std::nullopt;
+    std::string digits = target.substr(prefix.size(), target.size() - prefix.size() - 1);
+    if (digits.empty() || digits.size() > 20 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    try {
+        return std::stoull(digits);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+namespace {
+
+// The distinct socket inodes among the stdio targets, in fd order.
+std::vector<unsigned long long> stdio_sockets(const std::vector<std::string>& stdio) {
+    std::vector<unsigned long long> out;
+    std::set<unsigned long long> seen;
+    for (const auto& target : stdio)
+        if (auto ino = anon_inode_of(target, "socket"); ino && seen.insert(*ino).second)
+            out.push_back(*ino);
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> criu_dump_argv(const CriuDump& dump) {
+    std::vector<std::string> argv = {dump.criu,
+                                     "dump",
+                                     "--tree",
+                                     std::to_string(dump.pid),
+                                     "--images-dir",
+                                     dump.images.string(),
+                                     "--log-file",
+                                     kCriuDumpLog,
+                                     "--manage-cgroups=ignore"};
+    for (unsigned long long ino : stdio_sockets(dump.stdio)) {
+        argv.push_back("--external");
+        argv.push_back("unix[" + std::to_string(ino) + "]");
+    }
+    argv.push_back(dump.leave_running ? "--leave-running" : "--leave-stopped");
+    return argv;
+}
+
+std::vector<std::string> criu_restore_argv(const CriuRestore& restore) {
+    std::vector<std::string> argv = {restore.criu,
+                                     "restore",
+                                     "--images-dir",
+                                     restore.images.string(),
+                                     "--log-file",
+                                     kCriuRestoreLog,
+                                     "--manage-cgroups=ignore",
+                                     "--restore-detached",
+                                     "--restore-sibling",
+                                     "--pidfile",
+                                     restore.pidfile.string()};
+    // One new stream stands in for every socket or pipe the dumped stdio
+    // pointed to (stdout and stderr share one journal stream).
+    // The key is the link text of the dumped fd ("socket:[1732]"; criu's
+    // man page spells it without the colon, which criu 3.17 does not match).
+    std::set<std::string> seen;
+    for (const auto& target : restore.stdio) {
+        if (!anon_inode_of(target, "socket") && !anon_inode_of(target, "pipe")) continue;
+        if (!seen.insert(target).second) continue;
+        argv.push_back("--inherit-fd");
+        argv.push_back("fd[0]:" + target);
+    }
+    return argv;
+}
+
+std::vector<std::string> criu_check_argv(const std::string& criu,
+                                         const std::filesystem::path& log) {
+    return {criu, "check", "--log-file", log.string()};
+}
+
+std::string criu_log_errors(const std::string& log_tail, size_t max_lines) {
+    std::vector<std::string> errors;
+    std::string last;
+    std::istringstream in(log_tail);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        last = line;
+        if (line.find("Error") != std::string::npos) errors.push_back(line);
+    }
+    if (errors.empty()) return last;
+    std::string out;
+    size_t first = errors.size() > max_lines ? errors.size() - max_lines : 0;
+    for (size_t i = first; i < errors.size(); ++i) {
+        if (!out.empty()) out += "; ";
+        out += errors[i];
+    }
+    return out;
+}
+
+}  // namespace infervisor

@@ -1,0 +1,89 @@
+// The criu(8) command lines infervisord runs for `checkpoint: {method: criu}`,
+// and the record it keeps next to a dump. Pure functions: no I/O.
+//
+// A dump (criu 3.17, Linux 6.1):
+//   criu dump -t PID -D IMAGES -o dump.log --manage-cgroups=ignore
+//        --external unix[INO]...  (--leave-stopped | --leave-running)
+//  - The worker is not a shell job (it runs in a session of its own), so no
+//    --shell-job.
+//  - Its stdout and stderr are a journal stream: a unix socket whose peer
+//    (journald) is outside the dumped tree. criu refuses that unless it is
+//    named external; on restore a fresh stream is handed in for it with
+//    --inherit-fd. A pipe there needs no option on dump, the same on restore.
+//  - --manage-cgroups=ignore: the image holds no cgroup; the restore lands in
+//    whatever cgroup criu runs in, which is the fresh cgroup of the new run
+//    (with the worker's limits), not the dumped path.
+//  - --leave-stopped when the worker is to be stopped afterwards (it is then
+//    killed without running on past its checkpoint), --leave-running for a
+//    checkpoint that keeps the worker running.
+// A restore:
+//   criu restore -D IMAGES -o restore.log --manage-cgroups=ignore
+//        --restore-detached --restore-sibling --pidfile PIDFILE
+//        --inherit-fd fd[0]:socket:[INO]...
+//  - --restore-sibling: the restored root task becomes a child of criu's
+//    parent, the daemon, which then watches and reaps it like a spawned one.
+//  - The new output stream is criu's own stdin (fd 0): spawning gives a child
+//    exactly its three standard fds, and criu never reads its stdin.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace infervisor {
+
+// The file infervisord writes into a criu dump (root-owned, like the dump):
+// it marks the checkpoint as a criu image and records what the restore must
+// hand back in.
+inline constexpr char kCriuRecordName[] = "infervisor-criu";
+inline constexpr char kCriuDumpLog[] = "dump.log";
+inline constexpr char kCriuRestoreLog[] = "restore.log";
+inline constexpr char kCriuCheckLog[] = "check.log";
+
+// What /proc/PID/fd/{0,1,2} of the dumped main process pointed to
+// ("socket:[1732]", "pipe:[88]", "/dev/null"); empty when unknown.
+struct CriuRecord {
+    std::vector<std::string> stdio;  // index = fd
+
+    bool operator==(const CriuRecord&) const = default;
+};
+
+// "stdio0=/dev/null\nstdio1=socket:[1732]\n...". Values with a newline are
+// dropped (a path could hold one).
+std::string format_criu_record(const CriuRecord& record);
+// The inverse; unknown lines are ignored, nullopt when no stdio line is there.
+std::optional<CriuRecord> parse_criu_record(const std::string& text);
+
+// The inode of "socket:[N]" / "pipe:[N]", if `target` is one of those.
+std::optional<unsigned long long> anon_inode_of(const std::string& target, const std::string& kind);
+
+struct CriuDump {
+    std::string criu;  // absolute path of the criu binary
+    pid_t pid = 0;     // the worker's main process: the root of the dumped tree
+    std::filesystem::path images;
+    std::vector<std::string> stdio;  // targets of fds 0..2 (CriuRecord::stdio)
+    bool leave_running = false;
+};
+std::vector<std::string> criu_dump_argv(const CriuDump& dump);
+
+struct CriuRestore {
+    std::string criu;
+    std::filesystem::path images;
+    std::filesystem::path pidfile;
+    std::vector<std::string> stdio;  // from the record: what to hand fd 0 in for
+};
+std::vector<std::string> criu_restore_argv(const CriuRestore& restore);
+
+// `criu check`: does this kernel (and this process's sandbox) have what a
+// dump and restore need. Its log goes to `log`.
+std::vector<std::string> criu_check_argv(const std::string& criu, const std::filesystem::path& log);
+
+// The lines of a criu log that say why it failed ("Error (criu/sk-unix.c:...):
+// ..."), at most `max_lines`, joined with "; "; the last non-empty line when
+// there is no Error line.
+std::string criu_log_errors(const std::string& log_tail, size_t max_lines = 3);
+
+}  // namespace infervisor

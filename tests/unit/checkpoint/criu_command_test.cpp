@@ -1,0 +1,112 @@
+// The criu command lines infervisord builds, and the record it keeps next to
+// a dump. What criu itself does with them is exercised in the VM
+// (tests/vm/scenarios/145-criu-checkpoint.sh): this host's kernel is newer than
+// criu 3.17 understands (its vDSO check fails), so criu cannot run here.
+#include "checkpoint/criu_command.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace infervisor {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::string joined(const std::vector<std::string>& argv) {
+    std::string out;
+    for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+    return out;
+}
+
+TEST(CriuCommand, DumpNamesTheJournalStreamExternalOnce) {
+    CriuDump dump{"/usr/sbin/criu",
+                  236,
+                  "/var/lib/infervisor/checkpoints/w/staging",
+                  {"/dev/null", "socket:[1732]", "socket:[1732]"},
+                  false};
+    EXPECT_EQ(joined(criu_dump_argv(dump)),
+              "/usr/sbin/criu dump --tree 236 --images-dir "
+              "/var/lib/infervisor/checkpoints/w/staging --log-file dump.log "
+              "--manage-cgroups=ignore --external unix[1732] --leave-stopped");
+}
+
+TEST(CriuCommand, DumpThatKeepsTheWorkerRunning) {
+    CriuDump dump{"/usr/sbin/criu", 7, "/d", {"/dev/null", "pipe:[5]", "socket:[6]"}, true};
+    auto argv = criu_dump_argv(dump);
+    EXPECT_EQ(argv.back(), "--leave-running");
+    // A pipe needs nothing on dump; only the socket is external.
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "--external"), 1);
+    EXPECT_NE(joined(argv).find("--external unix[6]"), std::string::npos);
+    EXPECT_EQ(joined(argv).find("--shell-job"), std::string::npos);
+}
+
+TEST(CriuCommand, RestoreHandsTheNewStreamInAsFdZeroForEachDumpedOne) {
+    CriuRestore restore{"/usr/sbin/criu",
+                        "/c/0000000003",
+                        "/c/0000000003/restore.pid",
+                        {"/dev/null", "socket:[1732]", "socket:[1732]"}};
+    EXPECT_EQ(joined(criu_restore_argv(restore)),
+              "/usr/sbin/criu restore --images-dir /c/0000000003 --log-file restore.log "
+              "--manage-cgroups=ignore --restore-detached --restore-sibling --pidfile "
+              "/c/0000000003/restore.pid --inherit-fd fd[0]:socket:[1732]");
+    restore.stdio = {"/dev/null", "pipe:[9]", "socket:[10]"};
+    auto argv = criu_restore_argv(restore);
+    EXPECT_THAT(std::vector<std::string>(argv.end() - 4, argv.end()),
+                ElementsAre("--inherit-fd", "fd[0]:pipe:[9]", "--inherit-fd", "fd[0]:socket:[10]"));
+}
+
+TEST(CriuCommand, RestoreWithPlainFilesInheritsNothing) {
+    CriuRestore restore{
+        "/usr/sbin/criu", "/c/1", "/c/1/restore.pid", {"/dev/null", "/var/log/w.log", ""}};
+    EXPECT_EQ(joined(criu_restore_argv(restore)).find("--inherit-fd"), std::string::npos);
+}
+
+TEST(CriuCommand, CheckLogsWhereItIsTold) {
+    EXPECT_EQ(joined(criu_check_argv("/usr/sbin/criu", "/c/w/staging/check.log")),
+              "/usr/sbin/criu check --log-file /c/w/staging/check.log");
+}
+
+TEST(CriuCommand, AnonInodes) {
+    EXPECT_EQ(anon_inode_of("socket:[1732]", "socket"), 1732u);
+    EXPECT_EQ(anon_inode_of("pipe:[5]", "pipe"), 5u);
+    EXPECT_FALSE(anon_inode_of("pipe:[5]", "socket"));
+    EXPECT_FALSE(anon_inode_of("socket:[]", "socket"));
+    EXPECT_FALSE(anon_inode_of("socket:[12a]", "socket"));
+    EXPECT_FALSE(anon_inode_of("socket:[1] ", "socket"));
+    EXPECT_FALSE(anon_inode_of("/tmp/socket:[1]", "socket"));
+    EXPECT_FALSE(anon_inode_of("socket:[123456789012345678901]", "socket"));
+}
+
+TEST(CriuCommand, RecordRoundTrips) {
+    CriuRecord record{{"/dev/null", "socket:[1732]", "socket:[1732]"}};
+    std::string text = format_criu_record(record);
+    EXPECT_EQ(text, "stdio0=/dev/null\nstdio1=socket:[1732]\nstdio2=socket:[1732]\n");
+    EXPECT_EQ(parse_criu_record(text), record);
+}
+
+TEST(CriuCommand, RecordDropsNewlinesAndIgnoresJunk) {
+    CriuRecord record{{"/dev/null", "/tmp/a\nstdio2=socket:[1]", "pipe:[3]"}};
+    auto parsed = parse_criu_record(format_criu_record(record));
+    ASSERT_TRUE(parsed);
+    ASSERT_EQ(parsed->stdio.size(), 3u);
+    EXPECT_EQ(parsed->stdio[1], "");
+    EXPECT_EQ(parsed->stdio[2], "pipe:[3]");
+    EXPECT_FALSE(parse_criu_record("junk\nstdio9=x\nstdioX=y\n"));
+    EXPECT_FALSE(parse_criu_record(""));
+}
+
+TEST(CriuCommand, LogErrorsAreTheErrorLines) {
+    std::string log =
+        "(00.1) Dumping\n"
+        "(00.5) Error (criu/sk-unix.c:864): unix: External socket is used.\n"
+        "(00.6) Error (criu/cr-dump.c:2053): Dumping FAILED.\n";
+    EXPECT_EQ(criu_log_errors(log),
+              "(00.5) Error (criu/sk-unix.c:864): unix: External socket is used.; "
+              "(00.6) Error (criu/cr-dump.c:2053): Dumping FAILED.");
+    EXPECT_EQ(criu_log_errors("a\nb\nError 1\nError 2\nError 3\nError 4\n", 2), "Error 3; Error 4");
+    EXPECT_EQ(criu_log_errors("starting\nkilled here\n\n"), "killed here");
+    EXPECT_EQ(criu_log_errors(""), "");
+}
+
+}  // namespace
+}  // namespace infervisor
