@@ -13,7 +13,7 @@
 #  2. a worker with an established TCP connection is refused by the preflight
 #     (criu would need --tcp-established): the journal says why, and the
 #     fallback is the kill a late cooperative worker gets.
-# Guest time: about 60-120 s for the three under load.
+# Guest time: about 90 s for the three (86 s measured, TCG, load ~10).
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
