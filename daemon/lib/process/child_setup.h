@@ -60,8 +60,8 @@ struct ChildPlan {
     size_t group_count = 0;
     bool no_new_privileges = true;
     bool keep_supervisor_capabilities = false;  // see SpawnRequest
-    const char* oom_score_adj = nullptr;  // decimal text, or nullptr to inherit
-    int max_fd = 1024;                    // close loop bound when close_range is unavailable
+    const char* oom_score_adj = nullptr;        // decimal text, or nullptr to inherit
+    int max_fd = 1024;                          // close loop bound when close_range is unavailable
     // Detached clones (open_tree OPEN_TREE_CLONE) of the private tmp dir, to
     // be attached over /tmp and /var/tmp in the child's own mount namespace;
     // -1: none. A bind from a path would resolve it again (a worker controls
