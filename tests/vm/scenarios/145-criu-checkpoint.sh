@@ -166,14 +166,7 @@ a_rule_dumps_the_worker_and_the_restart_restores_it() {
 	assert_ne 0 "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" "uid of the restored pid"
 	log "restored pid $pid: $(grep -E '^(Uid|CapBnd):' "/proc/$pid/status" | tr '\n\t' '  ')"
 }
-# 1 and 2 need the drop-in to clear every seccomp filter of the unit. They
-# passed on main 4bbfe1a; the unit has since gained filters the drop-in does
-# not yet clear (the preflight still refuses), so they run only when asked.
-if [[ ${VMTEST_CRIU_DUMP:-0} == 1 ]]; then
-	run_scenario a-rule-dumps-the-worker-with-criu-and-the-restart-restores-it a_rule_dumps_the_worker_and_the_restart_restores_it
-else
-	log "skipped: dump/restore and TCP refusal (VMTEST_CRIU_DUMP=1 runs them; see above)"
-fi
+run_scenario a-rule-dumps-the-worker-with-criu-and-the-restart-restores-it a_rule_dumps_the_worker_and_the_restart_restores_it
 
 an_established_tcp_connection_is_refused_and_the_worker_killed() {
 	install_infervisor
@@ -209,5 +202,4 @@ an_established_tcp_connection_is_refused_and_the_worker_killed() {
 	# Nothing half-dumped is left to be offered.
 	assert_eq "" "$(find "$store/talker" -mindepth 1 -maxdepth 1 -name '[0-9]*')" "complete checkpoints"
 }
-[[ ${VMTEST_CRIU_DUMP:-0} != 1 ]] ||
-	run_scenario an-established-tcp-connection-is-refused-and-the-worker-killed an_established_tcp_connection_is_refused_and_the_worker_killed
+run_scenario an-established-tcp-connection-is-refused-and-the-worker-killed an_established_tcp_connection_is_refused_and_the_worker_killed
