@@ -66,6 +66,9 @@ TEST_F(Lifecycle, WorkerRunsInItsOwnCgroupWithItsLimitsAndBecomesReady) {
 
 TEST_F(Lifecycle, CrashLoopRestartsWithBackoffUntilTheStartLimit) {
     auto spec = example("crashy", {"--crash-after-ms", "20", "--exit-code", "3"});
+    // A run longer than backoff_max resets the doubling; on a loaded machine
+    // a 20 ms crash can take longer than the fixture's 80 ms.
+    spec.restart.backoff_max = 10s;
     spec.restart.start_limit_burst = 3;
     spec.restart.start_limit_interval = 10min;
     supervisor_->apply(config({spec}));
