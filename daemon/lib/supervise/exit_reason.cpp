@@ -1,5 +1,6 @@
 #include "supervise/exit_reason.h"
 
+#include "base/signal_names.h"
 #include "base/units.h"
 
 namespace infervisor {
@@ -15,6 +16,18 @@ std::string ExitReason::describe() const {
     if (while_unsupervised) return status.describe() + " while the supervisor was down";
     if (status_unknown) return "exited (exit status unknown: the run was adopted)";
     return status.describe();
+}
+
+void ExitReason::append_fields(std::vector<std::pair<std::string, std::string>>& fields) const {
+    fields.emplace_back("OOM_KILLS", std::to_string(oom_kills));
+    fields.emplace_back("LIMIT_OOMS", std::to_string(limit_ooms));
+    fields.emplace_back("EXIT_REASON", describe());
+    if (status_unknown)
+        fields.emplace_back("EXIT_STATUS", "unknown");
+    else if (status.kind == ExitStatus::Kind::exited)
+        fields.emplace_back("EXIT_CODE", std::to_string(status.code));
+    else
+        fields.emplace_back("EXIT_SIGNAL", signal_name(status.signal));
 }
 
 }  // namespace infervisor

@@ -8,6 +8,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/clock.h"
 #include "process/exit_status.h"
@@ -50,6 +52,9 @@ struct ExitReason {
     // "exited while the supervisor was down (exit status unknown)",
     // "killed by SIGKILL while the supervisor was down".
     std::string describe() const;
+    // The journal fields every `exited` event carries: OOM_KILLS, LIMIT_OOMS,
+    // EXIT_REASON, then EXIT_STATUS=unknown, EXIT_CODE or EXIT_SIGNAL.
+    void append_fields(std::vector<std::pair<std::string, std::string>>& fields) const;
 };
 
 }  // namespace infervisor

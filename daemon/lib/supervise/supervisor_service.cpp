@@ -293,16 +293,7 @@ void SupervisorService::checkpoint(const std::vector<std::string>& names, Action
     if (!workers) return;
     if (workers->empty()) return done(ActionOutcome::success());
     // Answered once: with the first failure, or success when all are written.
-    struct Tally {
-        size_t remaining;
-        ActionDone done;
-        std::optional<ActionOutcome> failure;
-    };
-    auto tally = std::make_shared<Tally>(Tally{workers->size(), std::move(done), std::nullopt});
-    auto settle = [tally](const std::string& name, bool ok, const std::string& why) {
-        if (!ok && !tally->failure) tally->failure = ActionOutcome::failure(name, why);
-        if (--tally->remaining == 0) tally->done(tally->failure.value_or(ActionOutcome::success()));
-    };
+    Settle settle = settle_all(workers->size(), std::move(done));
     for (Worker* w : *workers) {
         std::string name = w->name();
         auto r = w->checkpoint_now([settle, name](const WorkerCheckpoints::Outcome& o) {

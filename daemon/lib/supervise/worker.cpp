@@ -597,18 +597,9 @@ void Worker::on_exit() {
     Duration ran = started_at_
                        ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
                        : Duration(0);
-    std::vector<std::pair<std::string, std::string>> fields = {
-        {"PID", std::to_string(pid_)},
-        {"RUNTIME_MS", ms(ran)},
-        {"OOM_KILLS", std::to_string(reason.oom_kills)},
-        {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
-        {"EXIT_REASON", reason.describe()}};
-    if (reason.status_unknown)
-        fields.emplace_back("EXIT_STATUS", "unknown");
-    else if (reason.status.kind == ExitStatus::Kind::exited)
-        fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
-    else
-        fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
+    std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(pid_)},
+                                                               {"RUNTIME_MS", ms(ran)}};
+    reason.append_fields(fields);
     auto peak = read_u64(cgroup(), "memory.peak");
     if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
     room_needed_.reset();

@@ -194,18 +194,9 @@ void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
         reason.oom_kills = dir.memory_event("oom_kill");
         reason.limit_ooms = dir.memory_event("oom");
     }
-    std::vector<std::pair<std::string, std::string>> fields = {
-        {"PID", std::to_string(p.pid)},
-        {"WHILE_UNSUPERVISED", "1"},
-        {"OOM_KILLS", std::to_string(reason.oom_kills)},
-        {"LIMIT_OOMS", std::to_string(reason.limit_ooms)},
-        {"EXIT_REASON", reason.describe()}};
-    if (reason.status_unknown)
-        fields.emplace_back("EXIT_STATUS", "unknown");
-    else if (reason.status.kind == ExitStatus::Kind::exited)
-        fields.emplace_back("EXIT_CODE", std::to_string(reason.status.code));
-    else
-        fields.emplace_back("EXIT_SIGNAL", signal_name(reason.status.signal));
+    std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(p.pid)},
+                                                               {"WHILE_UNSUPERVISED", "1"}};
+    reason.append_fields(fields);
     emit(EventKind::exited, reason.describe(), fields);
     if (!cgroup_exists) return finish_run(reason);
     auto populated = dir.populated();
