@@ -55,6 +55,17 @@ void parse_status_key(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
             "'status' must be a status such as 200 or a range such as 200-399, not '" + text + "'");
 }
 
+// Kubernetes' httpGet.scheme, in our lower case: http or https.
+void parse_scheme_key(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
+    std::string text;
+    if (!map.get_string("scheme", text)) return;
+    if (text == "http" || text == "https")
+        spec.tls = text == "https";
+    else
+        errors.add(map.take("scheme")->Mark(),
+                   "probe scheme must be http or https, not '" + text + "'");
+}
+
 void parse_exec_caps(YamlMap& map, ProbeSpec& spec) {
     ByteLimit memory = spec.exec_memory_max;
     if (map.get_size("memory_max", memory)) spec.exec_memory_max = memory.value_or(0);
@@ -65,6 +76,7 @@ void parse_probe_fields(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
     parse_kind_key(map, spec, errors);
     map.get_string("host", spec.host);
     map.get_int("port", spec.port, 1, 65535);
+    parse_scheme_key(map, spec, errors);
     map.get_string("path", spec.path);
     parse_status_key(map, spec, errors);
     map.get_string_list("command", spec.command, Required::no, 256);
@@ -114,7 +126,10 @@ void network_problems(const ProbeSpec& s, std::vector<std::string>& out) {
         out.push_back(
             "'host' must be an IP address such as 127.0.0.1 or ::1 (no name lookup), not '" +
             s.host + "'");
-    if (s.kind != ProbeKind::http) return;
+    if (s.kind != ProbeKind::http) {
+        if (s.tls) out.push_back("'scheme: https' is for kind http only");
+        return;
+    }
     if (!is_request_target(s.path))
         out.push_back(
             "'path' must start with '/' and hold no spaces, control or non-ASCII "

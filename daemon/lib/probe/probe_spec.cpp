@@ -63,7 +63,8 @@ std::string describe_probe(const ProbeSpec& spec) {
     std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
     switch (spec.kind) {
         case ProbeKind::http:
-            return "GET http://" + host + ":" + std::to_string(spec.port) + spec.path;
+            return std::string(spec.tls ? "GET https://" : "GET http://") + host + ":" +
+                   std::to_string(spec.port) + spec.path;
         case ProbeKind::tcp:
             return "TCP " + host + ":" + std::to_string(spec.port);
         case ProbeKind::exec:

@@ -6,8 +6,8 @@
 //               when there is no startup probe).
 //   liveness  — failure_threshold failures in a row mean the worker is stuck:
 //               it is killed and restarted by its restart policy.
-// Each probe is an HTTP GET (a status in [status_min, status_max] passes), a
-// TCP connect, or a command run as the worker's user in a cgroup of its own
+// Each probe is an HTTP or HTTPS GET (a status in [status_min, status_max]
+// passes), a TCP connect, or a command run as the worker's user in a cgroup of its own
 // (exit 0 passes). Plain data; equality is part of WorkerSpec's.
 #pragma once
 
@@ -35,7 +35,10 @@ struct ProbeSpec {
     // event loop) and a port.
     std::string host = "127.0.0.1";
     int64_t port = 0;
-    // http: the request target and the statuses that pass.
+    // http: plain HTTP, or HTTPS (TLS without certificate verification, as
+    // Kubernetes' scheme HTTPS: a health check of a local server asks whether
+    // it answers, not who it is); the request target; the statuses that pass.
+    bool tls = false;
     std::string path = "/";
     int64_t status_min = 200;
     int64_t status_max = 399;
@@ -73,7 +76,8 @@ struct ProbesSpec {
     bool operator==(const ProbesSpec&) const = default;
 };
 
-// "GET http://127.0.0.1:8080/health", "TCP 127.0.0.1:11434", "exec /bin/check".
+// "GET http://127.0.0.1:8080/health", "GET https://[::1]:8443/health",
+// "TCP 127.0.0.1:11434", "exec /bin/check".
 std::string describe_probe(const ProbeSpec& spec);
 
 }  // namespace infervisor

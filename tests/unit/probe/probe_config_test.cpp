@@ -77,6 +77,22 @@ TEST(ProbeConfig, StatusIsOneCodeOrARange) {
     EXPECT_EQ(p.gate(), ProbeRole::readiness);
 }
 
+TEST(ProbeConfig, SchemeIsHttpOrHttpsForHttpProbesOnly) {
+    auto loaded =
+        load_config_text(worker_with("      readiness: {port: 8443, scheme: https, path: /health}\n"
+                                     "      liveness: {port: 8080, scheme: http}\n"),
+                         "p.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    const ProbesSpec& p = loaded.config.workers.at(0).probes;
+    EXPECT_TRUE(p.readiness->tls);
+    EXPECT_FALSE(p.liveness->tls);
+    EXPECT_THAT(errors_of(worker_with("      liveness: {port: 80, scheme: HTTPS}\n")),
+                ElementsAre(HasSubstr("p.yaml:6:36: probe scheme must be http or https, not "
+                                      "'HTTPS'")));
+    EXPECT_THAT(errors_of(worker_with("      liveness: {kind: tcp, port: 80, scheme: https}\n")),
+                ElementsAre(HasSubstr("probe 'liveness': 'scheme: https' is for kind http only")));
+}
+
 TEST(ProbeConfig, WorkerKeysApplyOverDefaultsAndNoneRemoves) {
     auto loaded = load_config_text(R"(defaults:
   probes:
@@ -205,6 +221,9 @@ TEST(ProbeConfig, DescribesEachKind) {
     spec.port = 8080;
     spec.path = "/health";
     EXPECT_EQ(describe_probe(spec), "GET http://127.0.0.1:8080/health");
+    spec.tls = true;
+    EXPECT_EQ(describe_probe(spec), "GET https://127.0.0.1:8080/health");
+    spec.tls = false;
     spec.kind = ProbeKind::tcp;
     spec.host = "::1";
     EXPECT_EQ(describe_probe(spec), "TCP [::1]:8080");

@@ -5,8 +5,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
@@ -14,6 +17,7 @@ namespace infervisor {
 namespace {
 
 namespace asio = boost::asio;
+namespace ssl = asio::ssl;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
 using ::testing::HasSubstr;
@@ -98,6 +102,70 @@ class Listener {
     std::string answer_;
     std::string request_;
     std::vector<std::shared_ptr<tcp::socket>> held_;
+};
+
+// A TLS server with a throwaway self-signed certificate (made here, so no
+// key is kept in the tree and none expires): reads one request and answers.
+class TlsListener {
+  public:
+    TlsListener(asio::io_context& io, std::string answer)
+        : context_(ssl::context::tls_server),
+          acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+          answer_(std::move(answer)) {
+        use_self_signed_certificate();
+        accept();
+    }
+    int port() const { return acceptor_.local_endpoint().port(); }
+    const std::string& request() const { return request_; }
+
+  private:
+    void use_self_signed_certificate() {
+        EVP_PKEY* key = EVP_EC_gen("P-256");
+        X509* cert = X509_new();
+        ASSERT_TRUE(key && cert);
+        ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+        X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+        X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+        X509_set_pubkey(cert, key);
+        X509_NAME* name = X509_get_subject_name(cert);
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                   reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+        X509_set_issuer_name(cert, name);
+        ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
+        ASSERT_EQ(SSL_CTX_use_certificate(context_.native_handle(), cert), 1);
+        ASSERT_EQ(SSL_CTX_use_PrivateKey(context_.native_handle(), key), 1);
+        X509_free(cert);
+        EVP_PKEY_free(key);
+    }
+
+    void accept() {
+        acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
+            if (ec) return;
+            auto s = std::make_shared<ssl::stream<tcp::socket>>(std::move(socket), context_);
+            s->async_handshake(ssl::stream_base::server, [this, s](const error_code& e) {
+                if (!e) serve(s);
+            });
+            accept();
+        });
+    }
+
+    void serve(std::shared_ptr<ssl::stream<tcp::socket>> s) {
+        auto buffer = std::make_shared<std::array<char, 4096>>();
+        s->async_read_some(
+            asio::buffer(*buffer), [this, s, buffer](const error_code& ec, size_t n) {
+                if (ec) return;
+                request_.append(buffer->data(), n);
+                asio::async_write(*s, asio::buffer(answer_), [s](const error_code&, size_t) {
+                    error_code ignored;
+                    s->lowest_layer().close(ignored);  // no close_notify, as many servers do
+                });
+            });
+    }
+
+    ssl::context context_;
+    tcp::acceptor acceptor_;
+    std::string answer_;
+    std::string request_;
 };
 
 class SocketProbeTest : public ::testing::Test {
@@ -193,6 +261,41 @@ TEST_F(SocketProbeTest, ClosedWithoutAnswerFails) {
     EXPECT_THAT(outcome.detail, ::testing::AnyOf(HasSubstr("closed without an answer"),
                                                  HasSubstr("reading the answer"),
                                                  HasSubstr("sending the request")));
+}
+
+TEST_F(SocketProbeTest, HttpsProbeSpeaksTlsAndJudgesTheStatus) {
+    TlsListener l(io, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    ProbeSpec spec = http(l.port());
+    spec.tls = true;
+    auto outcome = run(spec);
+    EXPECT_TRUE(outcome.passed) << outcome.detail;
+    EXPECT_EQ(outcome.detail, "HTTP 200");
+    EXPECT_THAT(l.request(), StartsWith("GET /health HTTP/1.1\r\n"));
+
+    TlsListener loading(io, "HTTP/1.1 503 Loading\r\n\r\n");
+    spec.port = loading.port();
+    auto failed = run(spec);
+    EXPECT_FALSE(failed.passed);
+    EXPECT_EQ(failed.detail, "HTTP 503");
+}
+
+TEST_F(SocketProbeTest, HttpsProbeOfAPlainHttpServerFailsInTheHandshake) {
+    Listener l(io, Behaviour::answer, "HTTP/1.1 400 Bad Request\r\n\r\n");
+    ProbeSpec spec = http(l.port());
+    spec.tls = true;
+    auto outcome = run(spec);
+    EXPECT_FALSE(outcome.passed);
+    EXPECT_THAT(outcome.detail, StartsWith("TLS handshake: ")) << outcome.detail;
+    EXPECT_FALSE(outcome.http_status);
+}
+
+TEST_F(SocketProbeTest, HttpsProbeOfASilentServerFailsAtTheDeadlineInTheHandshake) {
+    Listener l(io, Behaviour::silent);
+    ProbeSpec spec = http(l.port());
+    spec.tls = true;
+    auto outcome = run(spec, std::chrono::milliseconds(200));
+    EXPECT_FALSE(outcome.passed);
+    EXPECT_EQ(outcome.detail, "no answer within 200ms (TLS handshake)");
 }
 
 TEST_F(SocketProbeTest, TcpConnectPassesAndRefusedFails) {
