@@ -4,6 +4,9 @@
 # $VMTEST_BUILD_DIR/deb, made by packaging/build-deb) enables and starts the
 # service from the package's own files; the demo workers run; `apt purge`
 # stops it and leaves nothing of ours but the system users and the journal.
+# In between, an upgrade to a newer version (the same .deb repacked with a
+# higher version) re-executes the daemon in place: the workers keep running
+# with the same pids and are adopted.
 #
 # Not in the default VM run (it needs the .deb, a second full build): run it
 # with packaging/test-deb BUILD_DIR, or by hand:
@@ -24,6 +27,41 @@ owned_by_package() { # PATH PACKAGE
 
 chat_running() { infervisorctl --no-pager status chat >/dev/null 2>&1; }
 
+# repack_newer DEB OUT: DEB with its version raised by "+upgrade1", as the
+# next release would be.
+repack_newer() {
+	local tree
+	tree=$(mktemp -d)
+	dpkg-deb -R "$1" "$tree"
+	sed -i 's/^Version: .*/&+upgrade1/' "$tree/DEBIAN/control"
+	dpkg-deb -b "$tree" "$2" >/dev/null
+	rm -rf "$tree"
+}
+
+reexecuted() {
+	ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat | grep -c "re-executed in place" || true
+}
+
+# An apt upgrade: same daemon pid (re-executed, not restarted), same worker
+# pid, an adopted event for it.
+upgrade_keeps_the_workers() {
+	local daemon_pid chat_pid chat_starts newer
+	daemon_pid=$(systemctl show -P MainPID infervisord)
+	chat_pid=$(event_field chat started PID | tail -n1)
+	chat_starts=$(event_count chat started)
+	newer=/tmp/infervisor_upgrade.deb
+	repack_newer "$(ls "$deb_dir"/infervisor_*.deb)" "$newer"
+	assert_cmd apt-get install -y -q "$newer"
+	assert_contains "$(dpkg-query -W -f='${Version}' infervisor)" "+upgrade1" "upgraded version"
+	wait_until 300 eval '(( $(reexecuted) >= 1 ))'
+	wait_until 300 has_events chat adopted 1
+	assert_eq "$daemon_pid" "$(systemctl show -P MainPID infervisord)" "daemon pid after the upgrade"
+	assert_eq "$chat_pid" "$(event_field chat adopted PID | tail -n1)" "chat's adopted pid"
+	assert_contains "$(cat /proc/"$chat_pid"/cgroup)" "/workers/chat" "chat still in its cgroup"
+	assert_eq "$chat_starts" "$(event_count chat started)" "chat was not started again"
+	rm -f "$newer"
+}
+
 # What of ours is left in the places a package or the daemon writes.
 leftovers() {
 	local places=(/etc /var/lib /run /lib/systemd/system /usr/lib/systemd /usr/lib/sysusers.d
@@ -37,6 +75,8 @@ install_start_purge() {
 		fail "meson install ran in this boot already; run this script in a boot of its own"
 		return 1
 	fi
+	ivd_cursor=$(journalctl -q -n 1 --show-cursor | sed -n 's/^-- cursor: //p')
+	export ivd_cursor  # ivd_journal and event_* read from here on
 	local debs=("$deb_dir"/infervisor_*.deb "$deb_dir"/infervisor-example-worker_*.deb)
 	for deb in "${debs[@]}"; do
 		assert_cmd test -f "$deb"
@@ -70,6 +110,8 @@ install_start_purge() {
 	assert_contains "$(infervisorctl --no-pager status)" leaky "status after reload"
 	local cgroup=/sys/fs/cgroup/system.slice/infervisord.service
 	assert_cmd test -d "$cgroup/workers/chat"
+
+	upgrade_keeps_the_workers
 
 	assert_cmd apt-get purge -y -q infervisor infervisor-example-worker
 	assert_ne active "$(systemctl is-active infervisord || true)" "state after purge"
