@@ -24,6 +24,7 @@ void parse_memory(YamlMap& worker, MemorySpec& memory, ConfigErrors& errors) {
     map.get_size("max", memory.max);
     map.get_size("high", memory.high);
     map.get_size("swap_max", memory.swap_max);
+    map.get_size("reserve", memory.reserve);
     map.finish();
 }
 
@@ -120,6 +121,13 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     map.get_duration("start_timeout", spec.start_timeout, Required::no, 24h);
     map.get_int("priority", spec.priority, -1000, 1000);
     map.get_bool("protected", spec.is_protected);
+    if (std::string admission; map.get_string("admission", admission)) {
+        if (admission == "overcommit" || admission == "check")
+            spec.overcommit = admission == "overcommit";
+        else
+            errors.add(map.take("admission")->Mark(),
+                       "'admission' must be check or overcommit, not '" + admission + "'");
+    }
     if (auto rules = map.take("rules")) spec.rules = parse_rules(*rules, errors);
     parse_workdir_keys(map, spec.workdir, errors);
     parse_checkpoint_keys(map, spec.checkpoint, errors);

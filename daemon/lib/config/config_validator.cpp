@@ -54,6 +54,9 @@ class WorkerChecker {
         if (m.high && *m.high > *m.max)
             fail("memory.high (" + format_size(m.high) + ") is above memory.max (" +
                  format_size(m.max) + ")");
+        if (m.reserve && *m.reserve > *m.max)
+            fail("memory.reserve (" + format_size(m.reserve) + ") is above memory.max (" +
+                 format_size(m.max) + "): it could never use what it waits for");
     }
 
     void check_identity() {

@@ -45,6 +45,9 @@ struct MemorySpec {
     ByteLimit max;          // memory.max; required by validation
     ByteLimit high;         // memory.high; nullopt = "max" (no throttling)
     ByteLimit swap_max{0};  // memory.swap.max; default 0: inference workers do not swap
+    // What the worker needs to start: it waits (state `waiting`) until the
+    // host can give this much (policy/admission.h). None: starts at once.
+    ByteLimit reserve;
 
     bool operator==(const MemorySpec&) const = default;
 };
@@ -104,6 +107,9 @@ struct WorkerSpec {
     // worker is never picked by them.
     int64_t priority = 0;
     bool is_protected = false;
+    // `admission: overcommit`: start even when memory.reserve does not fit
+    // (the reserve still counts against the others).
+    bool overcommit = false;
 
     bool operator==(const WorkerSpec&) const = default;
 };

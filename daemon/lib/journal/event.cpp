@@ -53,6 +53,8 @@ constexpr KindInfo kKinds[] = {
      "5b1e0c36a8f94d2c9e7f41b3d6a2c870", LOG_WARNING},
     {EventKind::suspended, "suspended", "9f28f14a0a034a1ab1c1a02c864347c0", LOG_NOTICE},
     {EventKind::resumed, "resumed", "d45750d132884c3ab2e6cc2272fb6a7c", LOG_NOTICE},
+    {EventKind::waiting, "waiting", "8bd235c2a8f8448ba8cb08fb41a081e8", LOG_NOTICE},
+    {EventKind::admitted, "admitted", "71edda54a9264577b920ac8bf6746854", LOG_INFO},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
     {EventKind::adopted, "adopted", "1b17809b4dda4292b509d5e398fe4796", LOG_NOTICE},
 };

@@ -44,11 +44,13 @@ enum class EventKind {
     adopted,    // a run left by an earlier daemon was taken over
     suspended,  // frozen and its memory pushed out (bytes reclaimed, seconds)
     resumed,    // a suspended worker was thawed
+    waiting,    // its memory.reserve does not fit: it waits instead of starting
+    admitted,   // a waiting worker's reserve fits now: it starts
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::resumed;
+inline constexpr EventKind kLastEventKind = EventKind::admitted;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

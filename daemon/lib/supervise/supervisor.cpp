@@ -39,7 +39,12 @@ Supervisor::Supervisor(WorkerContext& ctx)
     : ctx_(ctx),
       snapshots_(ctx.paths.runtime_dir / "state" / ".config"),
       background_(ctx.io),
-      monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }) {}
+      monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }),
+      admission_(ctx, *this) {
+    ctx_.admission = [this](const WorkerSpec& spec) { return admission_.check(spec); };
+}
+
+Supervisor::~Supervisor() { ctx_.admission = {}; }
 
 std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string& name) const {
     auto active = workers_.find(name);

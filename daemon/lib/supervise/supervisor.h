@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/daemon_config.h"
+#include "supervise/admission_queue.h"
 #include "supervise/background_work.h"
 #include "supervise/config_snapshot.h"
 #include "supervise/workdir_monitor.h"
@@ -26,6 +27,7 @@ namespace infervisor {
 class Supervisor {
   public:
     explicit Supervisor(WorkerContext& ctx);
+    ~Supervisor();
 
     // Takes over what an earlier daemon left (adoption.h): runs whose main
     // process lives are adopted, runs that ended unwatched are wound up and
@@ -99,6 +101,7 @@ class Supervisor {
     // Last: destroyed first, while the workers they look at still exist.
     BackgroundWork background_;
     WorkDirMonitor monitor_;
+    AdmissionQueue admission_;  // memory.reserve: starts waiting workers when they fit
 };
 
 }  // namespace infervisor

@@ -12,7 +12,7 @@ constexpr size_t kRecentEvents = 1000;
 
 bool settled(WorkerState s) {
     return s == WorkerState::running || s == WorkerState::failed || s == WorkerState::parked ||
-           s == WorkerState::suspended || s == WorkerState::stopped;
+           s == WorkerState::suspended || s == WorkerState::waiting || s == WorkerState::stopped;
 }
 
 // For actions on several workers that each settle later: answers `done`
@@ -109,7 +109,8 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
         {"memory",
          {{"max", size_json(s.memory.max)},
           {"high", size_json(s.memory.high)},
-          {"swap_max", size_json(s.memory.swap_max)}}},
+          {"swap_max", size_json(s.memory.swap_max)},
+          {"reserve", s.memory.reserve ? size_json(s.memory.reserve) : nlohmann::json(nullptr)}}},
         {"pids_max", s.pids_max ? nlohmann::json(*s.pids_max) : nlohmann::json("max")},
         {"cpu_weight", s.cpu_weight ? nlohmann::json(*s.cpu_weight) : nlohmann::json(nullptr)},
         {"oom_score_adj", s.oom_score_adj},
@@ -131,6 +132,7 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
           {"keep", s.checkpoint.keep}}},
         {"priority", s.priority},
         {"protected", s.is_protected},
+        {"admission", s.overcommit ? "overcommit" : "check"},
         {"workdir", s.workdir.workdir.string()},
         {"rules", rules},
         {"start_timeout", format_duration(s.start_timeout)},

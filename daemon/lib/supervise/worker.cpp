@@ -144,7 +144,8 @@ void Worker::start() {
 
 void Worker::restart() {
     if (state_ == WorkerState::stopped || state_ == WorkerState::failed ||
-        state_ == WorkerState::parked || state_ == WorkerState::backoff) {
+        state_ == WorkerState::parked || state_ == WorkerState::backoff ||
+        state_ == WorkerState::waiting) {
         tracker_.reset();
         restart_timer_.cancel();
         launch();
@@ -165,6 +166,7 @@ Result<void> Worker::kill(int sig) {
 }
 
 void Worker::launch() {
+    if (!admitted()) return;
     auto run = prepare_run();
     if (!run && run.error().code == EWOULDBLOCK) return wait_for_lock(run.error());
     lock_waits_ = 0;
@@ -754,6 +756,12 @@ void Worker::stop(Done done) {
             emit(EventKind::stopped, "stopped (was waiting to restart)");
             if (done) done();
             return;
+        case WorkerState::waiting:
+            waiting_since_.reset();
+            set_state(WorkerState::stopped);
+            emit(EventKind::stopped, "stopped (was waiting for its memory.reserve to fit)");
+            if (done) done();
+            return;
         case WorkerState::stopping:
             // Also when a policy stop is under way: an explicit stop wins.
             stop_requested_ = true;
@@ -898,7 +906,40 @@ void Worker::on_thawed() {
     }
 }
 
+// memory.reserve (policy/admission.h): a start that does not fit waits in
+// state `waiting` (the Supervisor's AdmissionQueue starts it again when
+// there is room); it does not count as a start.
+bool Worker::admitted() {
+    if (!spec_.memory.reserve || !ctx_.admission) return true;
+    AdmissionVerdict v = ctx_.admission(spec_);
+    auto fields = v.measurements;
+    if (waiting_since_) {
+        auto waited = std::chrono::duration_cast<Duration>(ctx_.clock.now() - *waiting_since_);
+        fields.emplace_back("WAITED_MS", std::to_string(waited.count()));
+    }
+    if (!v.fits && spec_.overcommit) {
+        fields.emplace_back("OVERCOMMIT", "1");
+        emit(EventKind::admitted,
+             "starts although it does not fit (admission: overcommit): " + v.reason,
+             std::move(fields));
+    } else if (v.fits && state_ == WorkerState::waiting) {
+        emit(EventKind::admitted, "admitted: " + v.reason, std::move(fields));
+    }
+    if (v.fits || spec_.overcommit) {
+        waiting_since_.reset();
+        return true;
+    }
+    waiting_reason_ = v.reason;
+    if (state_ != WorkerState::waiting) {
+        waiting_since_ = ctx_.clock.now();
+        set_state(WorkerState::waiting);
+        emit(EventKind::waiting, "waiting instead of starting: " + v.reason, std::move(fields));
+    }
+    return false;
+}
+
 std::string Worker::state_reason() const {
+    if (state_ == WorkerState::waiting) return waiting_reason_;
     if (state_ == WorkerState::suspended) return suspension_.trigger();
     if (state_ == WorkerState::parked && !policy_rule_.empty())
         return "rule '" + policy_rule_ + "'";

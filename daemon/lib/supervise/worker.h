@@ -180,6 +180,8 @@ class Worker {
     void restore_by_criu(RunSetup run);
     Result<std::filesystem::path> prepare_credentials_and_notify(const WorkerIdentity& who);
     UniqueFd open_output();  // the worker's stdout/stderr stream; empty: none
+    // memory.reserve: true when it fits (or none is set); else state waiting.
+    bool admitted();
     Result<RunSetup> prepare_run();
     void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
@@ -273,6 +275,8 @@ class Worker {
     bool room_wait_logged_ = false;
     WorkerSuspension suspension_;
     WorkerState resume_to_ = WorkerState::running;  // the state suspend() left
+    std::optional<TimePoint> waiting_since_;        // state waiting: for admission
+    std::string waiting_reason_;
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;

@@ -12,9 +12,12 @@
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/cgroup_tree.h"
 #include "journal/event_bus.h"
+#include "policy/admission.h"
 #include "workdir/workdir_manager.h"
 
 namespace infervisor {
+
+struct WorkerSpec;
 
 struct WorkerContext {
     boost::asio::io_context& io;
@@ -35,6 +38,9 @@ struct WorkerContext {
     using LimitsWriter =
         std::function<Result<std::vector<std::string>>(const CgroupDir&, const CgroupLimits&)>;
     LimitsWriter write_limits = apply_limits;
+    // Whether a worker with a memory.reserve fits now (the Supervisor's
+    // AdmissionQueue); empty: every worker starts at once.
+    std::function<AdmissionVerdict(const WorkerSpec&)> admission;
 };
 
 }  // namespace infervisor

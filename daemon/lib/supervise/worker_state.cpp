@@ -20,6 +20,8 @@ std::string_view state_name(WorkerState state) {
             return "parked";
         case WorkerState::suspended:
             return "suspended";
+        case WorkerState::waiting:
+            return "waiting";
     }
     return "unknown";
 }

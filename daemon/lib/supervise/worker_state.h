@@ -14,12 +14,13 @@ enum class WorkerState {
     failed,     // start limit hit or start failed; waits for an explicit start
     parked,     // stopped by a policy rule with `then: park`; waits for an explicit start
     suspended,  // frozen, its memory pushed out (action: suspend); waits for a resume
+    waiting,    // its memory.reserve does not fit on the host yet; starts when it does
     // New states go here, and kLastWorkerState below moves with them.
 };
 
 // The last enumerator: the Varlink enum test and the state files' parser
 // walk every state up to it.
-inline constexpr WorkerState kLastWorkerState = WorkerState::suspended;
+inline constexpr WorkerState kLastWorkerState = WorkerState::waiting;
 
 std::string_view state_name(WorkerState state);
 

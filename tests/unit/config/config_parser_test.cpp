@@ -250,6 +250,42 @@ TEST(ConfigParser, ResumeWhenIsAHostCondition) {
                                   HasSubstr("'memory.current' is a worker metric"))));
 }
 
+TEST(ConfigParser, MemoryReserveAndAdmission) {
+    auto loaded = load_config_text(R"(workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 2G, reserve: 1G}
+  - name: b
+    command: [/bin/b]
+    memory: {max: 2G, reserve: 2G}
+    admission: overcommit
+  - name: c
+    command: [/bin/c]
+    memory: {max: 2G}
+)",
+                                   "test.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    const auto& w = loaded.config.workers;
+    EXPECT_EQ(w[0].memory.reserve, 1ull << 30);
+    EXPECT_FALSE(w[0].overcommit);
+    EXPECT_TRUE(w[1].overcommit);
+    EXPECT_FALSE(w[2].memory.reserve);  // no reserve: starts at once
+    EXPECT_THAT(errors_of(R"(workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G, reserve: 512M}
+    admission: sometimes
+)"),
+                ElementsAre("test.yaml:5:16: 'admission' must be check or overcommit, not "
+                            "'sometimes'"));
+    EXPECT_THAT(errors_of(R"(workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G, reserve: 2G}
+)"),
+                ElementsAre(HasSubstr("memory.reserve (2G) is above memory.max (1G)")));
+}
+
 TEST(ConfigValidator, GrowthWindowMustSpanTwoSamples) {
     EXPECT_THAT(errors_of("sample_interval: 2s\ngrowth_window: 3s\n"),
                 ElementsAre("test.yaml:2:1: growth_window (3s) must be at least twice "

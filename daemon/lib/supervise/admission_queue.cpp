@@ -1,0 +1,90 @@
+#include "supervise/admission_queue.h"
+
+#include <algorithm>
+
+#include "base/file_io.h"
+#include "policy/stat_files.h"
+#include "supervise/supervisor.h"
+
+namespace infervisor {
+
+namespace {
+
+bool holds_memory(WorkerState s) {
+    return s == WorkerState::starting || s == WorkerState::running || s == WorkerState::stopping;
+}
+
+std::optional<uint64_t> memory_current(const Worker& w) {
+    auto text = w.cgroup().read("memory.current");
+    if (!text) return std::nullopt;
+    try {
+        return std::stoull(*text);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+AdmissionQueue::AdmissionQueue(WorkerContext& ctx, Supervisor& supervisor)
+    : ctx_(ctx), supervisor_(supervisor), timer_(ctx.io) {
+    subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
+}
+
+AdmissionQueue::~AdmissionQueue() {
+    ctx_.events.unsubscribe(subscription_);
+    timer_.cancel();
+}
+
+AdmissionVerdict AdmissionQueue::check(const WorkerSpec& spec) const {
+    std::vector<ReservedWorker> running;
+    for (const Worker* w : supervisor_.workers())
+        if (w->name() != spec.name && w->spec().memory.reserve && holds_memory(w->state()))
+            running.push_back({w->name(), *w->spec().memory.reserve, memory_current(*w)});
+    std::optional<uint64_t> available;
+    if (auto text = read_file(ctx_.paths.procfs / "meminfo"))
+        available = parse_meminfo(*text).mem_available;
+    return check_admission(spec.memory.reserve.value_or(0), available, running);
+}
+
+void AdmissionQueue::on_event(const Event& e) {
+    switch (e.kind) {
+        case EventKind::waiting:
+            return schedule(kRecheck);
+        case EventKind::exited:
+        case EventKind::stopped:
+        case EventKind::suspended:
+            return schedule(kAfterExit);
+        default:
+            return;
+    }
+}
+
+void AdmissionQueue::schedule(Duration delay) {
+    auto due = std::chrono::steady_clock::now() + delay;
+    if (scheduled_ && timer_.expiry() <= due) return;
+    scheduled_ = true;
+    timer_.expires_at(due);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        scheduled_ = false;
+        recheck();
+    });
+}
+
+void AdmissionQueue::recheck() {
+    std::vector<const Worker*> waiting;
+    for (const Worker* w : supervisor_.workers())
+        if (w->state() == WorkerState::waiting) waiting.push_back(w);
+    if (waiting.empty()) return;
+    std::sort(waiting.begin(), waiting.end(), [](const Worker* a, const Worker* b) {
+        return std::make_pair(-a->spec().priority, a->name()) <
+               std::make_pair(-b->spec().priority, b->name());
+    });
+    for (const Worker* w : waiting)
+        if (Worker* worker = supervisor_.find(w->name())) worker->start();
+    for (const Worker* w : supervisor_.workers())
+        if (w->state() == WorkerState::waiting) return schedule(kRecheck);
+}
+
+}  // namespace infervisor

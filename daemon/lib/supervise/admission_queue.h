@@ -1,0 +1,56 @@
+// AdmissionQueue: the Supervisor's side of admission (policy/admission.h).
+// It answers a Worker's "does my memory.reserve fit now?" from /proc/meminfo
+// and the reserves and memory.current of the workers that hold memory, and
+// starts waiting workers again when room may have appeared: soon after a
+// worker exits, stops or is suspended, and every kRecheck while any waits
+// (MemAvailable also moves with whatever else runs on the host). Highest
+// priority first, then by name; each start is checked again by the worker
+// (Worker::admitted), so several may start in one pass, each counting the
+// reserves of those before it.
+//
+// Which workers count against a newcomer: those with processes (starting,
+// running, stopping) and a reserve. A suspended worker gave its memory back;
+// its way back is resume_when, which checks the room itself.
+//
+// Contract: event loop thread only; reading the files is a few small reads
+// per worker with a reserve.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+
+#include "journal/event_bus.h"
+#include "policy/admission.h"
+#include "supervise/worker_context.h"
+
+namespace infervisor {
+
+class Supervisor;
+struct WorkerSpec;
+
+class AdmissionQueue {
+  public:
+    static constexpr Duration kRecheck = std::chrono::seconds(2);
+    // A worker that just exited frees its memory a moment later.
+    static constexpr Duration kAfterExit = std::chrono::milliseconds(200);
+
+    AdmissionQueue(WorkerContext& ctx, Supervisor& supervisor);
+    ~AdmissionQueue();
+    AdmissionQueue(const AdmissionQueue&) = delete;
+    AdmissionQueue& operator=(const AdmissionQueue&) = delete;
+
+    AdmissionVerdict check(const WorkerSpec& spec) const;
+
+  private:
+    void on_event(const Event& e);
+    void schedule(Duration delay);
+    void recheck();
+
+    WorkerContext& ctx_;
+    Supervisor& supervisor_;
+    EventBus::SinkId subscription_ = 0;
+    boost::asio::steady_timer timer_;
+    bool scheduled_ = false;
+};
+
+}  // namespace infervisor

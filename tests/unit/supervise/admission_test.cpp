@@ -1,0 +1,113 @@
+// Admission with real processes: workers with a memory.reserve start only
+// when it fits in what the host can give (policy/admission.h). MemAvailable
+// comes from a meminfo the test writes (the daemon reads {procfs}/meminfo),
+// so the host's own memory does not decide; this host has no memory
+// controller, so every running worker's reserve counts as unused. The
+// workers do not notify (their READY=1 would be checked against the real
+// /proc). The VM checks it with real memory (tests/vm/scenarios/192-*.sh).
+#include <gmock/gmock.h>
+
+#include <fstream>
+
+#include "supervisor_fixture.h"
+
+namespace infervisor::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using K = EventKind;
+using namespace std::chrono_literals;
+
+constexpr uint64_t GiB = 1ull << 30;
+
+class Admission : public SupervisorFixture {
+  protected:
+    void SetUp() override {
+        SupervisorFixture::SetUp();
+        if (IsSkipped()) return;
+        ctx_->paths.procfs = dir_->mkdir("proc");
+        set_available(4 * GiB);
+    }
+    void set_available(uint64_t bytes) {
+        std::ofstream(ctx_->paths.procfs / "meminfo")
+            << "MemTotal:       16777216 kB\nMemFree:         1000 kB\nMemAvailable: "
+            << bytes / 1024 << " kB\n";
+    }
+    WorkerSpec reserving(const std::string& name, uint64_t reserve, int64_t priority = 0) const {
+        auto spec = example(name, {"--serve-interval-ms", "50"});
+        spec.memory.reserve = reserve;
+        spec.priority = priority;
+        return spec;
+    }
+    WorkerState state(const std::string& name) { return supervisor_->find(name)->state(); }
+};
+
+TEST_F(Admission, AWorkerThatDoesNotFitWaitsAndStartsWhenAnotherStops) {
+    supervisor_->apply(config({reserving("a", 3 * GiB), reserving("b", 2 * GiB)}));
+    run_until_event("b", K::waiting);
+    EXPECT_EQ(state("a"), WorkerState::running);
+    EXPECT_EQ(state("b"), WorkerState::waiting);
+    EXPECT_EQ(count("b", K::started), 0u);
+    const Event* waiting = last("b", K::waiting);
+    EXPECT_EQ(field(*waiting, "NEEDS_BYTES"), std::to_string(2 * GiB));
+    EXPECT_EQ(field(*waiting, "HOST_MEM_AVAILABLE_BYTES"), std::to_string(4 * GiB));
+    EXPECT_EQ(field(*waiting, "RESERVED_UNUSED_BYTES"), std::to_string(3 * GiB));
+    EXPECT_EQ(field(*waiting, "CAN_GIVE_BYTES"), std::to_string(1 * GiB));
+    EXPECT_THAT(supervisor_->find("b")->state_reason(),
+                HasSubstr("needs 2G; the host can give 1G"));
+
+    bool stopped = false;
+    supervisor_->find("a")->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    run_until_event("b", K::started);
+    EXPECT_EQ(kinds_of("b"), (std::vector<K>{K::waiting, K::admitted, K::started, K::ready}));
+    EXPECT_NE(field(*last("b", K::admitted), "WAITED_MS"), "");
+    EXPECT_EQ(state("b"), WorkerState::running);
+}
+
+TEST_F(Admission, RoomThatAppearsFromElsewhereIsFoundByTheRecheck) {
+    set_available(1 * GiB);
+    supervisor_->apply(config({reserving("late", 2 * GiB)}));
+    run_until_event("late", K::waiting);
+    set_available(3 * GiB);  // something else on the host ended
+    run_until_event("late", K::started);
+    EXPECT_EQ(count("late", K::admitted), 1u);
+}
+
+TEST_F(Admission, HighestPriorityFirstAndEachCountsTheOnesBeforeIt) {
+    supervisor_->apply(
+        config({reserving("a", 3 * GiB), reserving("b", 3 * GiB, 0), reserving("c", 2 * GiB, 5)}));
+    run_until_event("b", K::waiting);
+    run_until_event("c", K::waiting);
+    supervisor_->find("a")->stop();
+    run_until_event("c", K::started);
+    // c (priority 5) went first; then only 2G is left for b's 3G.
+    EXPECT_EQ(state("b"), WorkerState::waiting);
+    EXPECT_THAT(supervisor_->find("b")->state_reason(), HasSubstr("the host can give 2G"));
+    EXPECT_EQ(count("b", K::waiting), 1u);  // still the same wait: journaled once
+}
+
+TEST_F(Admission, OvercommitStartsAnywayAndSaysSo) {
+    set_available(1 * GiB);
+    auto spec = reserving("bold", 2 * GiB);
+    spec.overcommit = true;
+    supervisor_->apply(config({spec}));
+    run_until_event("bold", K::started);
+    EXPECT_EQ(count("bold", K::waiting), 0u);
+    EXPECT_EQ(field(*last("bold", K::admitted), "OVERCOMMIT"), "1");
+}
+
+TEST_F(Admission, AWaitingWorkerStopsAtOnceAndAWorkerWithoutReserveNeverWaits) {
+    set_available(1 * GiB);
+    supervisor_->apply(config({reserving("patient", 2 * GiB), example("free", {})}));
+    run_until_event("patient", K::waiting);
+    run_until_event("free", K::started);
+    bool stopped = false;
+    supervisor_->find("patient")->stop([&] { stopped = true; });
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(state("patient"), WorkerState::stopped);
+    EXPECT_EQ(count("patient", K::started), 0u);
+}
+
+}  // namespace
+}  // namespace infervisor::testing

@@ -1,0 +1,84 @@
+#!/bin/bash
+# Issue 13, scenario 2: admission. Sizes are fractions of MemAvailable (A)
+# measured on the idle guest.
+#   first   memory.reserve 50% of A, holds a model of 30% of A
+#   second  memory.reserve 60% of A: while first runs, the host can give
+#           about A - 30% (used by first) - 20% (reserved by first, unused)
+#           = 50% of A: it waits in state `waiting`, journaled with the
+#           numbers; when first stops it is admitted and starts.
+#   bold    memory.reserve larger than the guest, admission: overcommit: it
+#           starts at once, journaled as an overcommitted admission.
+# Checked by order and outcome, never by time. Guest time: about 30-60 s.
+set -euo pipefail
+source "${BASH_SOURCE[0]%/*}/../lib.sh"
+source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+
+mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+status_field() {
+	infervisorctl status --json "$1" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2"
+}
+monotonic_of() { # WORKER EVENT: the journal's monotonic time of its first such event
+	ivd_journal INFERVISOR_WORKER="$1" INFERVISOR_EVENT="$2" -o export |
+		sed -n 's/^__MONOTONIC_TIMESTAMP=//p' | head -n1
+}
+
+a_worker_that_does_not_fit_waits() {
+	install_infervisor
+	at_exit systemctl stop infervisord
+	at_exit dump_state
+	echo "workers: []" | use_workers admission.yaml
+	fresh_daemon
+	local avail
+	avail=$(mem_available_mib)
+	log "MemAvailable idle: $avail MiB"
+	use_workers admission.yaml <<-YAML
+		workers:
+		  - name: first
+		    command: [$ivd_example_worker, --model-mb, "$((avail * 30 / 100))", --serve-interval-ms, "500"]
+		    notify: true
+		    memory: {max: 2G, reserve: $((avail * 50 / 100))M}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events first ready 1
+	cat >>"$ivd_conf/workers.d/admission.yaml" <<-YAML
+		  - name: second
+		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
+		    notify: true
+		    memory: {max: 2G, reserve: $((avail * 60 / 100))M}
+		  - name: bold
+		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
+		    notify: true
+		    admission: overcommit
+		    memory: {max: 4G, reserve: 4G}
+	YAML
+	assert_cmd infervisord --check-config
+	systemctl reload infervisord
+	wait_until 120 has_events second waiting 1
+	assert_eq waiting "$(status_field second state)" "second's state"
+	assert_contains "$(status_field second state_reason)" "needs " "second's reason"
+	assert_contains "$(infervisorctl status second)" "waiting (needs "
+	log "waiting: $(ivd_journal INFERVISOR_WORKER=second INFERVISOR_EVENT=waiting -o cat)"
+	assert_eq "$((avail * 60 / 100 << 20))" "$(event_field second waiting NEEDS_BYTES)" "needs"
+	assert_cmd test "$(event_field second waiting CAN_GIVE_BYTES)" -lt "$((avail * 60 / 100 << 20))"
+	assert_cmd test "$(event_field second waiting RESERVED_UNUSED_BYTES)" -gt 0
+	assert_eq 0 "$(event_count second started)" "second's starts while first runs"
+
+	# bold does not wait: it was told to overcommit.
+	wait_until 120 has_events bold ready 1
+	assert_eq 1 "$(event_field bold admitted OVERCOMMIT)" "bold overcommitted"
+	assert_eq 0 "$(event_count bold waiting)" "bold's waits"
+
+	# Still waiting a while later (the recheck finds no more room), until
+	# first stops.
+	sleep 5
+	assert_eq waiting "$(status_field second state)" "second's state before first stops"
+	assert_cmd infervisorctl stop first
+	wait_until 120 has_events second ready 1
+	assert_eq "waiting admitted started ready" "$(event_sequence second)" "second's events"
+	assert_cmd test "$(monotonic_of first stopped)" -lt "$(monotonic_of second admitted)"
+	log "admitted: $(ivd_journal INFERVISOR_WORKER=second INFERVISOR_EVENT=admitted -o cat)"
+	assert_cmd test "$(event_field second admitted WAITED_MS)" -gt 0
+}
+
+run_scenario a-worker-that-does-not-fit-waits-then-starts-when-another-stops a_worker_that_does_not_fit_waits
