@@ -14,9 +14,10 @@
 //    worker pages its memory back in, or loads), then the `for` again.
 //  - Highest priority first; among equals the one waiting longest, then the
 //    first name. The chosen one must fit: what it needs (its memory before it
-//    was suspended; a parked one's memory.max) must not exceed the host's
-//    MemAvailable now. When it does not fit, nobody is resumed — no lower
-//    priority overtakes it — and the decision waits for more room.
+//    was suspended; a parked one's memory.reserve, else its memory.max) must
+//    not exceed the host's MemAvailable now. When it does not fit, nobody is
+//    resumed — no lower priority overtakes it — and the decision waits for
+//    more room.
 //  - Without a condition, or with nobody waiting, nothing is decided.
 #pragma once
 

@@ -239,9 +239,10 @@ std::vector<ResumeCandidate> PolicyRunner::waiting_for_room() {
             continue;
         }
         if (w->state() == it->second.state) {
+            const MemorySpec& memory = w->spec().memory;
             std::optional<uint64_t> needs = it->second.state == WorkerState::suspended
                                                 ? w->suspension().memory_before()
-                                                : w->spec().memory.max;
+                                                : (memory.reserve ? memory.reserve : memory.max);
             out.push_back({w->name(), static_cast<int>(w->spec().priority), it->second.at, needs,
                            std::string(state_name(it->second.state))});
         }
