@@ -6,8 +6,9 @@
 #           about A - 30% (used by first) - 20% (reserved by first, unused)
 #           = 50% of A: it waits in state `waiting`, journaled with the
 #           numbers; when first stops it is admitted and starts.
-#   bold    memory.reserve larger than the guest, admission: overcommit: it
-#           starts at once, journaled as an overcommitted admission.
+#   bold    then, with second running: memory.reserve larger than the
+#           guest, admission: overcommit: it starts at once, journaled as
+#           an overcommitted admission.
 # Checked by order and outcome, never by time. Guest time: about 30-60 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
@@ -46,11 +47,6 @@ a_worker_that_does_not_fit_waits() {
 		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
 		    notify: true
 		    memory: {max: 2G, reserve: $((avail * 60 / 100))M}
-		  - name: bold
-		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
-		    notify: true
-		    admission: overcommit
-		    memory: {max: 4G, reserve: 4G}
 	YAML
 	assert_cmd infervisord --check-config
 	systemctl reload infervisord
@@ -64,11 +60,6 @@ a_worker_that_does_not_fit_waits() {
 	assert_cmd test "$(event_field second waiting RESERVED_UNUSED_BYTES)" -gt 0
 	assert_eq 0 "$(event_count second started)" "second's starts while first runs"
 
-	# bold does not wait: it was told to overcommit.
-	wait_until 120 has_events bold ready 1
-	assert_eq 1 "$(event_field bold admitted OVERCOMMIT)" "bold overcommitted"
-	assert_eq 0 "$(event_count bold waiting)" "bold's waits"
-
 	# Still waiting a while later (the recheck finds no more room), until
 	# first stops.
 	sleep 5
@@ -79,6 +70,20 @@ a_worker_that_does_not_fit_waits() {
 	assert_cmd test "$(monotonic_of first stopped)" -lt "$(monotonic_of second admitted)"
 	log "admitted: $(ivd_journal INFERVISOR_WORKER=second INFERVISOR_EVENT=admitted -o cat)"
 	assert_cmd test "$(event_field second admitted WAITED_MS)" -gt 0
+
+	# bold does not wait: it was told to overcommit.
+	cat >>"$ivd_conf/workers.d/admission.yaml" <<-YAML
+		  - name: bold
+		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
+		    notify: true
+		    admission: overcommit
+		    memory: {max: 4G, reserve: 4G}
+	YAML
+	systemctl reload infervisord
+	wait_until 120 has_events bold ready 1
+	assert_eq 1 "$(event_field bold admitted OVERCOMMIT)" "bold overcommitted"
+	assert_eq 0 "$(event_count bold waiting)" "bold's waits"
+	log "overcommit: $(ivd_journal INFERVISOR_WORKER=bold INFERVISOR_EVENT=admitted -o cat)"
 }
 
 run_scenario a-worker-that-does-not-fit-waits-then-starts-when-another-stops a_worker_that_does_not_fit_waits
