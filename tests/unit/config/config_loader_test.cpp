@@ -57,9 +57,10 @@ TEST(ConfigLoader, MissingMainFileIsAnError) {
     EXPECT_THAT(loaded.errors.format(), HasSubstr("No such file or directory"));
 }
 
-TEST(ConfigLoader, ShippedConfigAndDemoAreValid) {
+TEST(ConfigLoader, ShippedConfigAndExampleWorkersAreValid) {
     // etc/infervisor.yaml is what a package installs; the demo workers
-    // (configured into the build dir) are what the README's demo runs.
+    // (configured into the build dir) are what the README's demo runs, and
+    // torch-worker.yaml the example on python3-torch.
     const char* src = std::getenv("INFERVISOR_SOURCE_ROOT");
     const char* build = std::getenv("INFERVISOR_BUILD_ROOT");
     ASSERT_NE(src, nullptr);
@@ -67,9 +68,10 @@ TEST(ConfigLoader, ShippedConfigAndDemoAreValid) {
     auto loaded = load_config(
         {std::filesystem::path(src) / "etc/infervisor.yaml", std::filesystem::path(build) / "etc"});
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
-    ASSERT_EQ(loaded.config.workers.size(), 2u);
+    ASSERT_EQ(loaded.config.workers.size(), 3u);
     EXPECT_EQ(loaded.config.workers[0].name, "chat");
     EXPECT_EQ(loaded.config.workers[1].name, "leaky");
+    EXPECT_EQ(loaded.config.workers[2].name, "torch-chat");
 }
 
 }  // namespace
