@@ -24,10 +24,12 @@ main_config_saved=/run/vmtest-191-preempt-main.yaml
 # under emulation on a loaded host: 30-60 s) makes the host thrash.
 requests=300
 
-# use_preempt_config RESUME_MIB: a host rule that suspends, resume_when above
-# RESUME_MIB, no worker rules. Workers may swap only when suspended (the
-# packaged default swap_max: 0 stays).
+# use_preempt_config RESUME_MIB [ACTION]: a host rule that suspends (or
+# checkpoints and parks), resume_when above RESUME_MIB, no worker rules.
+# Workers may swap only when suspended (the packaged default swap_max: 0
+# stays).
 use_preempt_config() {
+	local action=${2:-suspend}
 	[[ -e $main_config_saved ]] || {
 		cp "$main_config" "$main_config_saved"
 		at_exit cp "$main_config_saved" "$main_config"
@@ -47,8 +49,9 @@ use_preempt_config() {
 		host_rules:
 		  - name: host-thrash
 		    when: host.swap.in > 50 for 5s
-		    action: suspend
+		    action: $action
 	YAML
+	[[ $action != checkpoint ]] || echo "    then: park" >>"$main_config"
 }
 
 # served_now WORKER: K of its last STATUS=served K requests, as the daemon has
@@ -162,3 +165,91 @@ low_suspended_and_resumed() {
 }
 
 run_scenario host-pressure-suspends-low-and-resume-when-brings-it-back low_suspended_and_resumed
+
+# The same overcommit, with a checkpoint instead of a suspend: low is
+# stopped after writing its count, parked, and started again from the
+# checkpoint when its reserve fits.
+low_checkpointed_and_restarted() {
+	install_infervisor
+	if ! swapon --show=NAME --noheadings | grep -q .; then
+		zram_swap_on 1G
+		at_exit zram_swap_off
+	fi
+	at_exit systemctl stop infervisord
+	at_exit dump_state
+	rm -rf /var/lib/infervisor/checkpoints/low
+	use_preempt_config 100000 checkpoint
+	echo "workers: []" | use_workers preempt.yaml
+	fresh_daemon
+	local avail low_mib high_mib burst_mib resume_mib
+	avail=$(mem_available_mib)
+	low_mib=$((avail * 45 / 100))
+	high_mib=$((avail * 30 / 100))
+	burst_mib=$((avail * 45 / 100))
+	resume_mib=$((low_mib + avail * 15 / 100))
+	log "MemAvailable idle: $avail MiB; low $low_mib, high $high_mib + $burst_mib MiB; resume above $resume_mib MiB"
+	use_preempt_config "$resume_mib" checkpoint
+	use_workers preempt.yaml <<-YAML
+		workers:
+		  - name: low
+		    command: [$ivd_example_worker, --model-mb, "$low_mib", --touch-model,
+		              --serve-interval-ms, "250", --exit-after-requests, "$requests"]
+		    notify: true
+		    priority: 0
+		    memory: {max: 2G, swap_max: 0, reserve: ${low_mib}M}
+		    checkpoint: {timeout: 1m}
+		  - name: high
+		    command: [$ivd_example_worker, --model-mb, "$high_mib", --touch-model,
+		              --burst-mb, "$burst_mib", --serve-interval-ms, "250"]
+		    notify: true
+		    priority: 10
+		    memory: {max: 2G}
+	YAML
+	fresh_daemon
+	wait_until 600 has_events low ready 1
+	wait_until 600 has_events high ready 1
+	wait_until 300 served_more_than low 10
+	log "both ready, low has served 10; high bursts"
+	local high_pid
+	high_pid=$(main_pid high)
+
+	kill -USR2 "$high_pid"
+	wait_until 900 has_events low parked 1
+	assert_eq checkpoint "$(event_field low policy-action ACTION | head -n1)" "action"
+	assert_eq "rule 'host-thrash'" "$(event_field low checkpoint-written TRIGGER | head -n1)" "checkpointed by"
+	local checkpoint at_checkpoint
+	checkpoint=$(event_field low checkpoint-written CHECKPOINT | head -n1)
+	at_checkpoint=$(sed -n 's/^served=//p' "$checkpoint/checkpoint")
+	log "checkpoint $checkpoint at request $at_checkpoint: $(ivd_journal INFERVISOR_WORKER=low INFERVISOR_EVENT=checkpoint-written -o cat)"
+	assert_cmd test "$at_checkpoint" -gt 0
+	assert_cmd test "$at_checkpoint" -lt "$requests"
+
+	# Parked while high is big: not started again.
+	local high_served
+	high_served=$(served_count high)
+	wait_until 600 served_more_than high $((high_served + 20))
+	assert_eq 1 "$(event_count low started)" "low's starts while high is big"
+
+	kill -HUP "$high_pid"
+	wait_until 600 has_events low started 2
+	assert_eq "$checkpoint" "$(event_field low checkpoint-restoring CHECKPOINT | head -n1)" "restored from"
+	wait_until 900 has_events low exited 2
+	wait_until 120 all_lines_in low "$requests"
+	assert_eq 0 "$(event_field low exited EXIT_CODE | tail -n1)" "low's exit code at the end"
+
+	# Every request served; the second run went on from the checkpoint.
+	local numbers lines first_run_last second_run_first
+	numbers=$(served_numbers low)
+	assert_eq "$(seq 1 "$requests" | tr '\n' ' ')" "$(sort -n -u <<<"$numbers" | tr '\n' ' ')" "low's requests, none missing"
+	lines=$(journalctl -q --no-pager --cursor="$ivd_cursor" -t infervisor-worker-low -o cat)
+	assert_contains "$lines" "resumed from $checkpoint (served $at_checkpoint requests before)" "the restart's resume"
+	first_run_last=$(sed -n '/: resumed from /q; s/.*served request \([0-9]*\) .*/\1/p' <<<"$lines" | tail -n1)
+	second_run_first=$(sed -n '/: resumed from /,$ s/.*served request \([0-9]*\) .*/\1/p' <<<"$lines" | head -n1)
+	assert_eq $((at_checkpoint + 1)) "$second_run_first" "the second run's first request"
+	log "work redone after the checkpoint: $((first_run_last - at_checkpoint)) requests"
+	assert_eq 0 "$(event_count high policy-action)" "high's policy actions"
+	assert_eq "$high_pid" "$(main_pid high)" "high's pid"
+	assert_eq 0 "$(kernel_oom_kills)" "kernel OOM kills"
+}
+
+run_scenario host-pressure-checkpoints-low-and-resume-when-restarts-it low_checkpointed_and_restarted

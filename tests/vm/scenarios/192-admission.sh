@@ -15,9 +15,12 @@ source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
 
 mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+# status_field WORKER FIELD (status exits 3 for a worker that is not
+# running, a waiting one too).
 status_field() {
-	infervisorctl status --json "$1" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2"
+	local json
+	json=$(infervisorctl status --json "$1") || [[ $? == 3 ]]
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2" <<<"$json"
 }
 monotonic_of() { # WORKER EVENT: the journal's monotonic time of its first such event
 	ivd_journal INFERVISOR_WORKER="$1" INFERVISOR_EVENT="$2" -o export |
