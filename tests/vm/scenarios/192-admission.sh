@@ -56,7 +56,9 @@ a_worker_that_does_not_fit_waits() {
 	wait_until 120 has_events second waiting 1
 	assert_eq waiting "$(status_field second state)" "second's state"
 	assert_contains "$(status_field second state_reason)" "needs " "second's reason"
-	assert_contains "$(infervisorctl status second)" "waiting (needs "
+	local text
+	text=$(infervisorctl status second) || assert_eq 3 "$?" "status exit code of a waiting worker"
+	assert_contains "$text" "waiting (needs "
 	log "waiting: $(ivd_journal INFERVISOR_WORKER=second INFERVISOR_EVENT=waiting -o cat)"
 	assert_eq "$((avail * 60 / 100 << 20))" "$(event_field second waiting NEEDS_BYTES)" "needs"
 	assert_cmd test "$(event_field second waiting CAN_GIVE_BYTES)" -lt "$((avail * 60 / 100 << 20))"
