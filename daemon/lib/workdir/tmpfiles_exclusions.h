@@ -32,6 +32,14 @@ inline constexpr char kTmpfilesExclusionFile[] = "infervisor-workdirs.conf";
 // '*', '?', '[' as a glob.
 bool is_tmpfiles_safe_path(const std::string& path);
 
+// The argument of an x line that matches exactly `path` (absolute) where
+// possible: the path itself when is_tmpfiles_safe_path(), else a glob with
+// each unsafe byte replaced by '?' (which tmpfiles' fnmatch() matches to any
+// one character but '/'), so that a name with a space, a quote or a newline
+// is still covered, at the price of also covering the few siblings that
+// differ from it only in those bytes.
+std::string tmpfiles_exact_pattern(const std::string& path);
+
 // The file's content: a comment header and one sorted `x PATH` line per path.
 Result<std::string> render_tmpfiles_exclusions(const std::set<std::filesystem::path>& paths);
 
@@ -39,5 +47,11 @@ Result<std::string> render_tmpfiles_exclusions(const std::set<std::filesystem::p
 // `paths` is empty. tmpfiles_dir is created (0755) if missing.
 Result<void> write_tmpfiles_exclusions(const std::filesystem::path& tmpfiles_dir,
                                        const std::set<std::filesystem::path>& paths);
+
+// The same for any generated file: atomically replaces <tmpfiles_dir>/<name>
+// (a plain "*.conf" name) with `content`, or removes it when `content` is
+// empty.
+Result<void> write_tmpfiles_file(const std::filesystem::path& tmpfiles_dir, const std::string& name,
+                                 const std::string& content);
 
 }  // namespace infervisor
