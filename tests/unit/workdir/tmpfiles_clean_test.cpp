@@ -9,6 +9,7 @@
 
 #include "support/temp_dir.h"
 #include "workdir/dir_lock.h"
+#include "workdir/tmp_file_protection.h"
 #include "workdir/tmpfiles_exclusions.h"
 #include "workdir/workdir_manager.h"
 #include "workdir_test_support.h"
@@ -28,6 +29,7 @@ struct TmpfilesClean : ::testing::Test {
     fs::path age_conf = root.path() / "age.conf";
     fs::path exclusions_dir = root.path() / "tmpfiles.d";
     fs::path exclusions = exclusions_dir / kTmpfilesExclusionFile;
+    fs::path open_files = exclusions_dir / kOpenFilesExclusionFile;
     std::optional<fs::path> tmpfiles = testing::find_systemd_tmpfiles();
 
     void SetUp() override {
@@ -46,6 +48,7 @@ struct TmpfilesClean : ::testing::Test {
         testing::make_old(aged, kTwoHours);
         std::vector<std::string> argv = {tmpfiles->string(), "--clean", age_conf.string()};
         if (fs::exists(exclusions)) argv.push_back(exclusions.string());
+        if (fs::exists(open_files)) argv.push_back(open_files.string());
         auto run = testing::run_program(argv);
         ASSERT_EQ(run.exit_status, 0) << run.output;
     }
@@ -148,6 +151,39 @@ TEST_F(TmpfilesClean, WorkDirManagerProtectsWorkDirsAndExtraDirsUntilReleased) {
     EXPECT_TRUE(gone("state/workers/llama"));
     EXPECT_TRUE(gone("cache-llama"));
     EXPECT_TRUE(intact("state/workers/whisper"));
+}
+
+// What a worker sharing the host's /tmp holds open: single files, among them
+// names tmpfiles cannot take verbatim (a space, a quote, a newline, '%', a
+// glob character), are kept while its siblings age away; released, they go.
+TEST_F(TmpfilesClean, OpenFileLinesProtectExactlyThoseFilesUntilReleased) {
+    const std::vector<std::string> odd = {"model.bin", "with space", "quote\"d",    "new\nline",
+                                          "100%",      "star*",      "back\\slash", "br[acket"};
+    std::vector<std::string> held;
+    for (const auto& name : odd) {
+        root.write("aged/cache/" + name, "weights");
+        held.push_back((aged / "cache" / name).string());
+    }
+    root.write("aged/cache/model.bin.old", "stale");
+    root.write("aged/cache/with_space", "sibling");
+    root.write("aged/other/file", "stale");
+    TmpFileProtection protection(exclusions_dir);
+    auto added = protection.add("llama", held);
+    ASSERT_EQ(added.paths.size(), odd.size());
+    ASSERT_TRUE(protection.write().ok());
+
+    clean();
+    for (const auto& name : odd) EXPECT_TRUE(exists_nofollow(aged / "cache" / name)) << name;
+    EXPECT_TRUE(gone("cache/model.bin.old"));
+    EXPECT_TRUE(gone("other"));
+    // The '?' of "with?space" also covers a sibling differing only there.
+    EXPECT_TRUE(exists_nofollow(aged / "cache/with_space"));
+
+    ASSERT_TRUE(protection.release("llama"));
+    ASSERT_TRUE(protection.write().ok());
+    EXPECT_FALSE(fs::exists(open_files));
+    clean();
+    EXPECT_TRUE(gone("cache"));
 }
 
 }  // namespace
