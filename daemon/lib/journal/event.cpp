@@ -57,6 +57,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::admitted, "admitted", "71edda54a9264577b920ac8bf6746854", LOG_INFO},
     {EventKind::daemon_stopping, "daemon-stopping", "b62b1e279ae448b9aa52d7d12bdbb927", LOG_INFO},
     {EventKind::adopted, "adopted", "1b17809b4dda4292b509d5e398fe4796", LOG_NOTICE},
+    {EventKind::tmp_file_protected, "tmp-file-protected", "38c0e33ec3d545ab988cb0439bca7efe",
+     LOG_INFO},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -41,16 +41,17 @@ enum class EventKind {
     checkpoint_restored,         // READY=1 from a run that was given a checkpoint
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
     daemon_stopping,
-    adopted,    // a run left by an earlier daemon was taken over
-    suspended,  // frozen and its memory pushed out (bytes reclaimed, seconds)
-    resumed,    // a suspended worker was thawed
-    waiting,    // its memory.reserve does not fit: it waits instead of starting
-    admitted,   // a waiting worker's reserve fits now: it starts
+    adopted,             // a run left by an earlier daemon was taken over
+    suspended,           // frozen and its memory pushed out (bytes reclaimed, seconds)
+    resumed,             // a suspended worker was thawed
+    waiting,             // its memory.reserve does not fit: it waits instead of starting
+    admitted,            // a waiting worker's reserve fits now: it starts
+    tmp_file_protected,  // a file a worker sharing the host's /tmp holds there is kept from aging
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::admitted;
+inline constexpr EventKind kLastEventKind = EventKind::tmp_file_protected;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);
