@@ -49,6 +49,8 @@ Misbehaviour, to exercise the supervisor:
   --tmp-file NAME           write a "model file" NAME into $TMPDIR (default /tmp; an absolute
                             NAME is used as is) at start and re-read it every serve tick;
                             exit 66 if it has vanished (the temp-file trap)
+  --hold-tmp-file HOW       with --tmp-file: keep it held for the whole run, HOW = open (a
+                            file descriptor) or map (a shared mapping, its descriptor closed)
 
 Memory, for policy tests and benchmarks:
   --touch-model             on every serve tick read one byte of each page of the model (and
@@ -95,6 +97,12 @@ double parse_double(std::string_view option, const std::string& text) {
     if (text.empty() || *end != '\0' || !(value >= 0))
         usage_error(std::string(option) + ": expected a non-negative number, got '" + text + "'");
     return value;
+}
+
+std::string parse_hold(std::string_view option, const std::string& text) {
+    if (text != "open" && text != "map")
+        usage_error(std::string(option) + ": expected open or map, got '" + text + "'");
+    return text;
 }
 
 int parse_signal(std::string_view option, const std::string& text) {
@@ -182,6 +190,8 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.checkpoint_signal = parse_signal(opt, args.value());
     else if (opt == "--tmp-file")
         o.tmp_file = args.value();
+    else if (opt == "--hold-tmp-file")
+        o.hold_tmp_file = parse_hold(opt, args.value());
     else if (opt == "--burst-mb")
         o.burst_mb = parse_long(opt, args.value());
     else if (opt == "--burst-stamp")
@@ -212,6 +222,8 @@ Options parse_options(int argc, char** argv) {
             usage_error("unknown option '" + args.option() + "'");
     }
     if (o.serve_interval_ms == 0) usage_error("--serve-interval-ms must be positive");
+    if (!o.hold_tmp_file.empty() && o.tmp_file.empty())
+        usage_error("--hold-tmp-file needs --tmp-file");
     if (o.http_port > 65535) usage_error("--http-port must be at most 65535");
     if (o.abort && !o.crash_after_ms) usage_error("--abort needs --crash-after-ms");
     if (!o.burst_stamp.empty() && o.burst_mb == 0) usage_error("--burst-stamp needs --burst-mb");

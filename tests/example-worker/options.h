@@ -21,6 +21,7 @@ struct Options {
     bool double_fork = false;
     int checkpoint_signal = 0;     // SIGUSR1 unless given
     std::string tmp_file;          // --tmp-file: NAME inside $TMPDIR (or /tmp), or an absolute path
+    std::string hold_tmp_file;     // --hold-tmp-file: "open", "map" or "" (not held)
     bool touch_model = false;      // --touch-model: read the whole model on every serve tick
     long burst_mb = 0;             // --burst-mb: allocate this much at once on SIGUSR2
     std::string burst_stamp;       // --burst-stamp: where the burst's times go

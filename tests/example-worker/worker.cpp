@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,6 +157,31 @@ bool Worker::create_tmp_file() {
     std::fprintf(file, "fake model weights of %s\n", options_.name.c_str());
     std::fclose(file);
     say("wrote model file %s", tmp_path_.c_str());
+    return options_.hold_tmp_file.empty() || hold_tmp_file();
+}
+
+// Held until the process ends: the descriptor (never closed) or the mapping
+// (never unmapped), as a server holds its weights.
+bool Worker::hold_tmp_file() {
+    int fd = ::open(tmp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) < 0) {
+        std::fprintf(stderr, "%s: error: cannot open model file %s: %s\n", options_.name.c_str(),
+                     tmp_path_.c_str(), std::strerror(errno));
+        return false;
+    }
+    if (options_.hold_tmp_file == "open") {
+        say("holding model file %s open (fd %d)", tmp_path_.c_str(), fd);
+        return true;
+    }
+    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) {
+        std::fprintf(stderr, "%s: error: cannot map model file %s: %s\n", options_.name.c_str(),
+                     tmp_path_.c_str(), std::strerror(errno));
+        return false;
+    }
+    say("holding model file %s mapped", tmp_path_.c_str());
     return true;
 }
 

@@ -27,6 +27,7 @@ class Worker {
     void restore_if_asked();
     void leave_orphan();
     bool create_tmp_file();
+    bool hold_tmp_file();
     bool tmp_file_still_there();
     void become_ready();
     bool serve_one();

@@ -25,6 +25,7 @@
 #include "supervise/config_load_runner.h"
 #include "supervise/metrics_collector.h"
 #include "supervise/policy_runner.h"
+#include "supervise/shared_tmp_guard.h"
 #include "supervise/supervisor.h"
 #include "supervise/supervisor_service.h"
 #include "supervise/userdb_records.h"
@@ -113,6 +114,7 @@ class Daemon {
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<MetricsCollector> metrics_;
+    std::unique_ptr<SharedTmpGuard> shared_tmp_;
     std::unique_ptr<SupervisorService> service_;
     std::unique_ptr<ControlServer> control_;
     std::unique_ptr<UserDbServer> userdb_;
@@ -185,6 +187,8 @@ int Daemon::run() {
     supervisor_->adopt_leftovers(config_);
     supervisor_->apply(config_);
     policy_->start();
+    shared_tmp_ = std::make_unique<SharedTmpGuard>(*ctx_, *supervisor_);
+    shared_tmp_->start(config_.daemon.sample_interval);
     start_control();
     start_userdb();
     events_.emit(Event{EventKind::daemon_started, "",
@@ -277,6 +281,7 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
         policy_->configure(config_);
         metrics_->configure(config_);
         supervisor_->workdir_monitor().set_scan_interval(config_.daemon.workdir_scan_interval);
+        shared_tmp_->set_interval(config_.daemon.sample_interval);
         supervisor_->apply(config_);
         events_.emit(Event{
             EventKind::config_reloaded, "",
@@ -293,12 +298,14 @@ void Daemon::reexec_for_upgrade() {
     notify_systemd("STATUS=re-executing; workers keep running");
     policy_->stop();
     supervisor_->workdir_monitor().stop();
+    shared_tmp_->stop();
     if (control_) control_->stop();
     std::string why = reexec_now("upgrade");
     // Still here: carry on as before.
     spdlog::error("cannot re-execute: {}; carrying on", why);
     policy_->start();
     supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
+    shared_tmp_->start(config_.daemon.sample_interval);
     start_control();
     notify_systemd("STATUS=" + supervisor_->summary());
 }
@@ -311,6 +318,7 @@ void Daemon::shut_down() {
     policy_->stop();
     metrics_->stop();
     supervisor_->workdir_monitor().stop();
+    shared_tmp_->stop();
     if (control_) control_->stop();
     if (userdb_) userdb_->stop();
     supervisor_->stop_all([this] {

@@ -24,4 +24,9 @@ std::optional<std::string> why_no_private_tmp(const std::filesystem::path& workd
     return std::nullopt;
 }
 
+bool shares_host_tmp(const WorkerSpec& spec, const Paths& paths) {
+    if (!spec.private_tmp || spec.checkpoint.method == CheckpointMethod::criu) return true;
+    return why_no_private_tmp(resolve_workdir(spec.workdir, paths), spec.workdir).has_value();
+}
+
 }  // namespace infervisor

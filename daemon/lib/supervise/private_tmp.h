@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "base/paths.h"
+#include "config/worker_spec.h"
 #include "workdir/workdir_spec.h"
 
 namespace infervisor {
@@ -21,5 +23,11 @@ namespace infervisor {
 // dir ("its work dir /tmp/llama is under /tmp").
 std::optional<std::string> why_no_private_tmp(const std::filesystem::path& workdir,
                                               const WorkDirSpec& spec);
+
+// Whether the worker's runs see the host's /tmp, by the rule Worker::spawn
+// applies: private_tmp false, a criu worker, or a dir under /tmp or /var/tmp
+// (why_no_private_tmp). For SharedTmpGuard, which scans only such workers
+// (and checks each process's mount namespace besides).
+bool shares_host_tmp(const WorkerSpec& spec, const Paths& paths);
 
 }  // namespace infervisor
