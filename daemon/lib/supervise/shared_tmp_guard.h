@@ -20,9 +20,10 @@
 //
 // Released when the run ends (its `exited` event) or when the worker is gone
 // (checked each tick), and the file rewritten. A daemon that starts (also
-// re-executed, adopting running workers) replaces whatever file an earlier
-// one left with its first scan, which it runs at start(): protection
-// resumes within one scan, and nothing an ended run held stays protected.
+// re-executed, adopting running workers) keeps the file an earlier one left
+// until its first scan, which it runs at start(), replaces it: what adopted
+// runs still hold stays protected without a gap (and is journaled again),
+// what they held before and no longer hold, or what ended runs held, is not.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
