@@ -86,6 +86,8 @@ void PolicyRunner::configure(const Config& config) {
     interval_ = config.daemon.sample_interval;
     resume_planner_.configure(config.daemon.resume_when, config.daemon.host_settle);
     dry_run_ = config.daemon.dry_run;
+    host_rules_.clear();
+    for (const auto& rule : config.host_rules) host_rules_.insert(rule.name);
     std::set<std::string> now;
     for (const auto& w : config.workers) {
         engine_.set_worker_rules(w.name, w.rules);
@@ -102,6 +104,7 @@ void PolicyRunner::configure(const Config& config) {
 
 void PolicyRunner::start() {
     running_ = true;
+    adopt_preempted();
     arm_tick();
     for (const Worker* w : supervisor_.workers())
         if ((w->state() == WorkerState::running || w->state() == WorkerState::starting) &&
@@ -118,6 +121,22 @@ void PolicyRunner::start() {
                  psi_->rejected.empty() ? "" : " (kernel refused " + psi_->rejected + ")");
     psi_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(psi_->fd.get()));
     arm_psi();
+}
+
+void PolicyRunner::adopt_preempted() {
+    TimePoint now = ctx_.clock.now();
+    for (const Worker* w : supervisor_.workers()) {
+        if (w->state() != WorkerState::parked || preempted_.count(w->name()) ||
+            !host_rules_.count(w->policy_rule()))
+            continue;
+        // Its wait starts now: the room it needs must hold for resume_when's
+        // `for` as seen by this daemon.
+        resume_planner_.preempted(now);
+        preempted_[w->name()] = {now, WorkerState::parked};
+        spdlog::info("{}: parked by host rule '{}' before this daemon started; resume_when may "
+                     "start it again",
+                     w->name(), w->policy_rule());
+    }
 }
 
 void PolicyRunner::stop() {

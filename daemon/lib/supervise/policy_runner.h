@@ -20,7 +20,9 @@
 // `preempted_` until the planner picks it; it is then resumed (thawed) or
 // started, with a `policy-action` entry (RULE=resume_when, ACTION=resume)
 // that has the host's numbers. A new run or a resume by anyone else ends
-// its wait.
+// its wait. A worker a host rule parked before an in-place re-execution
+// waits again from the new daemon's start (its state file keeps the rule);
+// a suspended one is thawed at adoption (supervise/worker_adoption.cpp).
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -87,6 +89,9 @@ class PolicyRunner {
     void note_preemption(const Decision& decision);
     std::vector<ResumeCandidate> waiting_for_room();
     void resume(const ResumeDecision& decision);
+    // At start: parked workers that a host rule parked before this daemon
+    // began (an in-place re-execution adopted them) wait for resume_when too.
+    void adopt_preempted();
 
     // A worker put aside by a host rule, waiting for room.
     struct Preempted {
@@ -102,6 +107,7 @@ class PolicyRunner {
     bool dry_run_ = false;
     Duration interval_ = std::chrono::seconds(2);
     std::set<std::string> known_;
+    std::set<std::string> host_rules_;  // their names
     boost::asio::steady_timer tick_;
     boost::asio::steady_timer wake_timer_;
     std::optional<PsiTrigger> psi_;

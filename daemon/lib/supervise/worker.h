@@ -125,6 +125,8 @@ class Worker {
     // Why the worker is in its state, for status displays: who suspended it,
     // which rule parked it; "" when there is nothing to say.
     std::string state_reason() const;
+    // The rule that last stopped or parked the worker; empty: none.
+    const std::string& policy_rule() const { return policy_rule_; }
     // The suspension's side (since when, what memory it will want back).
     const WorkerSuspension& suspension() const { return suspension_; }
 

@@ -213,6 +213,7 @@ void Worker::restore(const PersistedWorker& p) {
     last_exit_ = p.last_exit;
     status_text_ = p.status_text;
     config_snapshot_ = p.config_snapshot;
+    policy_rule_ = p.policy_rule;  // a parked worker's: resume_when asks which rule
     switch (p.state) {
         case WorkerState::failed:
         case WorkerState::parked:

@@ -222,5 +222,53 @@ TEST_F(Suspension, AHostRuleSuspendsTheLowPriorityWorkerAndResumeWhenBringsItBac
     EXPECT_EQ(supervisor_->find("low")->state(), WorkerState::running);
 }
 
+// An in-place re-execution: the new daemon's PolicyRunner finds a worker that
+// a host rule parked under the old one (the worker's state keeps the rule's
+// name) and resume_when starts it again.
+TEST_F(Suspension, AWorkerAHostRuleParkedBeforeTheDaemonStartedWaitsForResumeWhen) {
+    ConfigErrors errors;
+    WorkerSpec low = counter("low");
+    WorkerSpec high = counter("high");
+    high.priority = 10;
+    Config c = config({low, high});
+    c.host_rules = parse_host_rules(
+        YAML::Load("[{name: squeeze, when: 'host.mem.available > 1', action: kill, then: park}]"),
+        errors);
+    ASSERT_TRUE(errors.empty()) << errors.format();
+    c.daemon.host_settle = 10min;  // one victim
+    c.daemon.sample_interval = 50ms;
+    supervisor_->apply(c);
+    run_until_event("low", K::ready);
+    run_until_event("high", K::ready);
+    {
+        PolicyRunner before(*ctx_, *supervisor_);  // no resume_when
+        before.configure(c);
+        before.start();
+        run_until_event("low", K::parked);
+        before.stop();
+    }
+    ASSERT_EQ(supervisor_->find("low")->state(), WorkerState::parked);
+    EXPECT_EQ(supervisor_->find("low")->policy_rule(), "squeeze");
+
+    // The same rule (by name; its condition no longer holds) and resume_when.
+    c.host_rules = parse_host_rules(
+        YAML::Load("[{name: squeeze, when: 'host.mem.available < 1', action: kill, then: park}]"),
+        errors);
+    auto when = parse_condition("host.mem.available > 1 for 300ms", RuleScope::host);
+    ASSERT_TRUE(when.ok()) << when.error().what;
+    c.daemon.resume_when = *when;
+    PolicyRunner after(*ctx_, *supervisor_);
+    after.configure(c);
+    after.start();
+    run_until([&] { return count("low", K::started) == 2; });
+    after.stop();
+
+    const Event* decision = last("low", K::policy_action);
+    ASSERT_NE(decision, nullptr);
+    EXPECT_EQ(field(*decision, "RULE"), "resume_when");
+    EXPECT_EQ(field(*decision, "RESULT"), "done");
+    EXPECT_EQ(count("high", K::exited), 0u);
+}
+
 }  // namespace
 }  // namespace infervisor::testing
