@@ -133,9 +133,10 @@ void PolicyRunner::adopt_preempted() {
         // `for` as seen by this daemon.
         resume_planner_.preempted(now);
         preempted_[w->name()] = {now, WorkerState::parked};
-        spdlog::info("{}: parked by host rule '{}' before this daemon started; resume_when may "
-                     "start it again",
-                     w->name(), w->policy_rule());
+        spdlog::info(
+            "{}: parked by host rule '{}' before this daemon started; resume_when may "
+            "start it again",
+            w->name(), w->policy_rule());
     }
 }
 
