@@ -1,7 +1,7 @@
 #include "metrics/exposition.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 
 namespace infervisor {
@@ -22,7 +22,15 @@ bool valid_name(std::string_view name, bool colon) {
 }
 
 std::string_view type_name(MetricType type) {
-    return type == MetricType::counter ? "counter" : "gauge";
+    switch (type) {
+        case MetricType::counter:
+            return "counter";
+        case MetricType::summary:
+            return "summary";
+        case MetricType::gauge:
+            break;
+    }
+    return "gauge";
 }
 
 }  // namespace
@@ -74,15 +82,34 @@ std::string escape_help(std::string_view help) {
     return out;
 }
 
-std::string format_sample_value(double value) {
-    if (std::isnan(value)) return "NaN";
-    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+namespace {
+
+// The value as format_sample_value() spells it, appended to `out` without an
+// allocation of its own.
+void append_sample_value(std::string& out, double value) {
+    if (std::isnan(value)) {
+        out += "NaN";
+        return;
+    }
+    if (std::isinf(value)) {
+        out += value > 0 ? "+Inf" : "-Inf";
+        return;
+    }
     char buf[32];
+    std::to_chars_result r;
     if (value == std::floor(value) && std::fabs(value) <= 9007199254740992.0)
-        std::snprintf(buf, sizeof buf, "%.0f", value);
+        r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(value));
     else
-        std::snprintf(buf, sizeof buf, "%.17g", value);
-    return buf;
+        r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general, 17);
+    out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+std::string format_sample_value(double value) {
+    std::string out;
+    append_sample_value(out, value);
+    return out;
 }
 
 void Exposition::family(std::string_view name, MetricType type, std::string_view help) {
@@ -91,9 +118,13 @@ void Exposition::family(std::string_view name, MetricType type, std::string_view
         throw std::logic_error("a counter's name ends in _total: " + std::string(name));
     if (type != MetricType::counter && name.ends_with("_total"))
         throw std::logic_error("only a counter's name ends in _total: " + std::string(name));
+    if (type == MetricType::summary && (name.ends_with("_sum") || name.ends_with("_count")))
+        throw std::logic_error("a summary's name is its series' without _sum/_count: " +
+                               std::string(name));
     if (!families_.emplace(name).second)
         throw std::logic_error("metric family written twice: " + std::string(name));
     current_ = name;
+    current_type_ = type;
     text_ += "# HELP ";
     text_ += name;
     text_ += ' ';
@@ -105,9 +136,23 @@ void Exposition::family(std::string_view name, MetricType type, std::string_view
     text_ += '\n';
 }
 
-void Exposition::sample(const Labels& labels, double value) {
+void Exposition::sample(std::span<const Label> labels, double value) {
+    if (current_type_ == MetricType::summary)
+        throw std::logic_error("a summary's series are written with summary()");
+    series({}, labels, value);
+}
+
+void Exposition::summary(std::span<const Label> labels, double sum, uint64_t count) {
+    if (current_type_ != MetricType::summary)
+        throw std::logic_error("summary() in a family that is not a summary: " + current_);
+    series("_sum", labels, sum);
+    series("_count", labels, static_cast<double>(count));
+}
+
+void Exposition::series(std::string_view suffix, std::span<const Label> labels, double value) {
     if (current_.empty()) throw std::logic_error("a sample before its family");
     text_ += current_;
+    text_ += suffix;
     if (!labels.empty()) {
         text_ += '{';
         bool first = true;
@@ -124,7 +169,7 @@ void Exposition::sample(const Labels& labels, double value) {
         text_ += '}';
     }
     text_ += ' ';
-    text_ += format_sample_value(value);
+    append_sample_value(text_, value);
     text_ += '\n';
 }
 

@@ -10,9 +10,14 @@
 // error and throws std::logic_error, which the unit tests catch.
 // Values: integers exactly up to 2^53, others with 17 significant digits;
 // NaN and infinities as Prometheus spells them (NaN, +Inf, -Inf).
+// A summary is written without quantiles: name_sum and name_count per series
+// (the mean is rate(name_sum) / rate(name_count)).
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,24 +25,41 @@
 
 namespace infervisor {
 
-enum class MetricType { gauge, counter };
+enum class MetricType { gauge, counter, summary };
 
-using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
+using Label = std::pair<std::string_view, std::string_view>;
+using Labels = std::vector<Label>;
 
+// Rendering takes no allocation per series (labels are passed as a list or
+// span, values are formatted in place); `expected_size` reserves the text
+// (the size of the last rendering) so it is not grown step by step.
 class Exposition {
   public:
+    explicit Exposition(size_t expected_size = 0) { text_.reserve(expected_size); }
+
     // Starts a family; the series added next belong to it.
     void family(std::string_view name, MetricType type, std::string_view help);
     // One series of the current family. A counter's name ends in "_total".
-    void sample(const Labels& labels, double value);
-    void sample(double value) { sample({}, value); }
+    void sample(std::span<const Label> labels, double value);
+    void sample(std::initializer_list<Label> labels, double value) {
+        sample(std::span<const Label>(labels.begin(), labels.size()), value);
+    }
+    void sample(double value) { sample(std::span<const Label>(), value); }
+    // One series of the current family, a summary: its _sum and _count.
+    void summary(std::span<const Label> labels, double sum, uint64_t count);
+    void summary(std::initializer_list<Label> labels, double sum, uint64_t count) {
+        summary(std::span<const Label>(labels.begin(), labels.size()), sum, count);
+    }
 
     const std::string& text() const { return text_; }
     std::string take() { return std::move(text_); }
 
   private:
+    void series(std::string_view suffix, std::span<const Label> labels, double value);
+
     std::string text_;
     std::string current_;
+    MetricType current_type_ = MetricType::gauge;
     std::set<std::string, std::less<>> families_;
 };
 

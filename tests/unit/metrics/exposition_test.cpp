@@ -66,6 +66,23 @@ TEST(Exposition, NamesFollowThePrometheusGrammar) {
     EXPECT_FALSE(valid_label_name("a-b"));
 }
 
+TEST(Exposition, ASummaryIsItsSumAndCountWithoutQuantiles) {
+    Exposition out;
+    out.family("infervisor_worker_checkpoint_duration_seconds", MetricType::summary, "Time.");
+    out.summary({{"worker", "llama"}}, 4.5, 3);
+    EXPECT_EQ(out.text(),
+              "# HELP infervisor_worker_checkpoint_duration_seconds Time.\n"
+              "# TYPE infervisor_worker_checkpoint_duration_seconds summary\n"
+              "infervisor_worker_checkpoint_duration_seconds_sum{worker=\"llama\"} 4.5\n"
+              "infervisor_worker_checkpoint_duration_seconds_count{worker=\"llama\"} 3\n");
+    // A summary's series only through summary(), and summary() only in a summary.
+    EXPECT_THROW(out.sample(1), std::logic_error);
+    out.family("g", MetricType::gauge, "h");
+    EXPECT_THROW(out.summary({}, 1, 1), std::logic_error);
+    EXPECT_THROW(out.family("s_count", MetricType::summary, "h"), std::logic_error);
+    EXPECT_THROW(out.family("s_total", MetricType::summary, "h"), std::logic_error);
+}
+
 TEST(Exposition, MistakesInTheDaemonsOwnNamesAreCaught) {
     Exposition out;
     EXPECT_THROW(out.sample(1), std::logic_error);  // no family yet
