@@ -12,6 +12,10 @@ HistoryRing::HistoryRing(size_t capacity)
 
 void HistoryRing::add(const HistoryPoint& point) {
     if (slots_.size() < capacity_) {
+        // Grown by doubling up to exactly the capacity, not past it (the
+        // daemon's memory is locked: every byte reserved is resident).
+        if (slots_.size() == slots_.capacity())
+            slots_.reserve(std::min(capacity_, std::max<size_t>(64, 2 * slots_.size())));
         slots_.push_back(point);
         next_ = slots_.size() % capacity_;
     } else {

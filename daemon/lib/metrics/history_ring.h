@@ -54,6 +54,8 @@ class HistoryRing {
     const std::deque<HistoryAction>& actions() const { return actions_; }
     size_t capacity() const { return capacity_; }
     size_t size() const { return size_; }
+    // Bytes reserved for the points: at most capacity x sizeof(HistoryPoint).
+    size_t reserved_bytes() const { return slots_.capacity() * sizeof(HistoryPoint); }
     // Keeps the newest points that fit.
     void set_capacity(size_t capacity);
 

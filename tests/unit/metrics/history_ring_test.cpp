@@ -75,5 +75,13 @@ TEST(HistoryRing, CompactUnits) {
     EXPECT_EQ(to_centi_percent(-1.0), 0);
 }
 
+TEST(HistoryRing, ReservesNoMoreThanItsCapacity) {
+    HistoryRing ring(1800);  // 1 h at 2 s
+    for (int i = 0; i < 5000; ++i) ring.add(HistoryPoint{.time_ms = i});
+    EXPECT_EQ(ring.size(), 1800u);
+    EXPECT_EQ(ring.reserved_bytes(), 1800 * sizeof(HistoryPoint));
+    EXPECT_EQ(ring.points().back().time_ms, 4999);
+}
+
 }  // namespace
 }  // namespace infervisor
