@@ -10,9 +10,6 @@ namespace infervisor {
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kStates = {"stopped", "starting", "running", "stopping",
-                                                     "backoff", "failed",   "parked"};
-
 double page_size() {
     static const double size = static_cast<double>(::sysconf(_SC_PAGESIZE));
     return size;
@@ -45,14 +42,16 @@ constexpr std::array<PsiSource, 3> kPsi = {{
     {"io", &WorkerSample::io_pressure, &HostSample::io_pressure},
 }};
 
-// Both PSI families for one reading; `labels` are the leading labels.
-void psi_samples(Exposition& out, bool totals, const Labels& labels, std::string_view resource,
-                 const PsiReading& r) {
+// Both PSI families for one reading; a worker's with its worker label first,
+// the host's (no worker) without.
+void psi_samples(Exposition& out, bool totals, std::optional<std::string_view> worker,
+                 std::string_view resource, const PsiReading& r) {
     auto put = [&](std::string_view kind, const PsiAverages& a) {
-        Labels l = labels;
-        l.emplace_back("resource", resource);
-        l.emplace_back("kind", kind);
-        out.sample(l, totals ? static_cast<double>(a.total_us) / 1e6 : a.avg10 / 100);
+        std::array<Label, 3> labels = {
+            {{"worker", worker.value_or("")}, {"resource", resource}, {"kind", kind}}};
+        std::span<const Label> l(labels);
+        out.sample(worker ? l : l.subspan(1),
+                   totals ? static_cast<double>(a.total_us) / 1e6 : a.avg10 / 100);
     };
     put("some", r.some);
     if (r.full) put("full", *r.full);
@@ -140,17 +139,81 @@ void SupervisorMetrics::record_oom_kill(const std::string& name) {
     if (!name.empty()) ++worker(name).oom_kills;
 }
 
+void SupervisorMetrics::record_checkpoint(const std::string& name, bool written,
+                                          std::optional<double> seconds,
+                                          std::optional<uint64_t> bytes, int64_t realtime_ms) {
+    if (name.empty()) return;
+    auto& c = worker(name).checkpoints;
+    if (!c) c.emplace();
+    if (!written) {
+        ++c->failed;
+        return;
+    }
+    ++c->written;
+    if (seconds) {
+        ++c->timed;
+        c->seconds += *seconds;
+    }
+    c->last_bytes = bytes;
+    c->last_time_seconds = static_cast<double>(realtime_ms) / 1000;
+}
+
+void SupervisorMetrics::record_restore(const std::string& name, bool restored,
+                                       std::optional<double> seconds) {
+    if (name.empty()) return;
+    auto& c = worker(name).checkpoints;
+    if (!c) c.emplace();
+    if (!restored) {
+        ++c->restore_failed;
+        return;
+    }
+    ++c->restored;
+    if (seconds) {
+        ++c->restores_timed;
+        c->restore_seconds += *seconds;
+    }
+}
+
+void SupervisorMetrics::record_suspension(const std::string& name,
+                                          std::optional<uint64_t> reclaimed_bytes) {
+    if (name.empty()) return;
+    auto& s = worker(name).suspensions;
+    if (!s) s.emplace();
+    ++s->suspended;
+    s->reclaimed_bytes += reclaimed_bytes.value_or(0);
+}
+
+void SupervisorMetrics::record_resume(const std::string& name,
+                                      std::optional<double> suspended_seconds) {
+    if (name.empty()) return;
+    auto& s = worker(name).suspensions;
+    if (!s) s.emplace();
+    ++s->resumed;
+    s->suspended_seconds += suspended_seconds.value_or(0);
+}
+
+void SupervisorMetrics::set_extras(const std::string& name, std::optional<uint64_t> memory_peak,
+                                   std::optional<uint64_t> pids_current) {
+    auto it = workers_.find(name);
+    if (it == workers_.end() || !it->second.last) return;
+    it->second.last->sample.memory_peak = memory_peak;
+    it->second.last->sample.pids_current = pids_current;
+}
+
 const HistoryRing* SupervisorMetrics::history(const std::string& name) const {
     auto it = workers_.find(name);
     return it == workers_.end() ? nullptr : &it->second.history;
 }
 
 std::string SupervisorMetrics::render(const DaemonStats& daemon) const {
-    Exposition out;
+    Exposition out(last_size_ + last_size_ / 8);
     render_workers(out);
     render_facts(out);
+    render_checkpoints(out);
+    render_suspensions(out);
     render_host(out);
     render_daemon(out, daemon);
+    last_size_ = out.text().size();
     return out.take();
 }
 
@@ -194,7 +257,7 @@ void SupervisorMetrics::render_workers(Exposition& out) const {
         for (const auto& [name, w] : live)
             for (const PsiSource& src : kPsi)
                 if (const auto& r = w->sample.*src.worker)
-                    psi_samples(out, totals, {{"worker", name}}, src.resource, *r);
+                    psi_samples(out, totals, name, src.resource, *r);
     }
     out.family("infervisor_worker_memory_events_total", MetricType::counter,
                "memory.events counters of the worker's cgroup: high (throttled), max (at "
@@ -267,6 +330,70 @@ void SupervisorMetrics::render_facts(Exposition& out) const {
                    static_cast<double>(count));
 }
 
+void SupervisorMetrics::render_checkpoints(Exposition& out) const {
+    std::vector<std::pair<std::string_view, const CheckpointCounts*>> with;
+    for (const auto& f : facts_)
+        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.checkpoints)
+            with.emplace_back(f.name, &*it->second.checkpoints);
+    if (with.empty()) return;
+    auto count = [](uint64_t n) { return static_cast<double>(n); };
+    out.family("infervisor_worker_checkpoints_total", MetricType::counter,
+               "Checkpoints of the worker since the daemon started: written (published) or "
+               "failed (no CHECKPOINT=1 in time, nothing usable written, criu failed).");
+    for (const auto& [name, c] : with) {
+        out.sample({{"worker", name}, {"result", "written"}}, count(c->written));
+        out.sample({{"worker", name}, {"result", "failed"}}, count(c->failed));
+    }
+    out.family("infervisor_worker_checkpoint_duration_seconds", MetricType::summary,
+               "Time from a checkpoint's request to its publication, of the requested "
+               "checkpoints that were written.");
+    for (const auto& [name, c] : with) out.summary({{"worker", name}}, c->seconds, c->timed);
+    out.family("infervisor_worker_last_checkpoint_bytes", MetricType::gauge,
+               "Size of the worker's last checkpoint written.");
+    for (const auto& [name, c] : with)
+        if (c->last_bytes) out.sample({{"worker", name}}, count(*c->last_bytes));
+    out.family("infervisor_worker_last_checkpoint_timestamp_seconds", MetricType::gauge,
+               "When the worker's last checkpoint was written, in seconds since the epoch.");
+    for (const auto& [name, c] : with)
+        if (c->last_time_seconds) out.sample({{"worker", name}}, *c->last_time_seconds);
+    out.family("infervisor_worker_checkpoint_restores_total", MetricType::counter,
+               "Runs started from a checkpoint: restored (ready) or failed (criu could not "
+               "restore it; the command started afresh).");
+    for (const auto& [name, c] : with) {
+        out.sample({{"worker", name}, {"result", "restored"}}, count(c->restored));
+        out.sample({{"worker", name}, {"result", "failed"}}, count(c->restore_failed));
+    }
+    out.family("infervisor_worker_checkpoint_restore_duration_seconds", MetricType::summary,
+               "Time from the start of a run restored from a checkpoint until it was ready.");
+    for (const auto& [name, c] : with)
+        out.summary({{"worker", name}}, c->restore_seconds, c->restores_timed);
+}
+
+void SupervisorMetrics::render_suspensions(Exposition& out) const {
+    std::vector<std::pair<std::string_view, const SuspensionCounts*>> with;
+    for (const auto& f : facts_)
+        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.suspensions)
+            with.emplace_back(f.name, &*it->second.suspensions);
+    if (with.empty()) return;
+    out.family("infervisor_worker_suspensions_total", MetricType::counter,
+               "Times the worker was suspended (frozen, its memory pushed out) since the daemon "
+               "started.");
+    for (const auto& [name, s] : with)
+        out.sample({{"worker", name}}, static_cast<double>(s->suspended));
+    out.family("infervisor_worker_resumes_total", MetricType::counter,
+               "Times the worker was resumed (thawed) since the daemon started.");
+    for (const auto& [name, s] : with)
+        out.sample({{"worker", name}}, static_cast<double>(s->resumed));
+    out.family("infervisor_worker_suspended_seconds_total", MetricType::counter,
+               "Time the worker spent suspended, added when it is resumed.");
+    for (const auto& [name, s] : with) out.sample({{"worker", name}}, s->suspended_seconds);
+    out.family("infervisor_worker_suspend_reclaimed_bytes_total", MetricType::counter,
+               "Memory pushed out of the worker's cgroup when it was suspended (its "
+               "memory.current before the reclaim less after it).");
+    for (const auto& [name, s] : with)
+        out.sample({{"worker", name}}, static_cast<double>(s->reclaimed_bytes));
+}
+
 void SupervisorMetrics::render_host(Exposition& out) const {
     if (!host_) return;
     const HostSample& h = *host_;
@@ -278,7 +405,8 @@ void SupervisorMetrics::render_host(Exposition& out) const {
             out.family("infervisor_host_pressure_avg10_ratio", MetricType::gauge,
                        "Host-wide PSI avg10 as a fraction (/proc/pressure).");
         for (const PsiSource& src : kPsi)
-            if (const auto& r = h.*src.host) psi_samples(out, totals, {}, src.resource, *r);
+            if (const auto& r = h.*src.host)
+                psi_samples(out, totals, std::nullopt, src.resource, *r);
     }
     out.family("infervisor_host_swapped_in_bytes_total", MetricType::counter,
                "Memory read back from swap on the host (/proc/vmstat pswpin times the page size).");

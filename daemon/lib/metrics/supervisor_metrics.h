@@ -14,6 +14,14 @@
 //   _restarts_total, _oom_kills_total, _state{state} (one series per state, 1 for the current
 //   one), _last_exit_info{reason}, infervisor_policy_actions_total{rule,
 //   action} (for every configured worker; host steps with worker="").
+//   From a worker's first checkpoint (written, failed or restored) on:
+//   _checkpoints_total{result=written|failed}, _checkpoint_duration_seconds
+//   (summary: request to published), _last_checkpoint_bytes,
+//   _last_checkpoint_timestamp_seconds, _checkpoint_restores_total{result=
+//   restored|failed}, _checkpoint_restore_duration_seconds (summary: start to
+//   ready). From its first suspension on: _suspensions_total, _resumes_total,
+//   _suspended_seconds_total (added when it is resumed),
+//   _suspend_reclaimed_bytes_total.
 //   infervisor_host_*: pressure, swapped in/out bytes, memory available/total.
 //   infervisor_daemon_*: cpu seconds, resident memory, loop lag, evaluation
 //   time, evaluations, start time.
@@ -21,10 +29,12 @@
 // or the daemon restarts; Prometheus' rate() handles such resets.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metrics/evaluation_round.h"
@@ -39,6 +49,28 @@ struct WorkerFacts {
     std::string last_exit;  // ExitReason::describe() of the last run; "" if none
 };
 
+// What the checkpoint-* events of one worker said, since the daemon started.
+struct CheckpointCounts {
+    uint64_t written = 0;
+    uint64_t failed = 0;
+    uint64_t timed = 0;  // written ones that were requested (they have a duration)
+    double seconds = 0;  // the sum of those durations
+    std::optional<uint64_t> last_bytes;
+    std::optional<double> last_time_seconds;  // when the last one was written, since the epoch
+    uint64_t restored = 0;
+    uint64_t restore_failed = 0;
+    uint64_t restores_timed = 0;
+    double restore_seconds = 0;
+};
+
+// What the suspended/resumed events of one worker said, since the daemon started.
+struct SuspensionCounts {
+    uint64_t suspended = 0;
+    uint64_t resumed = 0;
+    double suspended_seconds = 0;  // of the suspensions that ended in a resume
+    uint64_t reclaimed_bytes = 0;
+};
+
 struct DaemonStats {
     double cpu_seconds = 0;
     std::optional<uint64_t> resident_bytes;
@@ -47,6 +79,10 @@ struct DaemonStats {
 
 class SupervisorMetrics {
   public:
+    // The values of the state label (WorkerState's names, in order).
+    static constexpr std::array<std::string_view, 8> kStates = {
+        "stopped", "starting", "running", "stopping", "backoff", "failed", "parked", "suspended"};
+
     explicit SupervisorMetrics(size_t history_points = 1800);
 
     // Points kept per worker from now on (see HistoryRing).
@@ -64,6 +100,20 @@ class SupervisorMetrics {
     // counts these itself.
     void record_oom_kill(const std::string& worker);
 
+    // A checkpoint was written (with the seconds from its request, when it
+    // was requested, and its size when measured) or failed.
+    void record_checkpoint(const std::string& worker, bool written, std::optional<double> seconds,
+                           std::optional<uint64_t> bytes, int64_t realtime_ms);
+    // A run restored from a checkpoint became ready (with the seconds it
+    // took), or the restore failed.
+    void record_restore(const std::string& worker, bool restored, std::optional<double> seconds);
+    void record_suspension(const std::string& worker, std::optional<uint64_t> reclaimed_bytes);
+    void record_resume(const std::string& worker, std::optional<double> suspended_seconds);
+    // memory.peak and pids.current of a running worker, read when the text is
+    // rendered rather than every round (only the metrics show them).
+    void set_extras(const std::string& worker, std::optional<uint64_t> memory_peak,
+                    std::optional<uint64_t> pids_current);
+
     std::string render(const DaemonStats& daemon) const;
     const HistoryRing* history(const std::string& worker) const;
     size_t rounds() const { return rounds_; }
@@ -75,11 +125,15 @@ class SupervisorMetrics {
         std::optional<WorkerSample> previous;
         std::map<std::pair<std::string, std::string>, uint64_t> actions;  // (rule, action)
         uint64_t oom_kills = 0;
+        std::optional<CheckpointCounts> checkpoints;  // from the first one on
+        std::optional<SuspensionCounts> suspensions;
         HistoryRing history;
     };
     PerWorker& worker(const std::string& name);
     void render_workers(class Exposition& out) const;
     void render_facts(Exposition& out) const;
+    void render_checkpoints(Exposition& out) const;
+    void render_suspensions(Exposition& out) const;
     void render_host(Exposition& out) const;
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 
@@ -92,6 +146,7 @@ class SupervisorMetrics {
     std::chrono::microseconds last_lateness_{};
     std::chrono::microseconds total_lateness_{};
     size_t rounds_ = 0;
+    mutable size_t last_size_ = 0;  // of the last rendering: what the next one reserves
 };
 
 }  // namespace infervisor

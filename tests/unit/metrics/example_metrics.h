@@ -1,6 +1,7 @@
 // A SupervisorMetrics fed with a realistic round (every field set, a worker
-// with odd characters in its last exit, host-rule and worker actions), for
-// the unit tests and for `promtool check metrics` (metrics-example).
+// with odd characters in its last exit, host-rule and worker actions,
+// checkpoints, suspensions), for the unit tests and for `promtool check
+// metrics` (metrics-example).
 #pragma once
 
 #include "metrics/supervisor_metrics.h"
@@ -34,7 +35,8 @@ inline WorkerSample full_sample(TimePoint t, uint64_t memory, uint64_t swapin) {
 inline void feed_example(SupervisorMetrics& m) {
     m.set_workers({{"leaky", "running", 2, "oom-killed (memory.max reached)"},
                    {"chat", "running", 0, ""},
-                   {"odd\"name\\", "parked", 5, "killed by policy rule \"growth\"\nsecond line"}});
+                   {"odd\"name\\", "parked", 5, "killed by policy rule \"growth\"\nsecond line"},
+                   {"idle", "suspended", 0, ""}});
     TimePoint t0{std::chrono::hours(1)};
     for (int i = 0; i < 3; ++i) {
         EvaluationRound round;
@@ -61,6 +63,15 @@ inline void feed_example(SupervisorMetrics& m) {
     m.record_action("leaky", "pressure", "throttle", true, 1'700'000'004'700);
     m.record_action("", "host-pressure", "log", false, 1'700'000'004'800);
     m.record_oom_kill("leaky");
+    // leaky: a requested checkpoint (1.5 s), one of its own, a timeout; a restore.
+    m.record_checkpoint("leaky", true, 1.5, 4096, 1'700'000'001'000);
+    m.record_checkpoint("leaky", true, std::nullopt, 8192, 1'700'000'002'500);
+    m.record_checkpoint("leaky", false, std::nullopt, std::nullopt, 1'700'000'003'000);
+    m.record_restore("leaky", true, 0.75);
+    // chat: suspended (1 MiB pushed out) and resumed 30.5 s later; idle: still suspended.
+    m.record_suspension("chat", 1u << 20);
+    m.record_resume("chat", 30.5);
+    m.record_suspension("idle", std::nullopt);
 }
 
 inline DaemonStats example_daemon_stats() { return {12.5, 8u << 20, 1'700'000'000.0}; }

@@ -69,6 +69,77 @@ TEST(SupervisorMetrics, PolicyActionsCountByRuleAndAction) {
                           "action=\"log\"} 1\n"));
 }
 
+TEST(SupervisorMetrics, EveryStateHasItsSeriesSuspendedToo) {
+    std::string text = rendered();
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_state{worker=\"idle\",state=\"suspended\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_state{worker=\"leaky\",state=\"suspended\"} 0\n"));
+}
+
+TEST(SupervisorMetrics, CheckpointsCountWrittenFailedAndRestoredWithTheirSeconds) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_worker_checkpoints_total counter\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoints_total{worker=\"leaky\",result="
+                                "\"written\"} 2\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoints_total{worker=\"leaky\",result="
+                                "\"failed\"} 1\n"));
+    // Only the requested one has a duration.
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_worker_checkpoint_duration_seconds summary\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoint_duration_seconds_sum{worker="
+                                "\"leaky\"} 1.5\n"
+                                "infervisor_worker_checkpoint_duration_seconds_count{worker="
+                                "\"leaky\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_last_checkpoint_bytes{worker=\"leaky\"} 8192\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_last_checkpoint_timestamp_seconds{worker="
+                                "\"leaky\"} 1700000002.5\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoint_restores_total{worker=\"leaky\","
+                                "result=\"restored\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoint_restores_total{worker=\"leaky\","
+                                "result=\"failed\"} 0\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoint_restore_duration_seconds_sum{worker="
+                                "\"leaky\"} 0.75\n"));
+    // A worker that never checkpointed has no checkpoint series.
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_checkpoints_total{worker=\"chat\"")));
+}
+
+TEST(SupervisorMetrics, SuspensionsCountWithTheirSecondsAndReclaimedBytes) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_suspensions_total{worker=\"chat\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_resumes_total{worker=\"chat\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_suspended_seconds_total{worker=\"chat\"} 30.5\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_suspend_reclaimed_bytes_total{worker=\"chat\"} "
+                                "1048576\n"));
+    // Still suspended: counted, its seconds come with the resume.
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_suspensions_total{worker=\"idle\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_resumes_total{worker=\"idle\"} 0\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_suspended_seconds_total{worker=\"idle\"} 0\n"));
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_suspensions_total{worker=\"leaky\"")));
+}
+
+TEST(SupervisorMetrics, NoCheckpointOrSuspensionFamiliesWithoutAny) {
+    SupervisorMetrics m;
+    m.set_workers({{"w", "running", 0, ""}});
+    std::string text = m.render({});
+    EXPECT_THAT(text, Not(HasSubstr("checkpoint")));
+    EXPECT_THAT(text, Not(HasSubstr("suspensions")));
+    EXPECT_THAT(text, Not(HasSubstr("resumes")));
+}
+
+TEST(SupervisorMetrics, ExtrasAreSetOnTheLastSampleOfARunningWorker) {
+    SupervisorMetrics m;
+    testing::feed_example(m);
+    m.set_extras("leaky", 99u << 20, 12);
+    m.set_extras("odd\"name\\", 1, 1);  // not running: no sample to set them on
+    std::string text = m.render({});
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_memory_peak_bytes{worker=\"leaky\"} 103809024\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_pids{worker=\"leaky\"} 12\n"));
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_pids{worker=\"odd")));
+}
+
 TEST(SupervisorMetrics, HostAndDaemonSeries) {
     std::string text = rendered();
     EXPECT_THAT(text, HasSubstr("infervisor_host_memory_available_bytes 536870912\n"));
