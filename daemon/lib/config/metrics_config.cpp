@@ -53,6 +53,12 @@ void parse_metrics_settings(const YAML::Node& node, MetricsSettings& out, Config
         else
             out.textfile = path;
     }
+    if (map.get_duration("textfile_interval", out.textfile_interval) &&
+        (out.textfile_interval < std::chrono::seconds(1) ||
+         out.textfile_interval > std::chrono::minutes(10)))
+        errors.add(node["textfile_interval"].Mark(),
+                   "metrics textfile_interval must be 1s-10m, not " +
+                       format_duration(out.textfile_interval));
     if (map.get_string("listen", text)) {
         auto listen = parse_listen_address(text);
         if (!listen) {

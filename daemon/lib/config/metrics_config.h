@@ -1,7 +1,7 @@
 // Parses the `metrics:` block (see metrics_settings.h) and checks it where it
 // is written: a relative or non-.prom textfile, a listen value that is not
-// ADDRESS:PORT with an IP address (no name is resolved), a history outside
-// 0-24h are errors at their file:line:column.
+// ADDRESS:PORT with an IP address (no name is resolved), a textfile_interval
+// outside 1s-10m, a history outside 0-24h are errors at their file:line:column.
 #pragma once
 
 #include "base/result.h"

@@ -4,6 +4,7 @@
 //
 //   metrics:
 //     textfile: /var/lib/prometheus/node-exporter/infervisor.prom
+//     textfile_interval: 15s      # how often it is rewritten (1s-10m)
 //     listen: 127.0.0.1:9816      # ADDRESS:PORT, [IPV6]:PORT; an IP, never a name
 //     history: 1h                 # 0 keeps none
 #pragma once
@@ -17,9 +18,14 @@
 namespace infervisor {
 
 struct MetricsSettings {
-    // Written atomically after every evaluation round; empty: off. Absolute,
-    // and ends in .prom (node_exporter reads nothing else).
+    // Written atomically; empty: off. Absolute, and ends in .prom
+    // (node_exporter reads nothing else).
     std::filesystem::path textfile;
+    // Rewritten after the evaluation round that comes this long after the
+    // last write, give or take half a sample_interval: a scrape interval's
+    // freshness, without rendering and writing the whole exposition every
+    // round.
+    Duration textfile_interval = std::chrono::seconds(15);
     // HTTP listener for scrapes; empty address: off.
     std::string listen_address;
     uint16_t listen_port = 0;

@@ -19,7 +19,7 @@ namespace infervisor {
 WorkerSample sample_worker(const std::filesystem::path& cgroup_dir, TimePoint now);
 
 // Adds what only the metrics show: memory.peak and pids.current (two more
-// files per worker, read only while metrics are exported).
+// files per worker, read only when the metrics are rendered).
 void sample_worker_extras(const std::filesystem::path& cgroup_dir, WorkerSample& sample);
 
 // Reads {procfs}/pressure/{memory,cpu,io}, {procfs}/vmstat and

@@ -66,7 +66,7 @@ struct WorkerSample {
     // is a page coming back from swap or zswap) and swap-out stays empty.
     std::optional<uint64_t> swapin_pages;
     std::optional<uint64_t> swapout_pages;
-    // Only when sample_worker_extras() ran (metrics exported).
+    // Only when sample_worker_extras() ran (the metrics, when they render).
     std::optional<uint64_t> memory_peak;   // memory.peak (5.19+)
     std::optional<uint64_t> pids_current;  // pids.current
 

@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "metrics/process_stats.h"
 #include "metrics/textfile_writer.h"
+#include "policy/sampler.h"
 
 namespace infervisor {
 
@@ -21,6 +24,23 @@ std::string field(const Event& e, std::string_view key) {
     return {};
 }
 
+// A number field of an event ("12.345", "1048576"); empty when absent or not a number.
+std::optional<double> seconds_field(const Event& e, std::string_view key) {
+    std::string text = field(e, key);
+    double v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+std::optional<uint64_t> bytes_field(const Event& e, std::string_view key) {
+    std::string text = field(e, key);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(WorkerContext& ctx, Supervisor& supervisor, PolicyRunner& policy)
@@ -31,7 +51,7 @@ MetricsCollector::MetricsCollector(WorkerContext& ctx, Supervisor& supervisor, P
 
 MetricsCollector::~MetricsCollector() {
     ctx_.events.unsubscribe(subscription_);
-    policy_.set_round_observer({}, false);
+    policy_.set_round_observer({});
 }
 
 void MetricsCollector::configure(const Config& config) {
@@ -41,10 +61,9 @@ void MetricsCollector::configure(const Config& config) {
     metrics_.set_history_points(std::max<size_t>(points, 1));
     bool observe = wanted.exported() || points > 0;
     if (observe)
-        policy_.set_round_observer([this](const EvaluationRound& r) { on_round(r); },
-                                   wanted.exported());
+        policy_.set_round_observer([this](const EvaluationRound& r) { on_round(r); });
     else
-        policy_.set_round_observer({}, false);
+        policy_.set_round_observer({});
     if (wanted.listen_address != settings_.listen_address ||
         wanted.listen_port != settings_.listen_port || (!http_ && !wanted.listen_address.empty()))
         open_listener(wanted);
@@ -53,9 +72,11 @@ void MetricsCollector::configure(const Config& config) {
         std::error_code ec;
         std::filesystem::remove(settings_.textfile, ec);
     }
-    if (wanted.textfile != settings_.textfile && !wanted.textfile.empty())
-        spdlog::info("metrics: writing {} after every evaluation (every {})",
-                     wanted.textfile.string(), format_duration(sample_interval_));
+    if (!wanted.textfile.empty() && (wanted.textfile != settings_.textfile ||
+                                     wanted.textfile_interval != settings_.textfile_interval))
+        spdlog::info("metrics: writing {} every {}", wanted.textfile.string(),
+                     format_duration(std::max(wanted.textfile_interval, sample_interval_)));
+    if (wanted.textfile != settings_.textfile) textfile_written_.reset();
     settings_ = wanted;
     last_textfile_error_.clear();
 }
@@ -76,7 +97,7 @@ void MetricsCollector::open_listener(const MetricsSettings& settings) {
 }
 
 void MetricsCollector::stop() {
-    policy_.set_round_observer({}, false);
+    policy_.set_round_observer({});
     http_.reset();
 }
 
@@ -86,14 +107,40 @@ std::optional<boost::asio::ip::tcp::endpoint> MetricsCollector::listening() cons
 }
 
 void MetricsCollector::on_round(const EvaluationRound& round) {
-    std::vector<WorkerFacts> facts;
-    for (const Worker* w : supervisor_.workers())
-        facts.push_back(
-            {w->name(), std::string(state_name(w->state())), w->restarts(), w->last_exit()});
-    metrics_.set_workers(std::move(facts));
+    if (workers_changed()) gather_facts();
     metrics_.record_round(round, realtime_ms());
     rendered_.reset();
-    if (!settings_.textfile.empty()) write_textfile();
+    if (settings_.textfile.empty()) return;
+    // Due once textfile_interval has passed, give or take half a round (the
+    // rounds' times jitter), so "16s" with 2 s rounds is every 8th round.
+    if (textfile_written_ &&
+        round.time - *textfile_written_ + sample_interval_ / 2 < settings_.textfile_interval)
+        return;
+    textfile_written_ = round.time;
+    write_textfile();
+}
+
+bool MetricsCollector::workers_changed() const {
+    const auto& workers = supervisor_.workers();
+    if (workers.size() != worker_names_.size()) return true;
+    for (size_t i = 0; i < workers.size(); ++i)
+        if (workers[i]->name() != worker_names_[i]) return true;
+    return false;
+}
+
+void MetricsCollector::gather_facts() {
+    std::vector<WorkerFacts> facts;
+    worker_names_.clear();
+    for (const Worker* w : supervisor_.workers()) {
+        facts.push_back(
+            {w->name(), std::string(state_name(w->state())), w->restarts(), w->last_exit()});
+        worker_names_.push_back(w->name());
+        if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
+        WorkerSample extras;
+        sample_worker_extras(w->cgroup().path(), extras);
+        metrics_.set_extras(w->name(), extras.memory_peak, extras.pids_current);
+    }
+    metrics_.set_workers(std::move(facts));
 }
 
 std::optional<WorkerHistory> MetricsCollector::history(const std::string& worker) const {
@@ -112,6 +159,8 @@ std::optional<WorkerHistory> MetricsCollector::history(const std::string& worker
 
 std::shared_ptr<const std::string> MetricsCollector::text() {
     if (!rendered_) {
+        ++renders_;
+        gather_facts();
         DaemonStats stats = read_own_stats(ctx_.paths.procfs);
         stats.start_time_seconds = start_time_seconds_;
         rendered_ = std::make_shared<const std::string>(metrics_.render(stats));
@@ -120,6 +169,7 @@ std::shared_ptr<const std::string> MetricsCollector::text() {
 }
 
 void MetricsCollector::write_textfile() {
+    ++textfile_writes_;
     auto r = write_textfile_atomically(settings_.textfile, *text());
     if (r) {
         if (!last_textfile_error_.empty())
@@ -134,14 +184,38 @@ void MetricsCollector::write_textfile() {
 }
 
 void MetricsCollector::on_event(const Event& e) {
-    if (e.kind == EventKind::oom_killed) {
-        metrics_.record_oom_kill(e.worker);
-        rendered_.reset();
-    }
-    if (e.kind != EventKind::policy_action) return;
     int64_t at = e.realtime_usec ? static_cast<int64_t>(e.realtime_usec / 1000) : realtime_ms();
-    metrics_.record_action(e.worker, field(e, "RULE"), field(e, "ACTION"),
-                           field(e, "DRY_RUN") == "1", at);
+    switch (e.kind) {
+        case EventKind::oom_killed:
+            metrics_.record_oom_kill(e.worker);
+            break;
+        case EventKind::policy_action:
+            metrics_.record_action(e.worker, field(e, "RULE"), field(e, "ACTION"),
+                                   field(e, "DRY_RUN") == "1", at);
+            break;
+        case EventKind::checkpoint_written:
+            metrics_.record_checkpoint(e.worker, true, seconds_field(e, "CHECKPOINT_SECONDS"),
+                                       bytes_field(e, "CHECKPOINT_BYTES"), at);
+            break;
+        case EventKind::checkpoint_failed:
+            // A criu image that could not be restored is a failed restore, not checkpoint.
+            if (field(e, "REASON") == "criu-restore-failed")
+                metrics_.record_restore(e.worker, false, std::nullopt);
+            else
+                metrics_.record_checkpoint(e.worker, false, std::nullopt, std::nullopt, at);
+            break;
+        case EventKind::checkpoint_restored:
+            metrics_.record_restore(e.worker, true, seconds_field(e, "RESTORE_SECONDS"));
+            break;
+        case EventKind::suspended:
+            metrics_.record_suspension(e.worker, bytes_field(e, "BYTES_RECLAIMED"));
+            break;
+        case EventKind::resumed:
+            metrics_.record_resume(e.worker, seconds_field(e, "SUSPENDED_SECONDS"));
+            break;
+        default:
+            return;
+    }
     rendered_.reset();
 }
 

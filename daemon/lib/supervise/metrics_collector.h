@@ -1,18 +1,26 @@
 // MetricsCollector: connects SupervisorMetrics to the running daemon. It
 // takes each policy round's samples (PolicyRunner's round observer), the
-// workers' state from the Supervisor and policy actions from the event bus,
-// and hands the text to the outputs the `metrics:` settings name: a file for
-// node_exporter's textfile collector (rewritten after every round) and/or
-// the HTTP listener (rendered on the first scrape after a round). It also
-// keeps each worker's history ring for `infervisorctl history`.
+// workers' state from the Supervisor and policy actions, OOM kills,
+// checkpoints and suspensions from the event bus, and hands the text to the
+// outputs the `metrics:` settings name: a file for node_exporter's textfile
+// collector and/or the HTTP listener. It also keeps each worker's history
+// ring for `infervisorctl history`.
+//
+// Cost (issue 15: the idle bench must not grow by more than 10 % CPU): a
+// round only records its samples (history and the values of the next
+// render); the text is rendered only when someone reads it — a scrape, or
+// the textfile when it is due (textfile_interval, not every round) — and at
+// most once per round. Only then are the workers' states gathered and
+// memory.peak and pids.current (which the policy does not use) read.
 //
 // With no output and history: 0 it does not even observe the rounds (no
-// cost). memory.peak and pids.current are sampled only while an output is on.
+// cost).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/daemon_config.h"
 #include "control/supervisor_api.h"
@@ -42,11 +50,19 @@ class MetricsCollector {
     // Where the HTTP listener listens, when it does (tests).
     std::optional<boost::asio::ip::tcp::endpoint> listening() const;
 
+    // Renderings of the text and textfile writes so far (tests).
+    size_t renders() const { return renders_; }
+    size_t textfile_writes() const { return textfile_writes_; }
+
   private:
     void on_round(const EvaluationRound& round);
     void on_event(const Event& e);
     void write_textfile();
     void open_listener(const MetricsSettings& settings);
+    // The configured workers' names changed: history of workers gone is dropped.
+    bool workers_changed() const;
+    // The workers' states, and memory.peak/pids.current, as of now.
+    void gather_facts();
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;
@@ -57,6 +73,10 @@ class MetricsCollector {
     std::shared_ptr<const std::string> rendered_;  // reset by each round
     std::unique_ptr<MetricsHttpServer> http_;
     std::string last_textfile_error_;
+    std::optional<TimePoint> textfile_written_;  // the round it was last written after
+    size_t renders_ = 0;
+    size_t textfile_writes_ = 0;
+    std::vector<std::string> worker_names_;  // as of the last gather_facts()
     double start_time_seconds_ = 0;
     EventBus::SinkId subscription_ = 0;
 };

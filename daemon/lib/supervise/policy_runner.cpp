@@ -213,7 +213,6 @@ void PolicyRunner::evaluate_now() {
         sample.last_heartbeat = w->last_heartbeat();
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
-        if (sample_extras_) sample_worker_extras(w->cgroup().path(), sample);
         for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
         if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
             supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),

@@ -68,12 +68,8 @@ class PolicyRunner {
     // Evaluation rounds so far (tick and wake-ups), for tests and status.
     size_t evaluations() const { return evaluations_; }
     // Called after every evaluation round with what it sampled (metrics).
-    // `extras`: also read memory.peak and pids.current (sample_worker_extras).
     using RoundObserver = std::function<void(const EvaluationRound&)>;
-    void set_round_observer(RoundObserver observer, bool extras) {
-        observer_ = std::move(observer);
-        sample_extras_ = extras;
-    }
+    void set_round_observer(RoundObserver observer) { observer_ = std::move(observer); }
     // Which files of a worker's cgroup are watched; a seam for tests.
     void set_signal_files(SignalWatchFiles files) { signal_files_ = std::move(files); }
 
@@ -121,7 +117,6 @@ class PolicyRunner {
     std::optional<TimePoint> last_evaluation_;
     size_t evaluations_ = 0;
     RoundObserver observer_;
-    bool sample_extras_ = false;
     std::chrono::microseconds tick_lateness_{};  // of the tick that started the current round
     // Expires with the runner: posted handlers check it first.
     std::shared_ptr<char> alive_ = std::make_shared<char>();

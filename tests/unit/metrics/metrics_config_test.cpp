@@ -21,11 +21,13 @@ TEST(MetricsConfig, OffByDefaultWithAnHourOfHistory) {
     auto loaded = load_config_text("", "e.yaml");
     EXPECT_FALSE(loaded.config.daemon.metrics.exported());
     EXPECT_EQ(loaded.config.daemon.metrics.history, std::chrono::hours(1));
+    EXPECT_EQ(loaded.config.daemon.metrics.textfile_interval, std::chrono::seconds(15));
 }
 
 TEST(MetricsConfig, ParsesEveryKey) {
     auto loaded = load_config_text(R"(metrics:
   textfile: /var/lib/prometheus/node-exporter/infervisor.prom
+  textfile_interval: 1m
   listen: "[::1]:9816"
   history: 30m
 )",
@@ -36,6 +38,7 @@ TEST(MetricsConfig, ParsesEveryKey) {
     EXPECT_EQ(m.listen_address, "::1");
     EXPECT_EQ(m.listen_port, 9816);
     EXPECT_EQ(m.history, std::chrono::minutes(30));
+    EXPECT_EQ(m.textfile_interval, std::chrono::minutes(1));
     EXPECT_TRUE(m.exported());
 }
 
@@ -55,6 +58,10 @@ TEST(MetricsConfig, ErrorsSayWhereAndWhat) {
     EXPECT_THAT(errors_of("metrics: {textfile: /var/lib/x.txt}\n"),
                 ElementsAre("test.yaml:1:21: metrics textfile must end in .prom (node_exporter's "
                             "textfile collector reads only *.prom), not '/var/lib/x.txt'"));
+    EXPECT_THAT(errors_of("metrics:\n  textfile_interval: 500ms\n"),
+                ElementsAre("test.yaml:2:22: metrics textfile_interval must be 1s-10m, not 500ms"));
+    EXPECT_THAT(errors_of("metrics:\n  textfile_interval: 1h\n"),
+                ElementsAre("test.yaml:2:22: metrics textfile_interval must be 1s-10m, not 1h"));
     EXPECT_THAT(errors_of("metrics: [1]\n"),
                 ElementsAre("test.yaml:1:10: 'metrics' must be a mapping, not a list"));
 }

@@ -62,6 +62,7 @@ prometheus_sees_a_leak_stopped_by_a_rule() {
 			metrics:
 			  listen: 127.0.0.1:9816
 			  textfile: $dir/infervisor.prom
+			  textfile_interval: 5s
 			  history: 10m
 		YAML
 	} >"$main_config"
@@ -101,8 +102,9 @@ prometheus_sees_a_leak_stopped_by_a_rule() {
 	# The exposition passes Prometheus' linter, served and as a file.
 	curl -fsS http://127.0.0.1:9816/metrics >"$VMTEST_RESULTS/170-scrape.txt"
 	assert_eq "" "$(promtool check metrics <"$VMTEST_RESULTS/170-scrape.txt" 2>&1)" "promtool on the scrape"
+	# The textfile is rewritten every textfile_interval (5s), not every round.
+	wait_until 60 grep -qF 'infervisor_policy_actions_total{worker="leaker",rule="leak",action="kill"} 1' "$dir/infervisor.prom"
 	assert_eq "" "$(promtool check metrics <"$dir/infervisor.prom" 2>&1)" "promtool on the textfile"
-	assert_file_contains "$dir/infervisor.prom" 'infervisor_policy_actions_total{worker="leaker",rule="leak",action="kill"} 1'
 	# Anything but GET /metrics is refused.
 	assert_contains "$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:9816/)" 404 "GET /"
 
