@@ -80,8 +80,9 @@ struct DaemonStats {
 class SupervisorMetrics {
   public:
     // The values of the state label (WorkerState's names, in order).
-    static constexpr std::array<std::string_view, 8> kStates = {
-        "stopped", "starting", "running", "stopping", "backoff", "failed", "parked", "suspended"};
+    static constexpr std::array<std::string_view, 9> kStates = {"stopped",  "starting",  "running",
+                                                                "stopping", "backoff",   "failed",
+                                                                "parked",   "suspended", "waiting"};
 
     explicit SupervisorMetrics(size_t history_points = 1800);
 
