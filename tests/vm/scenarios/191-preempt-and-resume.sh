@@ -73,7 +73,13 @@ served_numbers() {
 		sed -n 's/.*served request \([0-9]*\) .*/\1/p'
 }
 
-low_suspended_and_resumed() {
+# start_low_and_high ACTION [with-reserve]: the guest under the preemption
+# config with host rule ACTION (suspend, or checkpoint then park); low and
+# high sized from the idle guest's MemAvailable (low with a memory.reserve of
+# its size if asked), both ready and low at work. Sets low_mib, resume_mib,
+# high_pid and low_pid for the checks.
+start_low_and_high() {
+	local action=$1 reserve=""
 	install_infervisor
 	if ! swapon --show=NAME --noheadings | grep -q .; then
 		zram_swap_on 1G
@@ -81,17 +87,18 @@ low_suspended_and_resumed() {
 	fi
 	at_exit systemctl stop infervisord
 	at_exit dump_state
-	use_preempt_config 100000 # measure the idle host first
+	use_preempt_config 100000 "$action" # measure the idle host first
 	echo "workers: []" | use_workers preempt.yaml
 	fresh_daemon
-	local avail low_mib high_mib burst_mib resume_mib
+	local avail high_mib burst_mib
 	avail=$(mem_available_mib)
 	low_mib=$((avail * 45 / 100))
 	high_mib=$((avail * 30 / 100))
 	burst_mib=$((avail * 45 / 100))
 	resume_mib=$((low_mib + avail * 15 / 100))
+	[[ ${2:-} != with-reserve ]] || reserve=", reserve: ${low_mib}M"
 	log "MemAvailable idle: $avail MiB; low $low_mib, high $high_mib + $burst_mib MiB; resume above $resume_mib MiB"
-	use_preempt_config "$resume_mib"
+	use_preempt_config "$resume_mib" "$action"
 	use_workers preempt.yaml <<-YAML
 		workers:
 		  - name: low
@@ -99,7 +106,8 @@ low_suspended_and_resumed() {
 		              --serve-interval-ms, "250", --exit-after-requests, "$requests"]
 		    notify: true
 		    priority: 0
-		    memory: {max: 2G, swap_max: 0}
+		    memory: {max: 2G, swap_max: 0${reserve}}
+		    checkpoint: {timeout: 1m}
 		  - name: high
 		    command: [$ivd_example_worker, --model-mb, "$high_mib", --touch-model,
 		              --burst-mb, "$burst_mib", --serve-interval-ms, "250"]
@@ -112,9 +120,12 @@ low_suspended_and_resumed() {
 	wait_until 600 has_events high ready 1
 	wait_until 300 served_more_than low 10
 	log "both ready, low has served 10; high bursts"
-	local high_pid low_pid
 	high_pid=$(main_pid high)
 	low_pid=$(main_pid low)
+}
+
+low_suspended_and_resumed() {
+	start_low_and_high suspend
 
 	# high grows: the host thrashes until the rule suspends low.
 	kill -USR2 "$high_pid"
@@ -170,48 +181,8 @@ run_scenario host-pressure-suspends-low-and-resume-when-brings-it-back low_suspe
 # stopped after writing its count, parked, and started again from the
 # checkpoint when its reserve fits.
 low_checkpointed_and_restarted() {
-	install_infervisor
-	if ! swapon --show=NAME --noheadings | grep -q .; then
-		zram_swap_on 1G
-		at_exit zram_swap_off
-	fi
-	at_exit systemctl stop infervisord
-	at_exit dump_state
 	rm -rf /var/lib/infervisor/checkpoints/low
-	use_preempt_config 100000 checkpoint
-	echo "workers: []" | use_workers preempt.yaml
-	fresh_daemon
-	local avail low_mib high_mib burst_mib resume_mib
-	avail=$(mem_available_mib)
-	low_mib=$((avail * 45 / 100))
-	high_mib=$((avail * 30 / 100))
-	burst_mib=$((avail * 45 / 100))
-	resume_mib=$((low_mib + avail * 15 / 100))
-	log "MemAvailable idle: $avail MiB; low $low_mib, high $high_mib + $burst_mib MiB; resume above $resume_mib MiB"
-	use_preempt_config "$resume_mib" checkpoint
-	use_workers preempt.yaml <<-YAML
-		workers:
-		  - name: low
-		    command: [$ivd_example_worker, --model-mb, "$low_mib", --touch-model,
-		              --serve-interval-ms, "250", --exit-after-requests, "$requests"]
-		    notify: true
-		    priority: 0
-		    memory: {max: 2G, swap_max: 0, reserve: ${low_mib}M}
-		    checkpoint: {timeout: 1m}
-		  - name: high
-		    command: [$ivd_example_worker, --model-mb, "$high_mib", --touch-model,
-		              --burst-mb, "$burst_mib", --serve-interval-ms, "250"]
-		    notify: true
-		    priority: 10
-		    memory: {max: 2G}
-	YAML
-	fresh_daemon
-	wait_until 600 has_events low ready 1
-	wait_until 600 has_events high ready 1
-	wait_until 300 served_more_than low 10
-	log "both ready, low has served 10; high bursts"
-	local high_pid
-	high_pid=$(main_pid high)
+	start_low_and_high checkpoint with-reserve
 
 	kill -USR2 "$high_pid"
 	wait_until 900 has_events low parked 1
