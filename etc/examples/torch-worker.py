@@ -191,7 +191,10 @@ def serve_http(chat, port):
             url = urlparse(self.path)
             if url.path != "/generate" or not chat.ready:
                 return self.answer(404 if chat.ready else 503, {"error": "no"})
-            n = int(parse_qs(url.query).get("tokens", [chat.args.tokens_per_request])[0])
+            try:
+                n = int(parse_qs(url.query).get("tokens", [chat.args.tokens_per_request])[0])
+            except ValueError:
+                return self.answer(400, {"error": "tokens must be a whole number"})
             served = chat.generate(max(1, min(n, 4096)))
             self.answer(200, {"served": served, "context": chat.context()})
 
