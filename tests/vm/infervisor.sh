@@ -5,6 +5,9 @@
 # run by systemd as infervisord.service.
 
 ivd_service_cgroup=/sys/fs/cgroup/system.slice/infervisord.service
+# The workers' cgroups live in a unit of their own (units/infervisor-workers.service.in).
+ivd_workers_unit=infervisor-workers.service
+ivd_workers_cgroup=/sys/fs/cgroup/system.slice/$ivd_workers_unit
 ivd_conf=/etc/infervisor
 ivd_example_worker=/usr/libexec/infervisor/infervisor-example-worker
 
@@ -64,7 +67,7 @@ has_events() { # WORKER EVENT N
 	(($(event_count "$1" "$2") >= $3))
 }
 
-worker_cgroup() { echo "$ivd_service_cgroup/workers/$1"; }
+worker_cgroup() { echo "$ivd_workers_cgroup/workers/$1"; }
 
 # worker_pids WORKER: the pids in the worker's cgroup (none if it has none).
 worker_pids() { cat "$(worker_cgroup "$1")/cgroup.procs" 2>/dev/null || true; }
@@ -107,7 +110,7 @@ event_field() {
 # the worker's memcg, or all of them.
 kernel_oom_kills() {
 	journalctl -k -q --no-pager --cursor="$ivd_cursor" |
-		grep -c "oom-kill:${1:+.*oom_memcg=/system.slice/infervisord.service/workers/$1}" || true
+		grep -c "oom-kill:${1:+.*oom_memcg=/system.slice/$ivd_workers_unit/workers/$1}" || true
 }
 
 served_count() { # WORKER
@@ -144,7 +147,7 @@ start_two_idle_workers() {
 dump_state() {
 	{
 		systemctl status infervisord --no-pager -l || true
-		find "$ivd_service_cgroup" -maxdepth 3 -name cgroup.procs -exec sh -c 'echo "$1: $(cat "$1" | tr "\n" " ")"' _ {} \; || true
+		find "$ivd_service_cgroup" "$ivd_workers_cgroup" -maxdepth 3 -name cgroup.procs -exec sh -c 'echo "$1: $(cat "$1" | tr "\n" " ")"' _ {} \; || true
 		journalctl -q --no-pager -u infervisord -n 200 || true
 	} >>"$VMTEST_RESULTS/infervisor-state.txt" 2>&1
 	write_digest >"$VMTEST_RESULTS/digest.txt" 2>&1 || true
@@ -158,4 +161,10 @@ write_digest() {
 	echo "infervisord: $(systemctl show -p ActiveState -p Result -p NRestarts -p MainPID infervisord | tr '\n' ' ')"
 	journalctl -q --no-pager -u infervisord -o short-monotonic -n 400 |
 		grep -E ' (infervisord|systemd)\[[0-9]+\]: ' | tail -n 12 | cut -c1-220 | sed 's/^/  /'
+}
+
+# workers_unit_gone: the workers' unit has stopped and its cgroup is gone
+# (after `systemctl stop infervisord`, systemd stops it as no longer needed).
+workers_unit_gone() {
+	[[ $(systemctl is-active "$ivd_workers_unit" || true) != active && ! -d $ivd_workers_cgroup ]]
 }

@@ -13,10 +13,11 @@
 
 #include "app/memory_lock.h"
 #include "app/reexec.h"
+#include "app/systemd_manager.h"
+#include "app/workers_home.h"
 #include "base/file_io.h"
 #include "base/units.h"
 #include "cgroup/cgroup_discovery.h"
-#include "cgroup/delegation.h"
 #include "config/config_loader.h"
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
@@ -49,20 +50,6 @@ void apply_overrides(const DaemonOptions& o, DaemonSettings& d) {
 
 void notify_systemd(const std::string& state) { sd_notify(0, state.c_str()); }
 
-Result<fs::path> cgroup_root_for(const DaemonSettings& d, const fs::path& procfs) {
-    if (!d.cgroup_root.empty()) return d.cgroup_root;
-    auto own = discover_own_cgroup(procfs);
-    if (!own) return own.error();
-    fs::path root = CgroupTree::root_from_own_cgroup(*own);
-    if (delegation_mark(root) == DelegationMark::absent)
-        spdlog::warn(
-            "cgroup {} is not marked as delegated (no trusted.delegate xattr): unless this "
-            "is a container or systemd < 251, systemd may move or kill the workers; run "
-            "infervisord through infervisord.service (Delegate=yes) or pass --cgroup-root",
-            root.string());
-    return root;
-}
-
 Result<void> make_runtime_dirs(const Paths& paths) {
     for (const fs::path& dir : {paths.runtime_dir, paths.runtime_dir / "notify", paths.state_dir}) {
         std::error_code ec;
@@ -87,6 +74,7 @@ class Daemon {
 
   private:
     Result<void> set_up_cgroups();
+    bool terminating_for_restart() const;
     void wait_for_signal();
     // Reads and checks the files off the loop, then applies them; `done`
     // (may be empty) gets the outcome. A request while a reload is running
@@ -96,6 +84,7 @@ class Daemon {
     void start_control();
     void start_userdb();
     void shut_down();
+    void leave_workers_running();
     void reexec_for_upgrade();
     void keep_watchdog_fed();
 
@@ -127,16 +116,38 @@ class Daemon {
 };
 
 Result<void> Daemon::set_up_cgroups() {
-    auto root = cgroup_root_for(config_.daemon, paths_.procfs);
-    if (!root) return root.error();
     auto mountinfo = read_file(paths_.procfs / "self/mountinfo");
     if (!mountinfo) return mountinfo.error();
     auto mount = find_cgroup2_mount(*mountinfo);
     if (!mount) return mount.error();
     cgroup_mount_ = *mount;
-    tree_ = std::make_unique<CgroupTree>(*root);
-    spdlog::info("cgroup root {}", root->string());
+    auto home = find_workers_home(config_.daemon.cgroup_root, cgroup_mount_, paths_.procfs);
+    if (!home) return home.error();
+    tree_ = std::make_unique<CgroupTree>(home->root, home->home);
+    spdlog::info("cgroup root {} ({})", home->root.string(),
+                 tree_->outlives_daemon()
+                     ? "the workers' own unit: they outlive the daemon's process"
+                     : "the daemon's: workers end with its unit");
     return tree_->setup(::getpid());
+}
+
+// Whether a SIGTERM is systemd stopping our unit for a restart (`systemctl
+// restart`): then workers whose cgroups outlive the daemon are left running
+// for the next daemon to adopt. Anything else (stop, shutdown, a plain
+// kill, no answer) stops them.
+bool Daemon::terminating_for_restart() const {
+    if (!tree_->outlives_daemon()) return false;
+    auto unit = own_systemd_unit();
+    if (!unit) return false;
+    auto state = systemd_unit_state(*unit);
+    if (!state) {
+        spdlog::warn("SIGTERM: cannot ask systemd whether this is a restart ({}); stopping",
+                     state.error().message());
+        return false;
+    }
+    const std::string& job = state->job_type;
+    return job == "restart" || job == "try-restart" || job == "reload-or-restart" ||
+           job == "reload-or-try-restart";
 }
 
 int Daemon::run() {
@@ -178,11 +189,14 @@ int Daemon::run() {
     if (origin.reexecuted) {
         spdlog::warn("re-executed in place ({}; {} quick re-execution(s)): adopting the workers",
                      origin.reason, origin.count);
-    } else {
-        // A fresh start by systemd: its KillMode=mixed ended every worker of
-        // an earlier run, so nothing is to be adopted; leftovers are reaped.
+    } else if (!tree_->outlives_daemon()) {
+        // A fresh start by systemd with the workers in the daemon's own
+        // cgroup: its KillMode=mixed ended every worker of an earlier run,
+        // so nothing is to be adopted; leftovers are reaped.
         std::error_code ec;
         fs::remove_all(paths_.runtime_dir / "state", ec);
+    } else if (!tree_->existing_workers().empty()) {
+        spdlog::warn("workers of an earlier daemon are still running: adopting them");
     }
     supervisor_->adopt_leftovers(config_);
     supervisor_->apply(config_);
@@ -291,6 +305,25 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     return outcome;
 }
 
+// `systemctl restart`: end this process and nothing else. The workers' state
+// files stay (RuntimeDirectoryPreserve=restart) and so do their cgroups, in
+// the workers' own unit; the next daemon adopts them (supervise/adoption.h).
+void Daemon::leave_workers_running() {
+    shutting_down_ = true;
+    spdlog::info("SIGTERM for a restart: {} keep running, for the next daemon to adopt",
+                 supervisor_->summary());
+    notify_systemd("STOPPING=1\nSTATUS=restarting; workers keep running");
+    policy_->stop();
+    metrics_->stop();
+    supervisor_->workdir_monitor().stop();
+    shared_tmp_->stop();
+    if (control_) control_->stop();
+    if (userdb_) userdb_->stop();
+    signals_.cancel();
+    watchdog_.cancel();
+    io_.stop();
+}
+
 // SIGUSR2: the binary now at our path takes over, workers and all (reexec.h).
 void Daemon::reexec_for_upgrade() {
     if (shutting_down_) return;
@@ -312,6 +345,7 @@ void Daemon::reexec_for_upgrade() {
 
 void Daemon::shut_down() {
     if (shutting_down_) return;
+    if (terminating_for_restart()) return leave_workers_running();
     shutting_down_ = true;
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});

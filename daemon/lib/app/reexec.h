@@ -10,14 +10,12 @@
 //     internal error caught on the event loop re-execute instead of ending.
 //     A SIGABRT from another process (systemd's watchdog) is not caught.
 // A crash loop does not re-execute forever: after kMaxQuickReexecs
-// re-executions within kQuickWindow the daemon ends as before (systemd then
-// restarts it, and its KillMode=mixed has killed every worker).
-//
-// Why not let systemd restart the daemon with KillMode=process: on systemd
-// < 254 (Debian 12 has 252) systemd starts the new main process in the
-// unit's own cgroup, which holds the workers' controllers and so cannot
-// take a process (EBUSY, status 219/CGROUP): the service could not come
-// back while a worker runs. See infervisord(8), ADOPTION.
+// re-executions within kQuickWindow the daemon ends as before; systemd then
+// restarts it, and the new daemon adopts the workers from their own unit
+// (cgroup/cgroup_tree.h, Home::anchor), or starts them afresh when they
+// lived in the daemon's own cgroup. A re-execution is still the better way
+// where it is possible: the same pid stays the workers' parent, so their
+// exit statuses stay known. See infervisord(8), ADOPTION.
 #pragma once
 
 #include <chrono>

@@ -6,7 +6,7 @@ namespace infervisor {
 
 namespace fs = std::filesystem;
 
-CgroupTree::CgroupTree(fs::path root) : root_(std::move(root)) {}
+CgroupTree::CgroupTree(fs::path root, Home home) : root_(std::move(root)), home_(home) {}
 
 fs::path CgroupTree::root_from_own_cgroup(const fs::path& own) {
     if (own.filename() == "supervisor") return own.parent_path();
@@ -35,25 +35,28 @@ Result<void> CgroupTree::check_memory_controller() const {
         "its unit (Delegate=yes) so that the controllers are delegated to it");
 }
 
-Result<void> CgroupTree::move_into_supervisor(pid_t self) const {
-    CgroupDir supervisor = root_.child("supervisor");
-    if (!supervisor.exists()) {
-        auto made = supervisor.create();
+Result<void> CgroupTree::move_into_leaf(pid_t self) const {
+    CgroupDir leaf = root_.child(home_ == Home::anchor ? "anchor" : "supervisor");
+    if (!leaf.exists()) {
+        auto made = leaf.create();
         if (!made && made.error().code != EEXIST) return made.error();
     }
-    auto moved = supervisor.move_process(self);
-    if (!moved) return moved.error();
-    // Whatever else lives in the root (an ExecStartPre helper, say) must leave
-    // too, or the kernel refuses to enable controllers for the children.
+    if (home_ == Home::own) {
+        auto moved = leaf.move_process(self);
+        if (!moved) return moved.error();
+    }
+    // Whatever else lives in the root (an ExecStartPre helper, the anchor's
+    // sleeping process) must leave too, or the kernel refuses to enable
+    // controllers for the children.
     auto others = root_.procs();
     if (others)
-        for (pid_t pid : *others) (void)supervisor.move_process(pid);
+        for (pid_t pid : *others) (void)leaf.move_process(pid);
     return {};
 }
 
 Result<void> CgroupTree::setup(pid_t self) {
     if (auto r = check_memory_controller(); !r) return r;
-    if (auto r = move_into_supervisor(self); !r) return r;
+    if (auto r = move_into_leaf(self); !r) return r;
     if (auto r = root_.enable_controllers(worker_controllers()); !r) return r;
     CgroupDir w = workers();
     if (!w.exists()) {

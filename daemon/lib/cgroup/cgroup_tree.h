@@ -1,9 +1,23 @@
-// CgroupTree: the daemon's delegated subtree and its fixed layout.
+// CgroupTree: the delegated subtree the workers live in, and its fixed layout.
 //
-//   <root>/                 the unit's cgroup (Delegate=yes) or cgroup_root from config
-//   ├── supervisor/         the daemon itself (cgroup v2: no processes in inner nodes)
-//   └── workers/            +memory +pids +cpu enabled for its children
-//       └── <name>/         one per worker, with its limits
+//   <root>/                 a delegated cgroup (Delegate=yes), see below
+//   ├── supervisor/         the daemon itself, when the root is its own cgroup
+//   │   or anchor/          the anchor unit's process, when the root is its cgroup
+//   │                       (cgroup v2: no processes in inner nodes)
+//   ├── workers/            +memory +pids +cpu enabled for its children
+//   │   └── <name>/         one per worker, with its limits
+//   └── probes/<name>/      a worker's exec probes
+//
+// Two homes for the root (Home):
+//   - anchor: the cgroup of infervisor-workers.service, a unit of its own
+//     whose only process sleeps. The workers are then outside the daemon's
+//     unit, so systemd's end of the daemon (kill -9, the watchdog, a
+//     restart) does not end them, and the next daemon adopts them. The
+//     daemon stays in its own unit's cgroup, which it never changes, so
+//     systemd can always start a new daemon there.
+//   - own: the daemon's own cgroup (or cgroup_root from the configuration):
+//     the daemon moves itself into supervisor/. Workers end with the
+//     daemon's unit (KillMode=mixed); an in-place re-execution keeps them.
 #pragma once
 
 #include <sys/types.h>
@@ -19,18 +33,23 @@ namespace infervisor {
 
 class CgroupTree {
   public:
-    explicit CgroupTree(std::filesystem::path root);
+    enum class Home { own, anchor };
+
+    explicit CgroupTree(std::filesystem::path root, Home home = Home::own);
 
     // Picks the root from the daemon's own cgroup; if the daemon already sits
     // in a "supervisor" leaf (as after an in-place restart), its parent.
     static std::filesystem::path root_from_own_cgroup(const std::filesystem::path& own);
 
     // Checks that `memory` is available at the root (else an error that names
-    // the missing controller and the remedy), moves `self` and any other
-    // process of the root into supervisor/, and enables the worker
-    // controllers on root and workers/.
+    // the missing controller and the remedy), moves every process of the root
+    // into its leaf (supervisor/ with `self`, or anchor/), and enables the
+    // worker controllers on root and workers/.
     Result<void> setup(pid_t self);
 
+    Home home() const { return home_; }
+    // Whether workers outlive the daemon's process (the anchor home).
+    bool outlives_daemon() const { return home_ == Home::anchor; }
     const CgroupDir& root() const { return root_; }
     CgroupDir workers() const { return root_.child("workers"); }
     CgroupDir worker(const std::string& name) const { return workers().child(name); }
@@ -43,9 +62,10 @@ class CgroupTree {
 
   private:
     Result<void> check_memory_controller() const;
-    Result<void> move_into_supervisor(pid_t self) const;
+    Result<void> move_into_leaf(pid_t self) const;
 
     CgroupDir root_;
+    Home home_;
 };
 
 }  // namespace infervisor

@@ -1,7 +1,8 @@
 // Adoption: what a starting daemon does with each worker an earlier daemon
-// left behind (after a crash, a SIGKILL, a watchdog kill, or a restart for an
-// upgrade, systemd leaves the workers running: KillMode=process, see
-// infervisord(8)). A pure decision, from what was found for one worker name
+// left behind (after an in-place re-execution; and after a crash, a SIGKILL,
+// a watchdog kill or `systemctl restart`, for the workers live in a unit of
+// their own that systemd leaves running: cgroup/cgroup_tree.h, see
+// infervisord(8), ADOPTION). A pure decision, from what was found for one worker name
 // and what the configuration says now; the Supervisor carries it out
 // (Supervisor::adopt_leftovers).
 //

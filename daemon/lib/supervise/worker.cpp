@@ -439,8 +439,19 @@ void Worker::handle_notify(const NotifyDatagram& d) {
                   {"REJECTED_TOTAL", std::to_string(rejected_notify_)}});
     };
     if (d.truncated) return reject("longer than " + std::to_string(kMaxNotifyMessage) + " bytes");
-    if (!process_in_cgroup(ctx_.paths.procfs, d.pid, cgroup_path_in_proc()))
+    if (!process_in_cgroup(ctx_.paths.procfs, d.pid, cgroup_path_in_proc())) {
+        // A sender that has ended and been reaped cannot be told apart; when
+        // the daemon is not its parent (an adopted worker), that happens to
+        // a worker's own last message (WATCHDOG=1, then its stop signal):
+        // dropped, but no sign of a hostile sender.
+        std::error_code ec;
+        if (!std::filesystem::exists(ctx_.paths.procfs / std::to_string(d.pid), ec)) {
+            spdlog::debug("{}: notify message from pid {} dropped: it has ended", spec_.name,
+                          d.pid);
+            return;
+        }
         return reject("sender is not a process of this worker");
+    }
     auto msg = parse_notify_message(d.data);
     if (!msg) return reject(msg.error().what);
     if (const auto* status = msg->get("STATUS")) status_text_ = status->substr(0, 256);

@@ -47,9 +47,25 @@ TEST(CgroupTree, SetupMovesSelfAndEnablesControllers) {
     make_cgroup(fs, "svc/workers", "cpu memory pids");
     CgroupTree tree(fs.path() / "svc");
     ASSERT_TRUE(tree.setup(4242).ok());
+    EXPECT_FALSE(tree.outlives_daemon());
     EXPECT_EQ(testing::slurp(fs.path() / "svc/supervisor/cgroup.procs"), "4242");
     EXPECT_EQ(testing::slurp(fs.path() / "svc/cgroup.subtree_control"), "+memory +pids +cpu");
     EXPECT_EQ(testing::slurp(fs.path() / "svc/workers/cgroup.subtree_control"),
+              "+memory +pids +cpu");
+}
+
+TEST(CgroupTree, AnAnchorHomeMovesTheAnchorsProcessIntoItsLeafAndLeavesTheDaemonWhereItIs) {
+    testing::TempDir fs;
+    make_cgroup(fs, "anchor-unit", "cpuset cpu io memory pids");
+    fs.write("anchor-unit/cgroup.procs", "777\n");
+    make_cgroup(fs, "anchor-unit/anchor", "");  // what the kernel's mkdir would make
+    make_cgroup(fs, "anchor-unit/workers", "cpu memory pids");
+    CgroupTree tree(fs.path() / "anchor-unit", CgroupTree::Home::anchor);
+    ASSERT_TRUE(tree.setup(4242).ok());
+    EXPECT_TRUE(tree.outlives_daemon());
+    EXPECT_EQ(testing::slurp(fs.path() / "anchor-unit/anchor/cgroup.procs"), "777");
+    EXPECT_FALSE(std::filesystem::exists(fs.path() / "anchor-unit/supervisor"));
+    EXPECT_EQ(testing::slurp(fs.path() / "anchor-unit/cgroup.subtree_control"),
               "+memory +pids +cpu");
 }
 

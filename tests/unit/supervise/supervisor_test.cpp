@@ -173,6 +173,41 @@ TEST_F(Lifecycle, NotifyFromOutsideTheWorkersCgroupIsRejected) {
     EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
 }
 
+// A sender that ended (and was reaped) before its message was read cannot be
+// told apart, as happens to an adopted worker's last WATCHDOG=1 when the
+// daemon is not its parent: dropped quietly, not reported as hostile.
+TEST_F(Lifecycle, NotifyFromASenderThatHasEndedIsDroppedWithoutAnAlarm) {
+    auto spec = example("slow", {"--load-ms", "600000"});
+    spec.notify = true;
+    supervisor_->apply(config({spec}));
+    run_until_event("slow", K::started);
+
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = (ctx_->paths.runtime_dir / "notify/slow").string();
+    std::strcpy(addr.sun_path, path.c_str());
+    auto send_ready = [&] {
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        const char msg[] = "READY=1";
+        ssize_t n =
+            sendto(fd, msg, sizeof msg - 1, 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        close(fd);
+        return n == static_cast<ssize_t>(sizeof msg - 1);
+    };
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(send_ready() ? 0 : 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped before the loop reads it
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_TRUE(send_ready());  // then one from a live outsider, read after it
+    run_until_event("slow", K::notify_rejected);
+    EXPECT_EQ(count("slow", K::notify_rejected), 1u);
+    EXPECT_THAT(last("slow", K::notify_rejected)->message,
+                HasSubstr("from pid " + std::to_string(getpid()) + " "));
+    EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
+}
+
 TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
     auto spec = example("spinner", {"--spin-after-ms", "300"});
     spec.notify = true;

@@ -110,7 +110,7 @@ install_start_purge() {
 	systemctl reload infervisord
 	wait_until 300 chat_running
 	assert_contains "$(infervisorctl --no-pager status)" leaky "status after reload"
-	local cgroup=/sys/fs/cgroup/system.slice/infervisord.service
+	local cgroup=/sys/fs/cgroup/system.slice/infervisor-workers.service
 	assert_cmd test -d "$cgroup/workers/chat"
 
 	upgrade_keeps_the_workers

@@ -21,16 +21,22 @@ workers_in_their_cgroups() {
 	assert_eq 0 "$(cat "$cg/memory.swap.max")" "chat memory.swap.max"
 	assert_eq 64 "$(cat "$cg/pids.max")" "chat pids.max"
 	assert_eq 1 "$(cat "$cg/memory.oom.group")" "chat memory.oom.group"
-	# systemd 252 marks the Delegate=yes cgroup, so the daemon has nothing to warn about.
-	assert_eq 1 "$(python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "trusted.delegate").decode())' "$ivd_service_cgroup")" "trusted.delegate of $ivd_service_cgroup"
+	# The workers live in the cgroup of their own unit, which systemd 252
+	# marks as delegated (Delegate=yes), so the daemon has nothing to warn about.
+	assert_contains "$(cat "/proc/$(main_pid chat)/cgroup")" "/system.slice/$ivd_workers_unit/workers/chat" "chat's cgroup"
+	assert_eq 1 "$(python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "trusted.delegate").decode())' "$ivd_workers_cgroup")" "trusted.delegate of $ivd_workers_cgroup"
 	local delegation_warnings
 	# (journalctl -g exits 1 when nothing matches, like grep)
 	delegation_warnings=$({ ivd_journal -g 'not marked as delegated' || true; } | wc -l)
 	assert_eq 0 "$delegation_warnings" "delegation warnings in the daemon's journal"
-	# The daemon itself sits in the supervisor leaf, not in a worker.
-	assert_contains "$(cat "$ivd_service_cgroup/supervisor/cgroup.procs")" "$(systemctl show -P MainPID infervisord)" "supervisor leaf"
+	# The daemon itself stays in its unit's cgroup, which it leaves as
+	# systemd made it (so systemd can always start a new daemon there); the
+	# workers' unit's own process sits in the anchor leaf.
+	assert_eq "$(systemctl show -P MainPID infervisord)" "$(cat "$ivd_service_cgroup/cgroup.procs")" "the daemon in its unit's cgroup"
+	assert_eq "" "$(cat "$ivd_service_cgroup/cgroup.subtree_control")" "controllers the daemon enabled in its own cgroup"
+	assert_eq "$(systemctl show -P MainPID "$ivd_workers_unit")" "$(cat "$ivd_workers_cgroup/anchor/cgroup.procs")" "the anchor leaf"
 	local status
-	status=$(systemctl status infervisord --no-pager -l)
+	status=$(systemctl status "$ivd_workers_unit" --no-pager -l)
 	assert_contains "$status" "─workers" "systemctl status tree"
 	assert_contains "$status" "─chat" "systemctl status tree"
 	assert_contains "$status" "infervisor-example-worker" "systemctl status tree"

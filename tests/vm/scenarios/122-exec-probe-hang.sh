@@ -8,7 +8,7 @@ source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
 at_exit dump_state
 
-probe_cgroup() { echo "$ivd_service_cgroup/probes/$1"; }
+probe_cgroup() { echo "$ivd_workers_cgroup/probes/$1"; }
 sleepers() { { pgrep -f -x '/bin/sleep infinity' || true; } | wc -l; }
 # read_probe_facts: while a probe runs, its uid and its cgroup's caps into
 # $probe_uid, $probe_memory_max, $probe_pids_max (the cgroup exists only

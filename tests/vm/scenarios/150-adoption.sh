@@ -13,100 +13,19 @@
 # "While no image watches": the daemon is frozen (SIGSTOP), things happen,
 # then its main thread gets SIGSEGV and SIGCONT: the crash handler runs
 # first and re-executes, so the old image never sees what happened.
-# (`kill -9` of the daemon is scenario 60: systemd's KillMode=mixed ends
-# every worker then, and they start afresh.)
+# (When the daemon's process ends instead, `kill -9`, a restart: 151.)
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+source "${BASH_SOURCE[0]%/*}/../adoption.sh"
 at_exit systemctl stop infervisord
 at_exit dump_state
-
-daemon_pid() { systemctl show -P MainPID infervisord; }
 
 # reexecuted N: the daemon said N times that it re-executed (same pid).
 reexecuted() {
 	local n
 	n=$(ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat | grep -c "re-executed in place" || true)
 	((n >= $1))
-}
-
-# status_field WORKER FIELD: a field of `infervisorctl status --json WORKER`.
-status_field() {
-	infervisorctl status --json "$1" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0][sys.argv[1]])' "$2"
-}
-
-process_gone() { [[ ! -e /proc/$1 ]] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"; }
-
-# serving_yaml [with-gone]: one bursts 64M on SIGUSR2, which its rule kills
-# and parks; two sends heartbeats (watchdog 5s). Both print a "served
-# request" line every 500 ms.
-serving_yaml() {
-	cat <<-YAML
-		workers:
-		  - name: one
-		    command: [$ivd_example_worker, --serve-interval-ms, "500", --burst-mb, "64"]
-		    notify: true
-		    memory: {max: 128M}
-		    rules:
-		      - {name: runaway-growth, enabled: false}
-		      - {name: memory-pressure, enabled: false}
-		      - {name: spike, when: "memory.current > 48M", action: kill, then: park}
-		  - name: two
-		    command: [$ivd_example_worker, --serve-interval-ms, "500"]
-		    notify: true
-		    watchdog: 5s
-		    memory: {max: 64M}
-	YAML
-	if [[ ${1:-} == with-gone ]]; then
-		printf '  - name: gone\n    command: [%s]\n    notify: true\n    memory: {max: 64M}\n' "$ivd_example_worker"
-	fi
-}
-
-start_serving() { # [with-gone]
-	install_infervisor
-	serving_yaml "$@" | use_workers adoption.yaml
-	fresh_daemon
-	wait_until 300 has_events one ready 1
-	wait_until 300 has_events two ready 1
-	pid_one=$(main_pid one)
-	pid_two=$(main_pid two)
-	uptime_before_s=$(($(status_field one uptime_usec) / 1000000))
-	before_s=$(date +%s)
-}
-
-# The workers of start_serving, after the daemon was replaced: adopted, same
-# pids, still serving, shown running with their uptime, watched again.
-adopted_and_supervised_again() {
-	wait_until 300 has_events one adopted 1
-	wait_until 300 has_events two adopted 1
-	assert_eq "$pid_one" "$(worker_pids one)" "one's processes"
-	assert_eq "$pid_two" "$(worker_pids two)" "two's processes"
-	assert_eq "$pid_one" "$(event_field one adopted PID)" "one's adopted pid"
-	assert_eq 1 "$(event_count one started)" "one's starts"
-	assert_eq 1 "$(event_count two started)" "two's starts"
-	assert_eq 0 "$(event_count one exited)" "one's exits"
-	assert_eq 0 "$(event_count two exited)" "two's exits"
-	local served
-	served=$(served_count one)
-	wait_until 120 served_more_than one $((served + 2))
-	assert_eq running "$(status_field one state)" "one's state"
-	assert_eq "$pid_one" "$(status_field one main_pid)" "one's pid as shown"
-	# Its uptime goes on from where it was, not from the adoption.
-	local uptime_s elapsed_s
-	uptime_s=$(($(status_field one uptime_usec) / 1000000))
-	elapsed_s=$(($(date +%s) - before_s))
-	log "one: up ${uptime_before_s}s, then ${uptime_s}s ${elapsed_s}s later"
-	assert_cmd test "$uptime_s" -ge $((uptime_before_s + elapsed_s - 2))
-	# A rule acts on an adopted worker: the spike is killed, the worker parked.
-	kill -USR2 "$pid_one"
-	wait_until 300 has_events one parked 1
-	assert_eq spike "$(event_field one policy-action RULE)" "one's rule"
-	# Heartbeats are watched again: a frozen worker is killed by its watchdog.
-	kill -STOP "$pid_two"
-	wait_until 300 has_events two policy-action 1
-	assert_eq watchdog "$(event_field two policy-action RULE)" "two's rule"
-	wait_until 300 has_events two started 2
 }
 
 crash_keeps_the_workers() {
@@ -133,11 +52,6 @@ upgrade_keeps_the_workers() {
 }
 run_scenario an-upgrade-re-executes-and-keeps-the-workers-serving upgrade_keeps_the_workers
 
-# freeze_daemon; ...; crash_frozen_daemon: the old image sees nothing in between.
-freeze_daemon() {
-	frozen=$(daemon_pid)
-	kill -STOP "$frozen"
-}
 # The SIGSEGV goes to the main thread (tgkill), which sits in the event loop:
 # on SIGCONT its handler runs before the loop sees anything. (A process-wide
 # kill could land on another thread while the loop goes on for a moment.)
@@ -203,7 +117,7 @@ stop_after_adoption_leaves_nothing() {
 	systemctl stop infervisord
 	assert_eq inactive "$(systemctl is-active infervisord || true)" "service state"
 	assert_eq 0 "$(pgrep -fc infervisor-example-worker || true)" "example worker processes"
-	assert_cmd test ! -e "$ivd_service_cgroup/workers"
+	assert_cmd test ! -e "$ivd_workers_cgroup/workers"
 	assert_cmd test ! -e /run/infervisor
 	assert_eq 1 "$(event_count one stopped)" "one's stops"
 	assert_eq 1 "$(event_count two stopped)" "two's stops"

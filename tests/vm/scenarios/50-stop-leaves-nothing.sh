@@ -31,8 +31,11 @@ stop_leaves_nothing() {
 	assert_cmd no_example_worker_left
 	local p
 	for p in $orphan_pids; do assert_fails test -d "/proc/$p"; done
-	assert_fails test -d "$ivd_service_cgroup/workers/stubborn"
-	assert_fails test -d "$ivd_service_cgroup/workers/polite"
+	assert_fails test -d "$ivd_workers_cgroup/workers/stubborn"
+	assert_fails test -d "$ivd_workers_cgroup/workers/polite"
+	# The workers' unit is no longer needed, so systemd stops it: its
+	# sleeping anchor ends and its cgroup goes.
+	wait_until 60 workers_unit_gone
 	assert_eq 1 "$(event_count stubborn stop-escalated)" "stubborn needed cgroup.kill"
 	assert_eq 0 "$(event_count polite stop-escalated)" "polite stopped on SIGTERM"
 	assert_eq 1 "$(event_count polite stopped)" "polite stopped event"
