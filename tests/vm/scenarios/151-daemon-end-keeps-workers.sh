@@ -6,7 +6,8 @@
 #   1. kill -9: systemd restarts the daemon (a new pid); both workers keep
 #      their pids and keep serving; the new daemon shows them running with
 #      their uptime; a rule acts on one again, heartbeats are watched again.
-#   2. the same for `systemctl restart infervisord`.
+#   2. the same for `systemctl restart infervisord`, and for systemd's
+#      watchdog kill of a hung daemon.
 #   3. a worker killed while no daemon ran is noticed (its exit status is
 #      unknown: no one who could reap it watched) and restarted once.
 #   4. a config change made while no daemon ran is applied as a reload.
@@ -59,6 +60,29 @@ restart_keeps_the_workers() {
 	adopted_and_supervised_again
 }
 run_scenario systemctl-restart-keeps-the-workers-serving restart_keeps_the_workers
+
+watchdog_dropin=/run/systemd/system/infervisord.service.d/vmtest-watchdog.conf
+remove_watchdog_dropin() {
+	rm -f "$watchdog_dropin"
+	systemctl daemon-reload
+}
+
+# A hung daemon (SIGSTOP) stops feeding the watchdog; systemd aborts it,
+# then kills it, and starts a new one. (Shorter than the unit's 30s and
+# 2min, so that the scenario does not wait for them.)
+watchdog_kill_keeps_the_workers() {
+	mkdir -p "${watchdog_dropin%/*}"
+	printf '[Service]\nWatchdogSec=6s\nTimeoutAbortSec=3s\n' >"$watchdog_dropin"
+	at_exit remove_watchdog_dropin
+	systemctl daemon-reload
+	start_serving
+	freeze_daemon
+	wait_until 300 daemon_replaced "$frozen"
+	assert_contains "$(journalctl -q --no-pager --cursor="$ivd_cursor" -u infervisord -o cat)" "Watchdog timeout"
+	adopted_and_supervised_again
+	remove_watchdog_dropin
+}
+run_scenario a-watchdog-kill-of-the-daemon-keeps-the-workers-serving watchdog_kill_keeps_the_workers
 
 worker_killed_while_down_restarts_once() {
 	start_serving

@@ -27,7 +27,7 @@ oom_kill_stays_in_its_cgroup() {
 	assert_eq "oom-killed (memory.max reached)" "$reasons" "exit reason"
 	# The kernel chose its victim inside leaky's cgroup, every time.
 	local kernel_kills
-	kernel_kills=$(journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep -c 'oom-kill:.*oom_memcg=/system.slice/$ivd_workers_unit/workers/leaky' || true)
+	kernel_kills=$(journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep -c "oom-kill:.*oom_memcg=/system.slice/$ivd_workers_unit/workers/leaky" || true)
 	assert_ne 0 "$kernel_kills" "kernel OOM kills in leaky's memcg"
 	assert_eq 0 "$(journalctl -k -q --no-pager --cursor="$ivd_cursor" | grep 'oom-kill:' | grep -vc 'workers/leaky' || true)" "OOM kills elsewhere"
 	# Sibling and daemon untouched.
