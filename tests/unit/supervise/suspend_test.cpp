@@ -230,6 +230,8 @@ TEST_F(Suspension, AWorkerAHostRuleParkedBeforeTheDaemonStartedWaitsForResumeWhe
     WorkerSpec low = counter("low");
     WorkerSpec high = counter("high");
     high.priority = 10;
+    // Nothing here is frozen: no 200 ms watchdog to miss on a loaded machine.
+    low.watchdog = high.watchdog = Duration::zero();
     Config c = config({low, high});
     c.host_rules = parse_host_rules(
         YAML::Load("[{name: squeeze, when: 'host.mem.available > 1', action: kill, then: park}]"),
