@@ -35,6 +35,10 @@ workers_in_their_cgroups() {
 	assert_eq "$(systemctl show -P MainPID infervisord)" "$(cat "$ivd_service_cgroup/cgroup.procs")" "the daemon in its unit's cgroup"
 	assert_eq "" "$(cat "$ivd_service_cgroup/cgroup.subtree_control")" "controllers the daemon enabled in its own cgroup"
 	assert_eq "$(systemctl show -P MainPID "$ivd_workers_unit")" "$(cat "$ivd_workers_cgroup/anchor/cgroup.procs")" "the anchor leaf"
+	# Both units as systemd reads them: no warning, no error.
+	local verify
+	verify=$(systemd-analyze verify infervisord.service "$ivd_workers_unit" 2>&1)
+	assert_eq "" "$verify" "systemd-analyze verify"
 	local status
 	status=$(systemctl status "$ivd_workers_unit" --no-pager -l)
 	assert_contains "$status" "─workers" "systemctl status tree"
