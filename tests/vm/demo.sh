@@ -18,8 +18,8 @@ demo() {
 	section "systemctl start infervisord"
 	fresh_daemon
 	wait_until 300 has_events chat ready 1
-	section "systemctl status infervisord (workers in their own cgroups)"
-	systemctl status infervisord --no-pager -l | sed -n '1,/^$/p' | head -30
+	section "systemctl status infervisor-workers (the workers' unit: each worker in its own cgroup)"
+	systemctl status infervisor-workers --no-pager -l | sed -n '1,/^$/p' | head -30
 	section "caps written before the workers ran"
 	local w
 	for w in chat leaky; do
