@@ -6,12 +6,14 @@ namespace infervisor {
 
 std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     DaemonOptions o;
-    CLI::App app{"infervisord " INFERVISOR_VERSION
-                 " - supervises AI inference workers, each in its own "
-                 "cgroup v2 child with memory and swap caps, and restarts them by policy.\n\n"
-                 "Normally started by systemd (infervisord.service). Reload the configuration with "
-                 "SIGHUP (systemctl reload infervisord); stop all workers with SIGTERM.",
-                 "infervisord"};
+    CLI::App app{
+        "infervisord " INFERVISOR_VERSION
+        " - supervises AI inference workers, each in its own "
+        "cgroup v2 child with memory and swap caps, and restarts them by policy.\n\n"
+        "Normally started by systemd (infervisord.service). Reload the configuration with "
+        "SIGHUP (systemctl reload infervisord); stop all workers with SIGTERM. The workers "
+        "live in infervisor-workers.service's cgroup and outlive a restart of the daemon.",
+        "infervisord"};
     app.get_formatter()->column_width(32);
     app.add_option("-c,--config", o.config_file, "Main configuration file")->capture_default_str();
     app.add_option("--workers-dir", o.workers_dir,
@@ -22,7 +24,9 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
     app.add_option("--cgroup-root", o.cgroup_root,
-                   "cgroup v2 directory to own [default: this process's cgroup]");
+                   "cgroup v2 directory to own; workers then end with the daemon's unit "
+                   "[default: the cgroup of the unit named in $INFERVISOR_WORKERS_UNIT, else this "
+                   "process's]");
     app.add_option("--runtime-dir", o.runtime_dir, "Sockets [default: /run/infervisor]");
     app.add_option("--state-dir", o.state_dir,
                    "Work and checkpoint dirs [default: /var/lib/infervisor]");

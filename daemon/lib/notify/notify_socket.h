@@ -55,7 +55,7 @@ class NotifySocket {
 };
 
 // True when process `pid` is in the cgroup at `cgroup_path` (the path as
-// /proc/PID/cgroup shows it, e.g. "/system.slice/infervisord.service/workers/llama"),
+// /proc/PID/cgroup shows it, e.g. "/system.slice/infervisor-workers.service/workers/llama"),
 // or in a cgroup below it.
 bool process_in_cgroup(const std::filesystem::path& procfs, pid_t pid,
                        const std::string& cgroup_path);
