@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <fstream>
 #include <sstream>
 
 #include "base/file_io.h"
@@ -50,6 +51,18 @@ Result<std::vector<pid_t>> CgroupDir::procs() const {
     return out;
 }
 
+std::vector<pid_t> CgroupDir::procs_up_to(size_t max) const {
+    std::vector<pid_t> pids;
+    std::ifstream in(path_ / "cgroup.procs");
+    std::string line;
+    while (pids.size() < max && std::getline(in, line)) {
+        pid_t pid = 0;
+        auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
+        if (ec == std::errc() && end == line.data() + line.size() && pid > 0) pids.push_back(pid);
+    }
+    return pids;
+}
+
 Result<void> CgroupDir::move_process(pid_t pid) const {
     return write("cgroup.procs", std::to_string(pid));
 }
@@ -76,6 +89,12 @@ Result<void> CgroupDir::kill() const {
 
 Result<void> CgroupDir::set_frozen(bool frozen) const {
     return write("cgroup.freeze", frozen ? "1" : "0");
+}
+
+Result<bool> CgroupDir::freeze_requested() const {
+    auto text = read("cgroup.freeze");
+    if (!text) return text.error();
+    return text->starts_with("1");
 }
 
 Result<bool> CgroupDir::frozen() const {

@@ -36,6 +36,10 @@ class CgroupDir {
     Result<void> enable_controllers(const std::vector<std::string>& names) const;
 
     Result<std::vector<pid_t>> procs() const;
+    // Up to `max` pids of cgroup.procs, read line by line (so a cgroup with a
+    // huge number of processes costs no more than `max` lines); lines that
+    // are not a positive pid are skipped; empty if it cannot be read.
+    std::vector<pid_t> procs_up_to(size_t max) const;
     Result<void> move_process(pid_t pid) const;
 
     // `populated` from cgroup.events: true while any process lives in the subtree.
@@ -44,6 +48,9 @@ class CgroupDir {
     // is missing, freeze + kill each listed process + thaw.
     Result<void> kill() const;
     Result<void> set_frozen(bool frozen) const;
+    // cgroup.freeze: true once a freeze was asked for (it may still be in
+    // progress; frozen() says when it took effect).
+    Result<bool> freeze_requested() const;
     // `frozen` from cgroup.events: true once every process of the subtree is
     // frozen (cgroup.freeze takes effect asynchronously).
     Result<bool> frozen() const;

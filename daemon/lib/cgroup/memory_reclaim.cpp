@@ -6,6 +6,7 @@
 
 #include "base/file_io.h"
 #include "base/units.h"
+#include "cgroup/cgroup_stats.h"
 
 namespace infervisor {
 
@@ -14,13 +15,7 @@ namespace {
 using SteadyTime = std::chrono::steady_clock;
 
 std::optional<uint64_t> memory_current(const CgroupDir& dir) {
-    auto text = dir.read("memory.current");
-    if (!text) return std::nullopt;
-    try {
-        return std::stoull(*text);
-    } catch (...) {
-        return std::nullopt;
-    }
+    return value_or_empty(CgroupStats(dir).memory_current());
 }
 
 bool has_file(const CgroupDir& dir, const char* file) {

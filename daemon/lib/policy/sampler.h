@@ -13,7 +13,8 @@
 namespace infervisor {
 
 // Reads memory.{current,max,high,swap.current,swap.max,events,stat},
-// {memory,cpu,io}.pressure and cpu.stat under `cgroup_dir`. The supervisor's
+// {memory,cpu,io}.pressure and cpu.stat under `cgroup_dir`, each once,
+// through CgroupStats (cgroup/cgroup_stats.h). The supervisor's
 // fields (started_at, last_heartbeat, watchdog_interval) are left for the
 // caller to fill in.
 WorkerSample sample_worker(const std::filesystem::path& cgroup_dir, TimePoint now);

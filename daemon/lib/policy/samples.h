@@ -10,39 +10,10 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "cgroup/cgroup_stats.h"
+#include "cgroup/psi.h"
 
 namespace infervisor {
-
-// One line of a PSI file: percentages of wall time (0-100) over 10 s, 60 s and
-// 300 s, and the total stall time in microseconds.
-struct PsiAverages {
-    double avg10 = 0;
-    double avg60 = 0;
-    double avg300 = 0;
-    uint64_t total_us = 0;
-
-    bool operator==(const PsiAverages&) const = default;
-};
-
-// A whole PSI file. `full` is absent for cpu on kernels before 5.13.
-struct PsiReading {
-    PsiAverages some;
-    std::optional<PsiAverages> full;
-
-    bool operator==(const PsiReading&) const = default;
-};
-
-// Cumulative counters of memory.events (since the cgroup was created).
-struct MemoryEvents {
-    uint64_t low = 0;
-    uint64_t high = 0;
-    uint64_t max = 0;
-    uint64_t oom = 0;
-    uint64_t oom_kill = 0;
-    uint64_t oom_group_kill = 0;
-
-    bool operator==(const MemoryEvents&) const = default;
-};
 
 struct WorkerSample {
     TimePoint time{};  // when the kernel files were read

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/file_io.h"
+#include "cgroup/cgroup_stats.h"
 #include "policy/stat_files.h"
 #include "supervise/supervisor.h"
 
@@ -15,13 +16,7 @@ bool holds_memory(WorkerState s) {
 }
 
 std::optional<uint64_t> memory_current(const Worker& w) {
-    auto text = w.cgroup().read("memory.current");
-    if (!text) return std::nullopt;
-    try {
-        return std::stoull(*text);
-    } catch (...) {
-        return std::nullopt;
-    }
+    return value_or_empty(CgroupStats(w.cgroup()).memory_current());
 }
 
 }  // namespace

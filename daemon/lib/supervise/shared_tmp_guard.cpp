@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cgroup/cgroup_dir.h"
 #include "supervise/private_tmp.h"
 
 namespace infervisor {
@@ -81,7 +82,7 @@ std::vector<SharedTmpGuard::Target> SharedTmpGuard::targets() const {
     std::vector<Target> out;
     for (const Worker* w : supervisor_.workers()) {
         if (!w->started_at() || w->exiting() || !shares_host_tmp(w->spec(), ctx_.paths)) continue;
-        out.push_back({w->name(), w->cgroup().path() / "cgroup.procs", w->started_at()});
+        out.push_back({w->name(), w->cgroup().path(), w->started_at()});
     }
     return out;
 }
@@ -109,7 +110,7 @@ void SharedTmpGuard::scan_now(std::function<void()> done) {
             ScanLimits mine = limits;
             mine.max_fds = std::min(mine.max_fds, fds_left);
             mine.max_maps_bytes = std::min(mine.max_maps_bytes, maps_left);
-            auto pids = read_cgroup_pids(target.procs, limits.max_pids + 1);
+            auto pids = CgroupDir(target.cgroup).procs_up_to(limits.max_pids + 1);
             results.push_back({target, scan_open_tmp_files(procfs, pids, ns, mine)});
             fds_left -= results.back().scan.fds;
             maps_left -= results.back().scan.maps_bytes;

@@ -69,7 +69,7 @@ class SharedTmpGuard {
   private:
     struct Target {
         std::string worker;
-        std::filesystem::path procs;   // its cgroup.procs
+        std::filesystem::path cgroup;  // its cgroup directory
         std::optional<TimePoint> run;  // started_at(): which run was scanned
     };
     struct ScanResult {

@@ -1,8 +1,8 @@
 #include "supervise/supervisor_service.h"
 
 #include "base/signal_names.h"
+#include "cgroup/cgroup_stats.h"
 #include "config/config_loader.h"
-#include "policy/psi_reader.h"
 
 namespace infervisor {
 
@@ -173,7 +173,7 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     s.memory_max = w.spec().memory.max;
     s.swap_max = w.spec().memory.swap_max;
     if (snap.pid) {
-        auto psi = read_psi(w.cgroup().path() / "memory.pressure");
+        auto psi = CgroupStats(w.cgroup()).memory_pressure();
         if (psi) s.memory_pressure_some_avg10 = psi->some.avg10;
     }
     s.last_exit = snap.last_exit;

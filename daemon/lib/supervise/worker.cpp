@@ -8,6 +8,7 @@
 #include "base/file_io.h"
 #include "base/signal_names.h"
 #include "cgroup/cgroup_limits.h"
+#include "cgroup/cgroup_stats.h"
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
@@ -30,16 +31,6 @@ std::string ms(Duration d) { return std::to_string(d.count()); }
 
 std::string human_size(uint64_t bytes) {
     return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
-}
-
-std::optional<uint64_t> read_u64(const CgroupDir& dir, const std::string& file) {
-    auto text = dir.read(file);
-    if (!text) return std::nullopt;
-    try {
-        return std::stoull(*text);
-    } catch (...) {
-        return std::nullopt;
-    }
 }
 
 }  // namespace
@@ -117,10 +108,10 @@ WorkerSnapshot Worker::snapshot() const {
     s.last_exit = last_exit_;
     s.state_reason = state_reason();
     if (pid_ != 0) {
-        CgroupDir dir = cgroup();
-        s.memory_current = read_u64(dir, "memory.current");
-        s.memory_peak = read_u64(dir, "memory.peak");
-        s.swap_current = read_u64(dir, "memory.swap.current");
+        CgroupStats stats(cgroup());
+        s.memory_current = value_or_empty(stats.memory_current());
+        s.memory_peak = value_or_empty(stats.memory_peak());
+        s.swap_current = value_or_empty(stats.swap_current());
     }
     if (probes_) s.probes = probes_->snapshot();
     return s;
@@ -255,7 +246,7 @@ WorkerCheckpoints::Signaller Worker::checkpoint_signaller() {
         // A frozen worker could not act on the signal.
         if (thaw)
             (void)cgroup().set_frozen(false);
-        else if (cgroup().read("cgroup.freeze").value_or("0").starts_with("1"))
+        else if (cgroup().freeze_requested().value_or(false))
             return plain_error("the worker is frozen");
         return send_signal(pidfd_watch_->native_handle(), sig);
     };
@@ -613,7 +604,7 @@ void Worker::on_exit() {
     std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(pid_)},
                                                                {"RUNTIME_MS", ms(ran)}};
     reason.append_fields(fields);
-    auto peak = read_u64(cgroup(), "memory.peak");
+    auto peak = value_or_empty(CgroupStats(cgroup()).memory_peak());
     if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
     room_needed_.reset();
     if (reason.oom_killed() || (killed_by_policy_ && ended_for_memory_))

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <fstream>
 #include <system_error>
 
 #include "base/unique_fd.h"
@@ -152,18 +150,6 @@ std::optional<std::string> maps_line_path(std::string_view line) {
     while (pos < line.size() && line[pos] == ' ') ++pos;
     if (pos == line.size() || line[pos] != '/') return std::nullopt;
     return decode_maps_path(line.substr(pos));
-}
-
-std::vector<pid_t> read_cgroup_pids(const fs::path& procs_file, size_t max) {
-    std::vector<pid_t> pids;
-    std::ifstream in(procs_file);
-    std::string line;
-    while (pids.size() < max && std::getline(in, line)) {
-        pid_t pid = 0;
-        auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
-        if (ec == std::errc() && end == line.data() + line.size() && pid > 0) pids.push_back(pid);
-    }
-    return pids;
 }
 
 std::string own_mount_namespace(const fs::path& procfs) {

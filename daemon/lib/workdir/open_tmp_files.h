@@ -63,9 +63,6 @@ std::optional<std::string> shared_tmp_path(std::string_view target);
 // nullopt for anonymous and special mappings ([heap], [vdso], ...).
 std::optional<std::string> maps_line_path(std::string_view line);
 
-// Up to `max` pids from a cgroup.procs file (empty if it cannot be read).
-std::vector<pid_t> read_cgroup_pids(const std::filesystem::path& procs_file, size_t max);
-
 // The link text of <procfs>/self/ns/mnt ("mnt:[4026531841]"), empty if it
 // cannot be read.
 std::string own_mount_namespace(const std::filesystem::path& procfs);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cgroup/cgroup_stats.h"
+
 namespace infervisor {
 namespace {
 

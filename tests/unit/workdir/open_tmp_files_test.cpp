@@ -50,14 +50,6 @@ TEST(MapsLinePath, TakesThePathAfterFiveFieldsAndDecodesNewlines) {
     EXPECT_EQ(maps_line_path(""), std::nullopt);
 }
 
-TEST(ReadCgroupPids, ReadsUpToTheCapAndSkipsJunk) {
-    TempDir dir;
-    auto file = dir.write("cgroup.procs", "12\n34\nx7\n-5\n56\n78\n");
-    EXPECT_EQ(read_cgroup_pids(file, 10), (std::vector<pid_t>{12, 34, 56, 78}));
-    EXPECT_EQ(read_cgroup_pids(file, 2), (std::vector<pid_t>{12, 34}));
-    EXPECT_TRUE(read_cgroup_pids(dir.path() / "missing", 10).empty());
-}
-
 // A fake /proc: PID/ns/mnt, PID/fd/N links, PID/maps.
 struct FakeProc {
     TempDir root;

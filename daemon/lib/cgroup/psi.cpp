@@ -1,4 +1,4 @@
-#include "policy/psi_reader.h"
+#include "cgroup/psi.h"
 
 #include <charconv>
 #include <string>

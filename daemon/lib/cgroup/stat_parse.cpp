@@ -1,0 +1,62 @@
+#include "cgroup/stat_parse.h"
+
+#include <charconv>
+
+#include "base/file_io.h"
+
+namespace infervisor {
+
+namespace {
+
+// Calls `line_fn` with each line of `text`, newline removed.
+template <class Fn>
+void for_each_line(std::string_view text, Fn line_fn) {
+    while (!text.empty()) {
+        size_t eol = text.find('\n');
+        line_fn(text.substr(0, eol));
+        if (eol == std::string_view::npos) break;
+        text.remove_prefix(eol + 1);
+    }
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_u64(std::string_view text) {
+    text = trim(text);
+    uint64_t value = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+Result<std::optional<uint64_t>> parse_single_value(std::string_view text) {
+    std::string_view value = trim(text);
+    if (value == "max") return std::optional<uint64_t>();
+    if (auto number = parse_u64(value)) return std::optional<uint64_t>(*number);
+    return plain_error("expected a number or 'max', found '" + std::string(value) + "'");
+}
+
+Counters parse_counters(std::string_view text) {
+    Counters out;
+    for_each_line(text, [&](std::string_view line) {
+        size_t space = line.find(' ');
+        if (space == std::string_view::npos || space == 0) return;
+        auto value = parse_u64(line.substr(space + 1));
+        if (value) out.emplace(std::string(line.substr(0, space)), *value);
+    });
+    return out;
+}
+
+Result<Counters> read_counters(const std::filesystem::path& path) {
+    auto text = read_file(path);
+    if (!text) return text.error();
+    return parse_counters(*text);
+}
+
+std::optional<uint64_t> find_counter(const Counters& counters, std::string_view key) {
+    auto it = counters.find(key);
+    if (it == counters.end()) return std::nullopt;
+    return it->second;
+}
+
+}  // namespace infervisor
