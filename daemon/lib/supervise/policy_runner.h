@@ -32,10 +32,10 @@
 #include <optional>
 #include <string_view>
 
+#include "cgroup/psi_trigger.h"
 #include "config/daemon_config.h"
 #include "metrics/evaluation_round.h"
 #include "policy/policy_engine.h"
-#include "policy/psi_trigger.h"
 #include "policy/resume_planner.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_signal_watch.h"

@@ -5,24 +5,12 @@
 #include <unistd.h>
 
 #include "base/unique_fd.h"
+#include "cgroup/kernfs_watch.h"
 
 namespace infervisor {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-
-namespace {
-
-// Reading a kernfs file to its end marks its last notification as seen; until
-// then poll keeps reporting POLLPRI (a freshly opened file counts as changed).
-void consume(int fd) {
-    char buffer[512];
-    if (::lseek(fd, 0, SEEK_SET) < 0) return;
-    while (::read(fd, buffer, sizeof buffer) > 0) {
-    }
-}
-
-}  // namespace
 
 WorkerSignalWatch::WorkerSignalWatch(asio::io_context& io, const fs::path& cgroup,
                                      const PsiTriggerSpec& trigger, Wake wake,
@@ -68,14 +56,12 @@ void WorkerSignalWatch::open_pressure(const fs::path& file, const PsiTriggerSpec
 }
 
 void WorkerSignalWatch::open_events(const fs::path& file) {
-    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    auto fd = open_change_watch(file);
     if (!fd) {
-        description_ += "no " + files_.events + " watch (" +
-                        errno_error("open " + file.string()).message() + ")";
+        description_ += "no " + files_.events + " watch (" + fd.error().message() + ")";
         return;
     }
-    consume(fd.get());
-    events_ = watch_fd(fd.release(), files_.events);
+    events_ = watch_fd(fd->release(), files_.events);
     if (!events_) return;
     description_ += files_.events + " watched";
     arm(*events_, files_.events, true);
@@ -91,7 +77,7 @@ void WorkerSignalWatch::arm(Stream& stream, const std::string& file, bool reread
                               spdlog::debug("{}: no more wake-ups ({})", file, ec.message());
                               return;
                           }
-                          if (reread) consume(stream.native_handle());
+                          if (reread) consume_change(stream.native_handle());
                           arm(stream, file, reread);
                           wake_(file);
                       });

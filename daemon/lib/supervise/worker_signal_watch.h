@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-#include "policy/psi_trigger.h"
+#include "cgroup/psi_trigger.h"
 
 namespace infervisor {
 

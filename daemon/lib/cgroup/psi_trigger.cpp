@@ -1,4 +1,4 @@
-#include "policy/psi_trigger.h"
+#include "cgroup/psi_trigger.h"
 
 #include <fcntl.h>
 #include <unistd.h>
