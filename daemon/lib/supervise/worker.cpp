@@ -562,6 +562,20 @@ void Worker::on_start_timeout() {
 }
 
 void Worker::on_exit() {
+    auto reaped = reap_main_process();
+    if (!reaped) return;  // not reapable yet: watched again
+    exiting_ = true;
+    checkpoints_.run_ended();
+    suspension_.abandon();
+    ExitReason reason = exit_reason_of(*reaped);
+    end_run_watches();
+    auto peak = value_or_empty(CgroupStats(cgroup()).memory_peak());
+    note_room_needed(reason, peak);
+    journal_exit(reason, peak);
+    empty_cgroup_then_finish(reason);
+}
+
+std::optional<Worker::ReapedExit> Worker::reap_main_process() {
     auto status = reap(pidfd_watch_->native_handle());
     // An adopted run's main process is not our child: its status is lost.
     bool status_unknown = adopted_run_ && !status && status.error().code == ECHILD;
@@ -575,14 +589,15 @@ void Worker::on_exit() {
             empty_timer_.async_wait([this](const boost::system::error_code& ec) {
                 if (!ec) watch_exit();
             });
-            return;
+            return std::nullopt;
         }
     }
-    exiting_ = true;
-    checkpoints_.run_ended();
-    suspension_.abandon();
-    ExitReason reason{status && *status ? **status : ExitStatus::killed_by(SIGKILL)};
-    reason.status_unknown = status_unknown;
+    return ReapedExit{status && *status ? std::optional(**status) : std::nullopt, status_unknown};
+}
+
+ExitReason Worker::exit_reason_of(const ReapedExit& reaped) const {
+    ExitReason reason{reaped.status ? *reaped.status : ExitStatus::killed_by(SIGKILL)};
+    reason.status_unknown = reaped.status_unknown;
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.limit_ooms = cgroup().memory_event("oom");
     reason.stop_requested = stop_requested_;
@@ -592,23 +607,31 @@ void Worker::on_exit() {
         reason.awaited = awaited_signal();
     }
     reason.kill_reason = kill_reason_;
+    return reason;
+}
+
+void Worker::end_run_watches() {
     if (probes_) probes_->run_ended();
     pidfd_watch_.reset();
     watchdog_timer_.cancel();
     start_timer_.cancel();
     stop_timer_.cancel();
+}
 
+void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
+    room_needed_.reset();
+    if (reason.oom_killed() || (killed_by_policy_ && ended_for_memory_))
+        room_needed_ = serving_baseline_ ? serving_baseline_ : room_needed(spec_.memory.max, peak);
+}
+
+void Worker::journal_exit(const ExitReason& reason, std::optional<uint64_t> peak) {
     Duration ran = started_at_
                        ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
                        : Duration(0);
     std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(pid_)},
                                                                {"RUNTIME_MS", ms(ran)}};
     reason.append_fields(fields);
-    auto peak = value_or_empty(CgroupStats(cgroup()).memory_peak());
     if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
-    room_needed_.reset();
-    if (reason.oom_killed() || (killed_by_policy_ && ended_for_memory_))
-        room_needed_ = serving_baseline_ ? serving_baseline_ : room_needed(spec_.memory.max, peak);
     emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
     if (reason.oom_killed()) {
         fields.emplace_back("OOM_SCOPE", reason.oom_at_own_limit() ? "cgroup" : "host");
@@ -620,7 +643,9 @@ void Worker::on_exit() {
                        format_size(spec_.memory.max) + " (the host ran out of memory)",
              fields);
     }
+}
 
+void Worker::empty_cgroup_then_finish(const ExitReason& reason) {
     // Whatever the main process left behind (double-forked children) goes too.
     auto populated = cgroup().populated();
     if (populated && *populated) (void)cgroup().kill();

@@ -195,7 +195,25 @@ class Worker {
     WorkerCheckpoints::Signaller checkpoint_signaller();
     void watch_exit();
     void watch_notify();
+    // The main process ended: reaps it, journals how, empties and removes
+    // the cgroup, then finish_run(). Each step is one of the functions below.
     void on_exit();
+    struct ReapedExit {
+        std::optional<ExitStatus> status;  // empty: lost or not reaped
+        bool status_unknown = false;       // an adopted run: not our child
+    };
+    // nullopt: not reapable yet (a tracer holds the zombie); watched again.
+    std::optional<ReapedExit> reap_main_process();
+    ExitReason exit_reason_of(const ReapedExit& reaped) const;
+    // Ends what watched the run: probes, the pidfd, its timers.
+    void end_run_watches();
+    // After a run ended for memory: the room a restart waits for.
+    void note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak);
+    // The `exited` event (and `oom-killed`), with PID, RUNTIME_MS, MEMORY_PEAK.
+    void journal_exit(const ExitReason& reason, std::optional<uint64_t> peak);
+    // Kills what the main process left behind, waits until the cgroup is
+    // empty, removes it, then finish_run().
+    void empty_cgroup_then_finish(const ExitReason& reason);
     void on_notify_readable();
     void handle_notify(const NotifyDatagram& datagram);
     void arm_watchdog();
