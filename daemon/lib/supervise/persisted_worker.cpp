@@ -87,6 +87,10 @@ std::string format_persisted_worker(const PersistedWorker& w) {
     line("total_restarts", std::to_string(w.restarts.total_restarts));
     line("last_exit", w.last_exit);
     line("status_text", w.status_text);
+    line("suspended_by", w.suspended_by);
+    line("suspended_since_ms", optional_time(w.suspended_since));
+    line("suspended_memory", w.suspended_memory ? std::to_string(*w.suspended_memory) : "-");
+    line("suspended_starting", w.suspended_starting ? "1" : "0");
     return out;
 }
 
@@ -173,6 +177,23 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
     w.restarts.total_restarts = *total;
     w.last_exit = get("last_exit").value_or("");
     w.status_text = get("status_text").value_or("");
+    // Optional: a file of an older daemon has none of these.
+    w.suspended_by = get("suspended_by").value_or("");
+    if (get("suspended_since_ms")) {
+        auto since = time("suspended_since_ms");
+        if (!since) return bad("invalid suspended_since_ms");
+        w.suspended_since = *since;
+    }
+    if (auto memory = get("suspended_memory"); memory && *memory != "-") {
+        auto bytes = number<uint64_t>(*memory);
+        if (!bytes) return bad("invalid suspended_memory");
+        w.suspended_memory = *bytes;
+    }
+    if (auto starting = get("suspended_starting")) {
+        auto value = flag(*starting);
+        if (!value) return bad("invalid suspended_starting");
+        w.suspended_starting = *value;
+    }
     return w;
 }
 

@@ -3,7 +3,8 @@
 // rediscovered from the kernel after a daemon restart, crash or upgrade: the
 // main pid and its start time (so that a recycled pid is never taken for the
 // worker), when the run started, its restart counters, the last exit, its
-// state (a parked or failed worker stays so), and the configuration snapshot
+// state (a parked or failed worker stays so; a suspended one stays frozen,
+// with who suspended it), and the configuration snapshot
 // its spec came from (config_snapshot.h; how a spec changed while no daemon
 // ran is detected).
 //
@@ -50,6 +51,15 @@ struct PersistedWorker {
     RestartHistory restarts;
     std::string last_exit;
     std::string status_text;
+    // state suspended (worker_suspension.h): who suspended it ("rule 'x'",
+    // "infervisorctl"; empty in a file of an older daemon, which did not
+    // say), since when, memory.current when its reclaim began (what a
+    // resume wants back; unknown if the reclaim had not begun), and whether
+    // the run was still starting (loading) when it was frozen.
+    std::string suspended_by;
+    std::optional<TimePoint> suspended_since;
+    std::optional<uint64_t> suspended_memory;
+    bool suspended_starting = false;
 
     bool operator==(const PersistedWorker&) const = default;
 };

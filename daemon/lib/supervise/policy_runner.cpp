@@ -26,6 +26,8 @@ bool still_waiting(const Worker& w, WorkerState state) {
 }
 }  // namespace
 
+std::string rule_trigger(std::string_view rule) { return "rule '" + std::string(rule) + "'"; }
+
 PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
     : ctx_(ctx), supervisor_(supervisor), tick_(ctx.io), wake_timer_(ctx.io) {
     subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
@@ -123,20 +125,29 @@ void PolicyRunner::start() {
     arm_psi();
 }
 
+// Put aside by a host rule (its name in the state file, or in who suspended
+// it), or suspended by a daemon too old to say by whom.
+bool PolicyRunner::preempted_by_host_rule(const Worker& w) const {
+    if (w.state() == WorkerState::parked) return host_rules_.count(w.policy_rule()) > 0;
+    if (w.state() != WorkerState::suspended) return false;
+    const std::string& by = w.suspension().trigger();
+    if (by == kSuspendedBeforeUpgrade) return true;
+    for (const auto& rule : host_rules_)
+        if (by == rule_trigger(rule)) return true;
+    return false;
+}
+
 void PolicyRunner::adopt_preempted() {
     TimePoint now = ctx_.clock.now();
     for (const Worker* w : supervisor_.workers()) {
-        if (w->state() != WorkerState::parked || preempted_.count(w->name()) ||
-            !host_rules_.count(w->policy_rule()))
-            continue;
+        if (preempted_.count(w->name()) || !preempted_by_host_rule(*w)) continue;
         // Its wait starts now: the room it needs must hold for resume_when's
         // `for` as seen by this daemon.
         resume_planner_.preempted(now);
-        preempted_[w->name()] = {now, WorkerState::parked};
-        spdlog::info(
-            "{}: parked by host rule '{}' before this daemon started; resume_when may "
-            "start it again",
-            w->name(), w->policy_rule());
+        preempted_[w->name()] = {now, w->state()};
+        spdlog::info("{}: {} ({}) before this daemon started; resume_when may {} it again",
+                     w->name(), state_name(w->state()), w->state_reason(),
+                     w->state() == WorkerState::parked ? "start" : "resume");
     }
 }
 
@@ -303,7 +314,7 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::freeze:
             return worker.freeze();
         case Action::suspend:
-            return worker.suspend("rule '" + d.rule + "'");
+            return worker.suspend(rule_trigger(d.rule));
         case Action::checkpoint:
             if (d.for_memory && d.then != Then::keep_running) worker.expect_memory_room();
             return worker.checkpoint_by_policy(d.then, d.rule);

@@ -21,8 +21,10 @@
 // started, with a `policy-action` entry (RULE=resume_when, ACTION=resume)
 // that has the host's numbers. A new run or a resume by anyone else ends
 // its wait. A worker a host rule parked before an in-place re-execution
-// waits again from the new daemon's start (its state file keeps the rule);
-// a suspended one is thawed at adoption (supervise/worker_adoption.cpp).
+// or suspended before an in-place re-execution (or a restart that adopted
+// it) waits again from the new daemon's start: its state file keeps the
+// rule, and the adopted suspended run stays frozen (worker_adoption.cpp).
+// One suspended by hand or by a worker rule waits for a resume by hand.
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -41,6 +43,9 @@
 #include "supervise/worker_signal_watch.h"
 
 namespace infervisor {
+
+// Who suspended a worker, as a rule names itself: "rule 'NAME'".
+std::string rule_trigger(std::string_view rule);
 
 class PolicyRunner {
   public:
@@ -85,9 +90,11 @@ class PolicyRunner {
     void note_preemption(const Decision& decision);
     std::vector<ResumeCandidate> waiting_for_room();
     void resume(const ResumeDecision& decision);
-    // At start: parked workers that a host rule parked before this daemon
-    // began (an in-place re-execution adopted them) wait for resume_when too.
+    // At start: workers that a host rule parked or suspended before this
+    // daemon began (an in-place re-execution adopted them) wait for
+    // resume_when too.
     void adopt_preempted();
+    bool preempted_by_host_rule(const Worker& worker) const;
 
     // A worker put aside by a host rule, waiting for room.
     struct Preempted {

@@ -899,7 +899,13 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     if (pid_ == 0 || exiting_ ||
         (state_ != WorkerState::running && state_ != WorkerState::starting))
         return plain_error("not running");
-    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(finished)); !r)
+    // Persisted again once reclaimed: what it will want back, for a daemon
+    // that adopts it suspended.
+    auto reclaimed = [this, finished = std::move(finished)](const WorkerSuspension::Outcome& o) {
+        if (state_ == WorkerState::suspended) persist();
+        if (finished) finished(o);
+    };
+    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed)); !r)
         return r;
     resume_to_ = state_;
     set_state(WorkerState::suspended);
@@ -926,10 +932,8 @@ void Worker::on_thawed() {
     // Probes start afresh: the gate again while loading, else readiness
     // and liveness (their thresholds absorb the paging-in after a resume).
     if (probes_) {
-        if (state_ == WorkerState::starting)
-            probes_->run_started(launched_);
-        else
-            probes_->loading_over();
+        probes_->run_started(launched_);  // the gate again (an adopted run's first start)
+        if (state_ == WorkerState::running) probes_->loading_over();
     }
 }
 

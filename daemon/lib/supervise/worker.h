@@ -100,8 +100,10 @@ class Worker {
     // persisted pid, start time and cgroup. The notify socket is bound again
     // at the same path (the worker keeps NOTIFY_SOCKET), the work dir locks
     // are taken again, the heartbeat deadline counts from now and a run not
-    // yet ready gets what is left of its start_timeout. Emits `adopted`. A
-    // stop, restart or policy stop that was under way is carried on.
+    // yet ready gets what is left of its start_timeout. A suspended run
+    // stays frozen and suspended, by whom it was (its watchdog, probes and
+    // start timeout wait for its resume). Emits `adopted`. A stop, restart
+    // or policy stop that was under way is carried on.
     void adopt(const PersistedWorker& persisted, UniqueFd pidfd);
     // The persisted run's main process exited while no daemon watched: the
     // exit is journaled (status unknown), what is left in the cgroup is
@@ -243,8 +245,10 @@ class Worker {
     // Binds the notify socket and rebuilds what launch() keeps about a run
     // (launched_, the checkpoint staging dir) for an adopted run.
     Result<void> rebind_after_adoption();
-    // An adopted run the earlier image had suspended: limits back, thawed.
-    void thaw_adopted_suspension();
+    // An adopted run the earlier image had suspended stays so (frozen, its
+    // resume writes its configured limits). False when it cannot be kept
+    // frozen: then it runs, with its configured limits written.
+    bool adopt_suspension(const PersistedWorker& persisted, WorkerState run_state);
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
     std::string cgroup_path_in_proc() const;

@@ -36,6 +36,12 @@ PersistedWorker Worker::persisted() const {
     p.restarts = tracker_.history();
     p.last_exit = last_exit_;
     p.status_text = status_text_;
+    if (state_ == WorkerState::suspended) {
+        p.suspended_by = suspension_.trigger();
+        p.suspended_since = suspension_.since();
+        p.suspended_memory = suspension_.memory_before();
+        p.suspended_starting = resume_to_ == WorkerState::starting;
+    }
     return p;
 }
 
@@ -90,16 +96,17 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     policy_then_ = p.policy_then;
     policy_rule_ = p.policy_rule;
     pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
-    // A suspension does not survive the re-execution (the limits it saved
-    // were the old image's): the worker is thawed with its configured limits.
-    if (p.state == WorkerState::suspended) thaw_adopted_suspension();
-    bool ready = p.state != WorkerState::starting;
+    bool suspended = p.state == WorkerState::suspended;
+    bool ready = suspended ? !p.suspended_starting : p.state != WorkerState::starting;
     // A run that was serving has passed its gate; one still loading waits
     // for READY=1 and its gate probe anew (a probe answers again, READY=1
     // is not repeated: a notify worker loading across the restart runs into
     // its start_timeout unless it says READY=1 again).
     ready_notified_ = gate_passed_ = ready;
-    set_state(ready ? WorkerState::running : WorkerState::starting);
+    WorkerState run_state = ready ? WorkerState::running : WorkerState::starting;
+    // A suspended run stays frozen: thawed, it could walk straight back into
+    // the pressure that stopped it.
+    if (!suspended || !adopt_suspension(p, run_state)) set_state(run_state);
     auto uptime = std::chrono::duration_cast<Duration>(now - *started_at_);
     std::string rebind_note;
     auto rebound = rebind_after_adoption();
@@ -108,27 +115,30 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
         spdlog::warn("{}: adopted, but {} (no notify messages, probes or checkpoints)", spec_.name,
                      rebound.error().message());
     }
+    std::string reason = state_reason();
     emit(EventKind::adopted,
-         "adopted: pid " + std::to_string(pid_) + " " + (ready ? "running" : "starting") + " for " +
-             format_duration(uptime) + ", left by an earlier daemon" + rebind_note,
+         "adopted: pid " + std::to_string(pid_) + " " + std::string(state_name(state_)) +
+             (reason.empty() ? "" : " (" + reason + ")") + " for " + format_duration(uptime) +
+             ", left by an earlier daemon" + rebind_note,
          {{"PID", std::to_string(pid_)},
           {"UPTIME_MS", ms(uptime)},
           {"STATE", std::string(state_name(state_))},
           {"CGROUP", cgroup_path_in_proc()},
           {"RESTARTS", std::to_string(tracker_.total_restarts())}});
     watch_exit();
-    arm_watchdog();  // the heartbeat deadline counts from now
+    bool frozen = state_ == WorkerState::suspended;  // its resume starts what it pauses
+    if (!frozen) arm_watchdog();                     // the heartbeat deadline counts from now
     // Without the rebind there is no identity to run exec probes as and no
     // staging dir to publish from.
     if (rebound) {
         checkpoints_.run_started(checkpoint_signaller());
-        if (probes_) probes_->run_started(launched_);
+        if (probes_ && !frozen) probes_->run_started(launched_);
         if (ready) {
-            if (probes_) probes_->loading_over();
+            if (probes_ && !frozen) probes_->loading_over();
             checkpoints_.run_ready(*started_at_, false);
         }
     }
-    if (!ready && loading_gated() && spec_.start_timeout.count() > 0) {
+    if (!ready && !frozen && loading_gated() && spec_.start_timeout.count() > 0) {
         // What is left of start_timeout: a daemon restart does not extend it.
         auto left = std::max(Duration(0), spec_.start_timeout - uptime);
         start_timer_.expires_after(left);
@@ -146,16 +156,29 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
         stop();
 }
 
-void Worker::thaw_adopted_suspension() {
-    if (auto r = ctx_.write_limits(cgroup(), limits_of(spec_)); !r)
-        spdlog::warn("{}: adopted suspended; its limits could not be written back: {}", spec_.name,
-                     r.error().message());
-    if (auto r = cgroup().set_frozen(false); !r)
-        spdlog::warn("{}: adopted suspended; cannot thaw it: {}", spec_.name, r.error().message());
-    emit(EventKind::resumed,
-         "resumed (adoption): a suspension does not outlive a daemon re-execution; thawed with "
-         "its configured limits",
-         {{"TRIGGER", "adoption"}});
+bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
+    // An older daemon's state file does not say who suspended it.
+    std::string trigger =
+        p.suspended_by.empty() ? std::string(kSuspendedBeforeUpgrade) : p.suspended_by;
+    auto configured = [this] {
+        if (auto r = ctx_.write_limits(cgroup(), limits_of(spec_)); !r)
+            spdlog::warn("{}: its limits could not be written back: {}", spec_.name,
+                         r.error().message());
+    };
+    auto adopted = suspension_.adopt(cgroup(), std::move(trigger),
+                                     p.suspended_since.value_or(ctx_.clock.now()),
+                                     p.suspended_memory, configured);
+    if (!adopted) {
+        spdlog::warn(
+            "{}: adopted suspended, but cannot keep it frozen ({}); it runs with its "
+            "configured limits",
+            spec_.name, adopted.error().message());
+        configured();
+        return false;
+    }
+    resume_to_ = run_state;
+    set_state(WorkerState::suspended);
+    return true;
 }
 
 void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {

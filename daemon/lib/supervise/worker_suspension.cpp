@@ -85,6 +85,22 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
     return {};
 }
 
+Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
+                                     std::optional<uint64_t> memory_before, RestoreLimits restore) {
+    if (active()) return plain_error("already suspended (" + trigger_ + ")");
+    if (auto r = dir.set_frozen(true); !r) return r;
+    dir_ = dir;
+    trigger_ = std::move(trigger);
+    since_ = since;
+    frozen_at_ = since;
+    memory_before_ = memory_before;
+    saved_high_.reset();
+    saved_swap_max_.reset();
+    restore_configured_ = std::move(restore);
+    phase_ = Phase::suspended;
+    return {};
+}
+
 // cgroup.freeze takes effect once every task has reached the freezer: polled,
 // 5 ms doubling to 100 ms, for up to kFreezeWait.
 void WorkerSuspension::wait_frozen(int polls) {
@@ -174,6 +190,7 @@ void WorkerSuspension::restore_limits() {
             spdlog::warn("{}: {}", worker_, r.error().message());
     saved_high_.reset();
     saved_swap_max_.reset();
+    if (auto restore = std::exchange(restore_configured_, {})) restore();
 }
 
 void WorkerSuspension::thaw_and_report(std::string trigger, Finished finished) {

@@ -13,6 +13,10 @@
 //             cgroup.freeze 0 → `resumed` journaled with the time it was
 //             suspended. A resume asked for while the reclaim still runs
 //             happens when it ends (the reclaim is bounded).
+//   adopt:    a run an earlier daemon image suspended (an in-place
+//             re-execution, a restart that adopted it) stays frozen and
+//             suspended; its resume writes the worker's configured limits
+//             (what the earlier image saved died with it).
 //
 // Contract: all methods run on the event loop thread and none blocks; only
 // the reclaim runs on this object's background thread, touching nothing but
@@ -27,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +43,10 @@
 #include "supervise/background_work.h"
 
 namespace infervisor {
+
+// Who suspended an adopted run whose state file does not say (one written
+// by an older daemon).
+inline constexpr std::string_view kSuspendedBeforeUpgrade = "an earlier daemon";
 
 class WorkerSuspension {
   public:
@@ -51,6 +60,8 @@ class WorkerSuspension {
     // Runs once thawed, before `resumed` is journaled: the Worker's state
     // must say `running` by the time anyone hears of it.
     using Thawed = std::function<void()>;
+    // Writes the worker's configured limits back (an adopted suspension).
+    using RestoreLimits = std::function<void()>;
 
     static constexpr Duration kFreezeWait = std::chrono::seconds(10);
     static constexpr Duration kReclaimDeadline = std::chrono::minutes(2);
@@ -73,6 +84,14 @@ class WorkerSuspension {
     // `finished` runs once the memory has been reclaimed (ok) or the run ended
     // first. Fails when already active or cgroup.freeze cannot be written.
     Result<void> suspend(const CgroupDir& dir, std::string trigger, Finished finished);
+    // Takes over a suspension an earlier daemon image made: suspended by
+    // `trigger` since `since`, `memory_before` as it measured it (unknown if
+    // its reclaim had not begun). The cgroup is frozen (again, should anyone
+    // have thawed it meanwhile) and nothing is reclaimed or journaled; a
+    // resume runs `restore` instead of writing saved values back. Fails
+    // when already active or cgroup.freeze cannot be written.
+    Result<void> adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
+                       std::optional<uint64_t> memory_before, RestoreLimits restore);
     // `finished` runs once the worker has been thawed. Fails when not active.
     Result<void> resume(std::string trigger, Finished finished);
     // The run is ending (stop, kill, exit): limits written back, thawed so
@@ -104,6 +123,7 @@ class WorkerSuspension {
     std::optional<uint64_t> memory_before_;
     std::optional<std::string> saved_high_;      // memory.high before the suspension
     std::optional<std::string> saved_swap_max_;  // memory.swap.max, when it was lifted
+    RestoreLimits restore_configured_;           // an adopted suspension's, instead
     Finished suspended_;                         // answer of the pending suspend
     std::optional<std::pair<std::string, Finished>> queued_resume_;  // during the reclaim
     uint64_t generation_ = 0;  // bumped by abandon(): a late reclaim result is dropped

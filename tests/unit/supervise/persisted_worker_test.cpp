@@ -34,6 +34,10 @@ PersistedWorker full() {
     w.restarts.total_restarts = 7;
     w.last_exit = "exited with code 3";
     w.status_text = "serving = 12 req/s";
+    w.suspended_by = "rule 'host-thrash'";
+    w.suspended_since = t0 + 7s;
+    w.suspended_memory = 123456789;
+    w.suspended_starting = true;
     return w;
 }
 
@@ -48,6 +52,30 @@ TEST(PersistedWorker, RoundTripsEveryField) {
     auto bare_back = parse_persisted_worker(format_persisted_worker(bare));
     ASSERT_TRUE(bare_back.ok()) << bare_back.error().message();
     EXPECT_EQ(*bare_back, bare);
+}
+
+// An older daemon wrote no suspension fields: its file still reads (who
+// suspended the worker is then unknown), and a garbled one is refused.
+TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
+    std::string text = format_persisted_worker(full());
+    std::string older;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos) + 1;
+        std::string line = text.substr(pos, end - pos);
+        if (line.rfind("suspended_", 0) != 0) older += line;
+        pos = end;
+    }
+    auto back = parse_persisted_worker(older);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back->suspended_by, "");
+    EXPECT_FALSE(back->suspended_since.has_value());
+    EXPECT_FALSE(back->suspended_memory.has_value());
+    EXPECT_FALSE(back->suspended_starting);
+    for (const char* bad :
+         {"suspended_since_ms=soon\n", "suspended_memory=-5\n", "suspended_starting=yes\n"}) {
+        auto garbled = parse_persisted_worker(older + bad);
+        EXPECT_FALSE(garbled.ok()) << bad;
+    }
 }
 
 TEST(PersistedWorker, ANewlineInAStatusTextCannotForgeAField) {

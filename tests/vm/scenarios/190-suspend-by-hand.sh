@@ -5,8 +5,10 @@
 # swap (memory.reclaim; its swap_max of 0 is lifted meanwhile), status says
 # `suspended (infervisorctl)` and it serves nothing. Resumed, the same process
 # counts on from where it stopped, with its swap cap back. An unprivileged
-# caller may do neither; a stop of a suspended worker is a clean stop.
-# Checked by order and outcome, never by time. Guest time: about 40-70 s.
+# caller may do neither. Suspended again, it stays so across an in-place
+# re-execution of the daemon (SIGUSR2) until resumed by hand. A stop of a
+# suspended worker is a clean stop.
+# Checked by order and outcome, never by time. Guest time: about 60-100 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -24,6 +26,12 @@ state_of() { status_field "$1" state; }
 served_now() { status_field "$1" status_text | sed -n 's/^served \([0-9]*\) requests$/\1/p'; }
 served_now_more_than() { (($(served_now "$1") > $2)); }
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+# reexecuted N: the daemon said N times that it re-executed in place.
+reexecuted() {
+	local n
+	n=$(ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat | grep -c "re-executed in place" || true)
+	((n >= $1))
+}
 
 suspend_and_resume_by_hand() {
 	install_infervisor
@@ -97,6 +105,38 @@ suspend_and_resume_by_hand() {
 	wait_until 120 served_now_more_than batch $((before + 3))
 	assert_eq "$pid" "$(main_pid batch)" "main pid"
 	assert_eq "started ready suspended resumed" "$(event_sequence batch)" "batch's events"
+
+	# A suspension outlives an in-place re-execution (an upgrade): the new
+	# image adopts the worker still frozen and suspended by hand, its swap
+	# cap still lifted, until it is resumed by hand.
+	assert_cmd infervisorctl suspend batch
+	wait_until 60 has_events batch suspended 2
+	local daemon
+	daemon=$(systemctl show -P MainPID infervisord)
+	systemctl kill --kill-whom=main --signal=SIGUSR2 infervisord
+	wait_until 300 reexecuted 1
+	wait_until 120 has_events batch adopted 1
+	assert_eq "$daemon" "$(systemctl show -P MainPID infervisord)" "the daemon's pid (re-executed in place)"
+	assert_eq suspended "$(event_field batch adopted STATE)" "state adopted in"
+	assert_cmd frozen batch
+	assert_eq suspended "$(state_of batch)" "state after the re-execution"
+	rc=0
+	status=$(infervisorctl status batch) || rc=$?
+	assert_eq 3 "$rc" "status exit code after the re-execution"
+	assert_contains "$status" "suspended (infervisorctl)"
+	assert_eq max "$(cat "$cg/memory.swap.max")" "memory.swap.max while suspended across the re-execution"
+	before=$(served_now batch)
+	sleep 5
+	assert_eq "$before" "$(served_now batch)" "requests served while suspended after the re-execution"
+	assert_eq 1 "$(event_count batch resumed)" "resumes until resumed by hand"
+	assert_cmd infervisorctl resume batch
+	assert_fails frozen batch
+	assert_eq 0 "$(cat "$cg/memory.swap.max")" "memory.swap.max (configured) after the resume"
+	wait_until 60 has_events batch resumed 2
+	wait_until 120 served_now_more_than batch $((before + 3))
+	assert_eq "$pid" "$(main_pid batch)" "main pid after the re-execution"
+	assert_eq "started ready suspended resumed suspended adopted resumed" "$(event_sequence batch)" \
+		"batch's events across the re-execution"
 
 	# A stop of a suspended worker thaws it: it exits on its SIGTERM.
 	assert_cmd infervisorctl suspend batch
