@@ -30,9 +30,10 @@ class SuspensionAdoption : public SupervisorFixture {
             yaml += std::string("  - name: ") + name + "\n    command: [" +
                     std::getenv("INFERVISOR_EXAMPLE_WORKER") +
                     ", --serve-interval-ms, '20']\n    user: root\n    notify: true\n" +
-                    // Heartbeats every 100 ms: only a paused watchdog spares it frozen.
-                    "    watchdog: 1s\n    memory: {max: 256M}\n" +
-                    (std::string(name) == "high" ? "    priority: 10\n" : "");
+                    "    memory: {max: 256M}\n" +
+                    // low heartbeats every 100 ms: only a paused watchdog spares it
+                    // frozen. high is never frozen: no watchdog to miss on a loaded host.
+                    (std::string(name) == "high" ? "    priority: 10\n" : "    watchdog: 1s\n");
         dir_->write("etc/infervisor.yaml", yaml);
         auto loaded = load_config(ConfigSource{dir_->path() / "etc/infervisor.yaml"});
         EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
