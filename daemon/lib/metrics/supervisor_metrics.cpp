@@ -192,6 +192,25 @@ void SupervisorMetrics::record_resume(const std::string& name,
     s->suspended_seconds += suspended_seconds.value_or(0);
 }
 
+void SupervisorMetrics::record_admission_wait(const std::string& name) {
+    if (name.empty()) return;
+    auto& a = worker(name).admissions;
+    if (!a) a.emplace();
+    ++a->waits;
+}
+
+void SupervisorMetrics::record_admission(const std::string& name, bool overcommit,
+                                         std::optional<double> waited_seconds) {
+    if (name.empty()) return;
+    auto& a = worker(name).admissions;
+    if (!a) a.emplace();
+    ++(overcommit ? a->overcommit : a->fit);
+    if (waited_seconds) {
+        ++a->timed;
+        a->waited_seconds += *waited_seconds;
+    }
+}
+
 void SupervisorMetrics::set_extras(const std::string& name, std::optional<uint64_t> memory_peak,
                                    std::optional<uint64_t> pids_current) {
     auto it = workers_.find(name);
@@ -211,6 +230,7 @@ std::string SupervisorMetrics::render(const DaemonStats& daemon) const {
     render_facts(out);
     render_checkpoints(out);
     render_suspensions(out);
+    render_admissions(out);
     render_host(out);
     render_daemon(out, daemon);
     last_size_ = out.text().size();
@@ -392,6 +412,30 @@ void SupervisorMetrics::render_suspensions(Exposition& out) const {
                "memory.current before the reclaim less after it).");
     for (const auto& [name, s] : with)
         out.sample({{"worker", name}}, static_cast<double>(s->reclaimed_bytes));
+}
+
+void SupervisorMetrics::render_admissions(Exposition& out) const {
+    std::vector<std::pair<std::string_view, const AdmissionCounts*>> with;
+    for (const auto& f : facts_)
+        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.admissions)
+            with.emplace_back(f.name, &*it->second.admissions);
+    if (with.empty()) return;
+    auto count = [](uint64_t v) { return static_cast<double>(v); };
+    out.family("infervisor_worker_admission_waits_total", MetricType::counter,
+               "Times the worker waited instead of starting because its memory.reserve did not "
+               "fit on the host.");
+    for (const auto& [name, a] : with) out.sample({{"worker", name}}, count(a->waits));
+    out.family("infervisor_worker_admissions_total", MetricType::counter,
+               "Starts admitted after a wait (how=\"fit\") or without room because of "
+               "admission: overcommit (how=\"overcommit\").");
+    for (const auto& [name, a] : with) {
+        out.sample({{"worker", name}, {"how", "fit"}}, count(a->fit));
+        out.sample({{"worker", name}, {"how", "overcommit"}}, count(a->overcommit));
+    }
+    out.family("infervisor_worker_admission_wait_seconds", MetricType::summary,
+               "Time the worker waited for room before it was admitted, of the waits that "
+               "ended in an admission.");
+    for (const auto& [name, a] : with) out.summary({{"worker", name}}, a->waited_seconds, a->timed);
 }
 
 void SupervisorMetrics::render_host(Exposition& out) const {

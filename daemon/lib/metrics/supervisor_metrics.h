@@ -21,7 +21,10 @@
 //   restored|failed}, _checkpoint_restore_duration_seconds (summary: start to
 //   ready). From its first suspension on: _suspensions_total, _resumes_total,
 //   _suspended_seconds_total (added when it is resumed),
-//   _suspend_reclaimed_bytes_total.
+//   _suspend_reclaimed_bytes_total. From its first wait for admission
+//   (memory.reserve) on: _admission_waits_total, _admissions_total{how=
+//   fit|overcommit}, _admission_wait_seconds (summary: the waits that ended
+//   in an admission); how many wait now is _state{state="waiting"}.
 //   infervisor_host_*: pressure, swapped in/out bytes, memory available/total.
 //   infervisor_daemon_*: cpu seconds, resident memory, loop lag, evaluation
 //   time, evaluations, start time.
@@ -71,6 +74,15 @@ struct SuspensionCounts {
     uint64_t reclaimed_bytes = 0;
 };
 
+// What the waiting/admitted events of one worker said, since the daemon started.
+struct AdmissionCounts {
+    uint64_t waits = 0;         // times it waited instead of starting
+    uint64_t fit = 0;           // admitted once it fitted
+    uint64_t overcommit = 0;    // started although it did not fit (admission: overcommit)
+    uint64_t timed = 0;         // admissions that ended a wait (they have a duration)
+    double waited_seconds = 0;  // the sum of those waits
+};
+
 struct DaemonStats {
     double cpu_seconds = 0;
     std::optional<uint64_t> resident_bytes;
@@ -110,6 +122,12 @@ class SupervisorMetrics {
     void record_restore(const std::string& worker, bool restored, std::optional<double> seconds);
     void record_suspension(const std::string& worker, std::optional<uint64_t> reclaimed_bytes);
     void record_resume(const std::string& worker, std::optional<double> suspended_seconds);
+    // The worker waits instead of starting (its memory.reserve does not fit).
+    void record_admission_wait(const std::string& worker);
+    // It was admitted: it fits now (`overcommit` false) or starts without
+    // room; `waited_seconds` when the admission ended a wait.
+    void record_admission(const std::string& worker, bool overcommit,
+                          std::optional<double> waited_seconds);
     // memory.peak and pids.current of a running worker, read when the text is
     // rendered rather than every round (only the metrics show them).
     void set_extras(const std::string& worker, std::optional<uint64_t> memory_peak,
@@ -128,6 +146,7 @@ class SupervisorMetrics {
         uint64_t oom_kills = 0;
         std::optional<CheckpointCounts> checkpoints;  // from the first one on
         std::optional<SuspensionCounts> suspensions;
+        std::optional<AdmissionCounts> admissions;
         HistoryRing history;
     };
     PerWorker& worker(const std::string& name);
@@ -135,6 +154,7 @@ class SupervisorMetrics {
     void render_facts(Exposition& out) const;
     void render_checkpoints(Exposition& out) const;
     void render_suspensions(Exposition& out) const;
+    void render_admissions(Exposition& out) const;
     void render_host(Exposition& out) const;
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 

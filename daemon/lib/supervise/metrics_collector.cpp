@@ -213,6 +213,16 @@ void MetricsCollector::on_event(const Event& e) {
         case EventKind::resumed:
             metrics_.record_resume(e.worker, seconds_field(e, "SUSPENDED_SECONDS"));
             break;
+        case EventKind::waiting:
+            metrics_.record_admission_wait(e.worker);
+            break;
+        case EventKind::admitted: {
+            auto waited_ms = bytes_field(e, "WAITED_MS");
+            metrics_.record_admission(
+                e.worker, field(e, "OVERCOMMIT") == "1",
+                waited_ms ? std::optional<double>(*waited_ms / 1000.0) : std::nullopt);
+            break;
+        }
         default:
             return;
     }

@@ -1,6 +1,6 @@
 // A SupervisorMetrics fed with a realistic round (every field set, a worker
 // with odd characters in its last exit, host-rule and worker actions,
-// checkpoints, suspensions), for the unit tests and for `promtool check
+// checkpoints, suspensions, admissions), for the unit tests and for `promtool check
 // metrics` (metrics-example).
 #pragma once
 
@@ -72,6 +72,14 @@ inline void feed_example(SupervisorMetrics& m) {
     m.record_suspension("chat", 1u << 20);
     m.record_resume("chat", 30.5);
     m.record_suspension("idle", std::nullopt);
+    // chat: waited twice, admitted once after 12.5 s, once overcommitted
+    // at once; idle: waits now.
+    m.record_admission_wait("chat");
+    m.record_admission("chat", false, 12.5);
+    m.record_admission("chat", true, std::nullopt);
+    m.record_admission_wait("chat");
+    m.record_admission("chat", false, 0.25);
+    m.record_admission_wait("idle");
 }
 
 inline DaemonStats example_daemon_stats() { return {12.5, 8u << 20, 1'700'000'000.0}; }

@@ -119,6 +119,24 @@ TEST(SupervisorMetrics, SuspensionsCountWithTheirSecondsAndReclaimedBytes) {
     EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_suspensions_total{worker=\"leaky\"")));
 }
 
+TEST(SupervisorMetrics, AdmissionWaitsAndAdmissionsCountWithTheSecondsWaited) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_admission_waits_total{worker=\"chat\"} 2\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_admissions_total{worker=\"chat\",how=\"fit\"} 2\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_admissions_total{worker=\"chat\",how="
+                                "\"overcommit\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_admission_wait_seconds_sum{worker=\"chat\"} 12.75\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_admission_wait_seconds_count{worker=\"chat\"} 2\n"));
+    // Waiting now: counted, no admission yet.
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_admission_waits_total{worker=\"idle\"} 1\n"));
+    EXPECT_THAT(text,
+                HasSubstr("infervisor_worker_admissions_total{worker=\"idle\",how=\"fit\"} 0\n"));
+    EXPECT_THAT(text, Not(HasSubstr("infervisor_worker_admission_waits_total{worker=\"leaky\"")));
+}
+
 TEST(SupervisorMetrics, NoCheckpointOrSuspensionFamiliesWithoutAny) {
     SupervisorMetrics m;
     m.set_workers({{"w", "running", 0, ""}});
@@ -126,6 +144,7 @@ TEST(SupervisorMetrics, NoCheckpointOrSuspensionFamiliesWithoutAny) {
     EXPECT_THAT(text, Not(HasSubstr("checkpoint")));
     EXPECT_THAT(text, Not(HasSubstr("suspensions")));
     EXPECT_THAT(text, Not(HasSubstr("resumes")));
+    EXPECT_THAT(text, Not(HasSubstr("admission")));
 }
 
 TEST(SupervisorMetrics, ExtrasAreSetOnTheLastSampleOfARunningWorker) {

@@ -9,12 +9,15 @@
 
 #include <fstream>
 
+#include "supervise/metrics_collector.h"
+#include "supervise/policy_runner.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using K = EventKind;
 using namespace std::chrono_literals;
 
@@ -63,6 +66,36 @@ TEST_F(Admission, AWorkerThatDoesNotFitWaitsAndStartsWhenAnotherStops) {
     EXPECT_EQ(kinds_of("b"), (std::vector<K>{K::waiting, K::admitted, K::started, K::ready}));
     EXPECT_NE(field(*last("b", K::admitted), "WAITED_MS"), "");
     EXPECT_EQ(state("b"), WorkerState::running);
+}
+
+// The waiting and admitted events feed the metrics (issue 13's "metrics for
+// them where metrics exist").
+TEST_F(Admission, WaitsAndAdmissionsAreCountedInTheMetrics) {
+    PolicyRunner policy(*ctx_, *supervisor_);
+    MetricsCollector collector(*ctx_, *supervisor_, policy);
+    Config c = config({reserving("a", 3 * GiB), reserving("b", 2 * GiB)});
+    supervisor_->apply(c);
+    policy.configure(c);
+    collector.configure(c);
+    run_until_event("b", K::waiting);
+    std::string waiting = *collector.text();
+    EXPECT_THAT(waiting, HasSubstr("infervisor_worker_admission_waits_total{worker=\"b\"} 1\n"));
+    EXPECT_THAT(waiting,
+                HasSubstr("infervisor_worker_admissions_total{worker=\"b\",how=\"fit\"} 0\n"));
+    EXPECT_THAT(waiting, Not(HasSubstr("infervisor_worker_admission_waits_total{worker=\"a\"")));
+
+    bool stopped = false;
+    supervisor_->find("a")->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    run_until_event("b", K::started);
+    std::string admitted = *collector.text();
+    EXPECT_THAT(admitted,
+                HasSubstr("infervisor_worker_admissions_total{worker=\"b\",how=\"fit\"} 1\n"));
+    EXPECT_THAT(admitted, HasSubstr("infervisor_worker_admissions_total{worker=\"b\",how="
+                                    "\"overcommit\"} 0\n"));
+    EXPECT_THAT(admitted,
+                HasSubstr("infervisor_worker_admission_wait_seconds_count{worker=\"b\"} 1\n"));
+    policy.stop();
 }
 
 TEST_F(Admission, RoomThatAppearsFromElsewhereIsFoundByTheRecheck) {
