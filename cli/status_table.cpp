@@ -114,6 +114,9 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
     line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
     line("Protected", w.is_protected ? "yes" : "no");
     line("    Phase", w.phase.empty() ? "-" : w.phase);
+    if (w.checkpoint)
+        line("Checkpoint", printable(w.checkpoint->path) + " (" + human_bytes(w.checkpoint->bytes) +
+                               ", written " + human_uptime(w.checkpoint->age_usec) + " ago)");
     for (const auto& p : w.probes) line("    Probe", probe_line(p));
     out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
     auto env = detail.spec.find("environment");

@@ -79,6 +79,21 @@ json probes_json(const std::vector<ProbeStatus>& probes) {
     return out;
 }
 
+json checkpoint_json(const std::optional<CheckpointStatus>& c) {
+    if (!c) return nullptr;
+    return {{"path", c->path}, {"bytes", nullable(c->bytes)}, {"age_usec", c->age_usec}};
+}
+
+std::optional<CheckpointStatus> checkpoint_from_json(const json& v) {
+    auto c = member(v, "checkpoint");
+    if (!c || !c->is_object()) return std::nullopt;
+    CheckpointStatus out;
+    read(*c, "path", out.path);
+    read(*c, "bytes", out.bytes);
+    read(*c, "age_usec", out.age_usec);
+    return out;
+}
+
 }  // namespace
 
 json to_json(const WorkerStatus& s) {
@@ -101,6 +116,7 @@ json to_json(const WorkerStatus& s) {
         {"protected", s.is_protected},
         {"probes", probes_json(s.probes)},
         {"phase", s.phase.empty() ? json(nullptr) : json(s.phase)},
+        {"checkpoint", checkpoint_json(s.checkpoint)},
     };
 }
 
@@ -142,6 +158,7 @@ WorkerStatus worker_status_from_json(const json& v) {
     if (auto probes = member(v, "probes"); probes && probes->is_array())
         for (const auto& p : *probes) s.probes.push_back(probe_status_from_json(p));
     read(v, "phase", s.phase);
+    s.checkpoint = checkpoint_from_json(v);
     return s;
 }
 

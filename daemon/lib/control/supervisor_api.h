@@ -48,13 +48,23 @@ struct ProbeStatus {
     bool operator==(const ProbeStatus&) const = default;
 };
 
+// The checkpoint a checkpointed worker's next start restores.
+struct CheckpointStatus {
+    std::string path;
+    std::optional<uint64_t> bytes;  // null when it could not be measured
+    uint64_t age_usec = 0;          // since it was written
+
+    bool operator==(const CheckpointStatus&) const = default;
+};
+
 // One worker as `infervisorctl status` shows it. Optional members are null
 // when unknown or not applicable (no process, controller missing); for the
 // limits (high, max, swap_max) null means "max", i.e. no limit.
 struct WorkerStatus {
     std::string name;
-    // stopped, starting, running, ready, stopping, backoff, failed, parked,
-    // suspended
+    // stopped, starting, running, stopping, backoff, failed, parked,
+    // suspended, waiting, checkpointed (parked after the checkpoint its rule
+    // asked for: supervise/worker_state.h)
     std::string state;
     // Why it is in that state ("rule 'host-thrash'", "infervisorctl"); "" if
     // there is nothing to say.
@@ -77,6 +87,7 @@ struct WorkerStatus {
     // freely: growth rules wait) or "serving"; "" when not running or not
     // evaluated yet.
     std::string phase;
+    std::optional<CheckpointStatus> checkpoint;  // state checkpointed only
 
     bool operator==(const WorkerStatus&) const = default;
 };

@@ -47,7 +47,7 @@ namespace infervisor {
 
 struct WorkerFacts {
     std::string name;
-    std::string state;  // state_name()
+    std::string state;  // shown_state_name()
     uint64_t restarts = 0;
     std::string last_exit;  // ExitReason::describe() of the last run; "" if none
 };
@@ -91,10 +91,11 @@ struct DaemonStats {
 
 class SupervisorMetrics {
   public:
-    // The values of the state label (WorkerState's names, in order).
-    static constexpr std::array<std::string_view, 9> kStates = {"stopped",  "starting",  "running",
-                                                                "stopping", "backoff",   "failed",
-                                                                "parked",   "suspended", "waiting"};
+    // The values of the state label: WorkerState's names in order, then the
+    // names only shown (supervise/worker_state.h: checkpointed).
+    static constexpr std::array<std::string_view, 10> kStates = {
+        "stopped", "starting", "running",   "stopping", "backoff",
+        "failed",  "parked",   "suspended", "waiting",  "checkpointed"};
 
     explicit SupervisorMetrics(size_t history_points = 1800);
 

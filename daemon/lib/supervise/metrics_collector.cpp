@@ -132,8 +132,7 @@ void MetricsCollector::gather_facts() {
     std::vector<WorkerFacts> facts;
     worker_names_.clear();
     for (const Worker* w : supervisor_.workers()) {
-        facts.push_back(
-            {w->name(), std::string(state_name(w->state())), w->restarts(), w->last_exit()});
+        facts.push_back({w->name(), std::string(w->shown_state()), w->restarts(), w->last_exit()});
         worker_names_.push_back(w->name());
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
         WorkerSample extras;

@@ -91,6 +91,12 @@ std::string format_persisted_worker(const PersistedWorker& w) {
     line("suspended_since_ms", optional_time(w.suspended_since));
     line("suspended_memory", w.suspended_memory ? std::to_string(*w.suspended_memory) : "-");
     line("suspended_starting", w.suspended_starting ? "1" : "0");
+    line("checkpoint_path", w.checkpoint ? w.checkpoint->path : "");
+    line("checkpoint_bytes",
+         w.checkpoint && w.checkpoint->bytes ? std::to_string(*w.checkpoint->bytes) : "-");
+    line("checkpoint_at_ms",
+         optional_time(w.checkpoint ? std::optional<TimePoint>(w.checkpoint->written_at)
+                                    : std::nullopt));
     return out;
 }
 
@@ -193,6 +199,16 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
         auto value = flag(*starting);
         if (!value) return bad("invalid suspended_starting");
         w.suspended_starting = *value;
+    }
+    if (auto path = get("checkpoint_path"); path && !path->empty()) {
+        auto at = time("checkpoint_at_ms");
+        if (!at || !*at) return bad("checkpoint_path without a valid checkpoint_at_ms");
+        ParkedCheckpoint c{std::string(*path), std::nullopt, **at};
+        if (auto bytes = get("checkpoint_bytes"); bytes && *bytes != "-") {
+            c.bytes = number<uint64_t>(*bytes);
+            if (!c.bytes) return bad("invalid checkpoint_bytes");
+        }
+        w.checkpoint = std::move(c);
     }
     return w;
 }

@@ -35,6 +35,17 @@ namespace infervisor {
 
 inline constexpr size_t kMaxStateFileSize = 16 * 1024;
 
+// The checkpoint a policy rule had written before it parked the worker
+// (action: checkpoint, then: park): what its next start restores. The
+// worker shows as `checkpointed` (worker_state.h).
+struct ParkedCheckpoint {
+    std::string path;
+    std::optional<uint64_t> bytes;  // unknown when it could not be measured
+    TimePoint written_at;
+
+    bool operator==(const ParkedCheckpoint&) const = default;
+};
+
 struct PersistedWorker {
     std::string name;
     std::string config_snapshot;  // ConfigSnapshots id; empty: unknown
@@ -60,6 +71,7 @@ struct PersistedWorker {
     std::optional<TimePoint> suspended_since;
     std::optional<uint64_t> suspended_memory;
     bool suspended_starting = false;
+    std::optional<ParkedCheckpoint> checkpoint;  // state parked: see above
 
     bool operator==(const PersistedWorker&) const = default;
 };

@@ -158,7 +158,7 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     WorkerSnapshot snap = w.snapshot();
     WorkerStatus s;
     s.name = snap.name;
-    s.state = std::string(state_name(snap.state));
+    s.state = std::string(shown_state_name(snap.state, snap.checkpoint.has_value()));
     s.state_reason = snap.state_reason;
     if (snap.pid) s.main_pid = snap.pid;
     if (snap.started_at)
@@ -181,6 +181,13 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     s.is_protected = w.spec().is_protected;
     for (const auto& p : snap.probes) s.probes.push_back(probe_status_of(p));
     if (snap.pid) s.phase = w.phase();
+    if (snap.checkpoint && snap.state == WorkerState::parked)
+        s.checkpoint =
+            CheckpointStatus{snap.checkpoint->path, snap.checkpoint->bytes,
+                             static_cast<uint64_t>(std::max<int64_t>(
+                                 0, std::chrono::duration_cast<std::chrono::microseconds>(
+                                        ctx_.clock.now() - snap.checkpoint->written_at)
+                                        .count()))};
     return s;
 }
 

@@ -89,6 +89,8 @@ void Worker::set_state(WorkerState state) {
     if (state == WorkerState::running && pid_ != 0 && !ready_at_)
         ready_at_ = state_ == WorkerState::starting ? ctx_.clock.now() : started_at_;
     if (state == WorkerState::starting && pid_ != 0) signals_readiness_ = true;
+    if (state != WorkerState::parked) parked_checkpoint_.reset();
+    if (state == WorkerState::starting) checkpoint_for_park_.reset();  // a new run
     state_ = state;
     persist();
 }
@@ -107,6 +109,7 @@ WorkerSnapshot Worker::snapshot() const {
     s.status_text = status_text_;
     s.last_exit = last_exit_;
     s.state_reason = state_reason();
+    s.checkpoint = parked_checkpoint_;
     if (pid_ != 0) {
         CgroupStats stats(cgroup());
         s.memory_current = value_or_empty(stats.memory_current());
@@ -721,12 +724,21 @@ void Worker::finish_run(const ExitReason& reason) {
 }
 
 void Worker::park(const ExitReason& reason) {
+    parked_checkpoint_ = std::exchange(checkpoint_for_park_, std::nullopt);
     set_state(WorkerState::parked);
     std::string rule = policy_rule_.empty() ? "a policy rule" : "rule '" + policy_rule_ + "'";
+    std::vector<std::pair<std::string, std::string>> fields = {{"RULE", policy_rule_},
+                                                               {"LAST_EXIT", reason.describe()}};
+    std::string checkpointed;
+    if (parked_checkpoint_) {
+        fields.emplace_back("CHECKPOINT", parked_checkpoint_->path);
+        checkpointed = " after checkpoint " + parked_checkpoint_->path +
+                       " (checkpointed: its next start restores it)";
+    }
     emit(EventKind::parked,
-         "parked: " + rule + " ended the run (" + reason.describe() +
-             ") with then: park; not restarting until `infervisorctl start " + spec_.name + "`",
-         {{"RULE", policy_rule_}, {"LAST_EXIT", reason.describe()}});
+         "parked: " + rule + " ended the run (" + reason.describe() + ") with then: park" +
+             checkpointed + "; not restarting until `infervisorctl start " + spec_.name + "`",
+         std::move(fields));
 }
 
 void Worker::schedule_restart(const RestartVerdict& verdict) {
@@ -882,6 +894,8 @@ Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
 void Worker::stop_after_checkpoint(Then then, const std::string& rule,
                                    const WorkerCheckpoints::Outcome& outcome) {
     if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;  // ended meanwhile
+    if (then == Then::park && outcome.published)
+        checkpoint_for_park_ = ParkedCheckpoint{outcome.detail, outcome.bytes, ctx_.clock.now()};
     if (outcome.timed_out || outcome.kill)
         (void)kill_by_policy(then, rule);
     else
@@ -972,9 +986,14 @@ bool Worker::admitted() {
 std::string Worker::state_reason() const {
     if (state_ == WorkerState::waiting) return waiting_reason_;
     if (state_ == WorkerState::suspended) return suspension_.trigger();
-    if (state_ == WorkerState::parked && !policy_rule_.empty())
-        return "rule '" + policy_rule_ + "'";
-    return "";
+    if (state_ != WorkerState::parked || policy_rule_.empty()) return "";
+    std::string reason = "rule '" + policy_rule_ + "'";
+    if (const auto& c = parked_checkpoint_) {
+        Duration age = std::chrono::floor<std::chrono::seconds>(ctx_.clock.now() - c->written_at);
+        reason += "; checkpoint" + (c->bytes ? " of " + human_size(*c->bytes) : std::string()) +
+                  " written " + format_duration(std::max(age, Duration(0))) + " ago";
+    }
+    return reason;
 }
 
 }  // namespace infervisor

@@ -47,6 +47,8 @@ struct WorkerSnapshot {
     std::string state_reason;  // Worker::state_reason()
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
     std::vector<ProbeSnapshot> probes;  // one per configured probe
+    // Parked after the checkpoint its rule asked for: shown as checkpointed.
+    std::optional<ParkedCheckpoint> checkpoint;
 };
 
 class Worker {
@@ -125,8 +127,16 @@ class Worker {
     // Thaws a suspended worker back to the state it was suspended in.
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
     // Why the worker is in its state, for status displays: who suspended it,
-    // which rule parked it; "" when there is nothing to say.
+    // which rule parked it (and, checkpointed, the checkpoint's size and
+    // age); "" when there is nothing to say.
     std::string state_reason() const;
+    // Parked after the checkpoint its rule asked for (action: checkpoint,
+    // then: park): that checkpoint, which its next start restores; the
+    // worker shows as `checkpointed` (worker_state.h).
+    const std::optional<ParkedCheckpoint>& parked_checkpoint() const { return parked_checkpoint_; }
+    std::string_view shown_state() const {
+        return shown_state_name(state_, parked_checkpoint_.has_value());
+    }
     // The rule that last stopped or parked the worker; empty: none.
     const std::string& policy_rule() const { return policy_rule_; }
     // The suspension's side (since when, what memory it will want back).
@@ -284,8 +294,11 @@ class Worker {
     bool exiting_ = false;    // the main process has exited; the run is being wound up
     bool restoring_ = false;  // criu is restoring this run (no process yet)
     std::optional<Then> policy_then_;
-    std::string policy_rule_;       // the rule behind policy_then_
-    bool start_timed_out_ = false;  // no READY=1 within start_timeout; killed
+    std::string policy_rule_;  // the rule behind policy_then_
+    // Written for a `then: park` that has not happened yet; then parked_checkpoint_.
+    std::optional<ParkedCheckpoint> checkpoint_for_park_;
+    std::optional<ParkedCheckpoint> parked_checkpoint_;  // state parked only
+    bool start_timed_out_ = false;                       // no READY=1 within start_timeout; killed
     std::optional<TimePoint> last_heartbeat_;
     std::unique_ptr<WorkerProbes> probes_;  // null without probes
     SpawnRequest launched_;                 // how this run's process was started

@@ -36,6 +36,7 @@ PersistedWorker Worker::persisted() const {
     p.restarts = tracker_.history();
     p.last_exit = last_exit_;
     p.status_text = status_text_;
+    p.checkpoint = parked_checkpoint_;
     if (state_ == WorkerState::suspended) {
         p.suspended_by = suspension_.trigger();
         p.suspended_since = suspension_.since();
@@ -239,7 +240,9 @@ void Worker::restore(const PersistedWorker& p) {
     policy_rule_ = p.policy_rule;  // a parked worker's: resume_when asks which rule
     switch (p.state) {
         case WorkerState::failed:
+            return set_state(p.state);
         case WorkerState::parked:
+            parked_checkpoint_ = p.checkpoint;
             return set_state(p.state);
         case WorkerState::backoff:
             return launch();

@@ -308,8 +308,11 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
                   "checkpoint " + std::to_string(published.sequence) + " written to " +
                       published.path.string() + " (" + trigger + ": " + numbers + ")",
                   std::move(fields));
-            if (pending_ && pending_->published == published.sequence)
-                finish({true, false, published.path.string()});
+            if (pending_ && pending_->published == published.sequence) {
+                Outcome done{true, false, published.path.string()};
+                if (r.bytes) done.bytes = *r.bytes;
+                finish(std::move(done));
+            }
             if (recording_ == 0 && std::exchange(deferred_, false) && signaller_)
                 on_checkpoint_message();
         });

@@ -69,6 +69,8 @@ class WorkerCheckpoints {
         bool timed_out = false;  // no CHECKPOINT=1 within the timeout
         std::string detail;      // why not, in words
         bool kill = false;       // criu: the worker is to be killed, not stopped
+        // Published: its size when measured (detail is then its path).
+        std::optional<uint64_t> bytes;
     };
     using Finished = std::function<void(const Outcome&)>;
 

@@ -26,4 +26,9 @@ std::string_view state_name(WorkerState state) {
     return "unknown";
 }
 
+std::string_view shown_state_name(WorkerState state, bool checkpointed) {
+    return state == WorkerState::parked && checkpointed ? kCheckpointedStateName
+                                                        : state_name(state);
+}
+
 }  // namespace infervisor

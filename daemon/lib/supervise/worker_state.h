@@ -24,4 +24,14 @@ inline constexpr WorkerState kLastWorkerState = WorkerState::waiting;
 
 std::string_view state_name(WorkerState state);
 
+// What operators see (infervisorctl status, the Varlink reply, the metrics'
+// state label) is the state's name, except for one case: a parked worker
+// whose run ended with the checkpoint its rule asked for (action:
+// checkpoint, then: park) shows as "checkpointed" — its next start restores
+// that checkpoint. Internally it is parked (started like any parked worker).
+inline constexpr std::string_view kCheckpointedStateName = "checkpointed";
+// The names shown that are no WorkerState's, in order.
+inline constexpr std::string_view kShownOnlyStateNames[] = {kCheckpointedStateName};
+std::string_view shown_state_name(WorkerState state, bool checkpointed);
+
 }  // namespace infervisor

@@ -51,6 +51,28 @@ TEST_F(InfervisorctlTest, StatusSaysWhyAWorkerIsSuspended) {
     EXPECT_EQ(doc["workers"][0]["state_reason"], "rule 'host-thrash'");
 }
 
+TEST_F(InfervisorctlTest, StatusShowsACheckpointedWorkerWithItsCheckpoint) {
+    server.on_loop([](FakeSupervisor& fake) {
+        auto& s = fake.add_worker("batch", "checkpointed");
+        s.state_reason = "rule 'host-thrash'; checkpoint of 96.0M written 2m ago";
+        s.checkpoint = CheckpointStatus{"/var/lib/infervisor/checkpoints/batch/0000000003",
+                                        96ull << 20, 120'000'000};
+    });
+    auto listed = ctl({"status", "batch"});
+    EXPECT_EQ(listed.exit_code, 3);  // not running
+    EXPECT_THAT(listed.out, HasSubstr("checkpointed (rule 'host-thrash'; checkpoint of 96.0M"));
+    auto shown = ctl({"show", "batch"}).out;
+    EXPECT_THAT(shown, HasSubstr("batch - checkpointed"));
+    EXPECT_THAT(shown, HasSubstr("Checkpoint: /var/lib/infervisor/checkpoints/batch/0000000003 ("));
+    auto doc = json::parse(ctl({"status", "--json", "batch"}).out);
+    const auto& w = doc["workers"][0];
+    EXPECT_EQ(w["state"], "checkpointed");
+    EXPECT_EQ(w["checkpoint"]["path"], "/var/lib/infervisor/checkpoints/batch/0000000003");
+    EXPECT_EQ(w["checkpoint"]["bytes"], 96ull << 20);
+    EXPECT_EQ(w["checkpoint"]["age_usec"], 120'000'000);
+    EXPECT_TRUE(doc["workers"][0].contains("checkpoint"));
+}
+
 TEST_F(InfervisorctlTest, StatusAsJsonAndForSomeWorkers) {
     auto r = ctl({"status", "--json", "whisper"});
     ASSERT_EQ(r.exit_code, 3) << r.err;  // whisper is stopped

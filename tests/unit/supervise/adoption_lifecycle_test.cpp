@@ -155,6 +155,8 @@ TEST_F(AdoptionLifecycle, AParkedWorkerStaysParkedAndAGarbledStateFileIsNotTrust
     parked.name = "parked";
     parked.state = WorkerState::parked;
     parked.last_exit = "killed by SIGKILL";
+    parked.policy_rule = "squeeze";
+    parked.checkpoint = ParkedCheckpoint{"/x/0000000001", 4096, TimePoint{}};
     ASSERT_TRUE(write_persisted_worker(state_dir(), parked).ok());
     dir_->write("run/state/garbled", "infervisor-worker-state 1\nname=garbled\nstate=");
 
@@ -164,6 +166,8 @@ TEST_F(AdoptionLifecycle, AParkedWorkerStaysParkedAndAGarbledStateFileIsNotTrust
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->state(), WorkerState::parked);
     EXPECT_EQ(w->snapshot().last_exit, "killed by SIGKILL");
+    EXPECT_EQ(w->shown_state(), "checkpointed");  // parked after a checkpoint
+    EXPECT_EQ(w->parked_checkpoint(), parked.checkpoint);
     EXPECT_EQ(count("parked", K::started), 0u);
     EXPECT_THAT(kinds_of("garbled"), ElementsAre(K::started, K::ready));
 }

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "supervise/persisted_worker.h"
+#include "supervise/supervisor_service.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {
@@ -105,6 +107,57 @@ TEST_F(Checkpoints, AWorkerThatDoesNotAnswerIsKilledAndTheJournalNamesItsLastChe
     EXPECT_THAT(failed->message, HasSubstr("killing the worker"));
     EXPECT_EQ(field(*last("deaf", K::exited), "EXIT_SIGNAL"), "SIGKILL");
     EXPECT_EQ(count("deaf", K::checkpoint_written), 0u);
+    // Nothing to restore from: parked, not checkpointed.
+    EXPECT_EQ(supervisor_->find("deaf")->shown_state(), "parked");
+    EXPECT_EQ(supervisor_->find("deaf")->state_reason(), "rule 'growth'");
+}
+
+// action: checkpoint, then: park — what the operator sees is `checkpointed`,
+// with the rule and the checkpoint; a start restores it and ends that.
+TEST_F(Checkpoints, AWorkerParkedAfterItsCheckpointShowsAsCheckpointedUntilStarted) {
+    supervisor_->apply(config({counter("batch")}));
+    run_until_event("batch", K::ready);
+    Worker* w = supervisor_->find("batch");
+    ASSERT_TRUE(w->checkpoint_by_policy(Then::park, "squeeze").ok());
+    run_until_event("batch", K::parked);
+
+    const Event* written = last("batch", K::checkpoint_written);
+    ASSERT_NE(written, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::parked);
+    EXPECT_EQ(w->shown_state(), "checkpointed");
+    ASSERT_TRUE(w->parked_checkpoint().has_value());
+    EXPECT_EQ(w->parked_checkpoint()->path, field(*written, "CHECKPOINT"));
+    ASSERT_TRUE(w->parked_checkpoint()->bytes.has_value());
+    EXPECT_EQ(std::to_string(*w->parked_checkpoint()->bytes), field(*written, "CHECKPOINT_BYTES"));
+    EXPECT_THAT(w->state_reason(), HasSubstr("rule 'squeeze'; checkpoint of "));
+    EXPECT_THAT(w->state_reason(), HasSubstr(" ago"));
+    EXPECT_EQ(field(*last("batch", K::parked), "CHECKPOINT"), field(*written, "CHECKPOINT"));
+
+    SupervisorService service(*ctx_, *supervisor_, {});
+    WorkerStatus status = service.list_workers().at(0);
+    EXPECT_EQ(status.state, "checkpointed");
+    EXPECT_EQ(status.state_reason, w->state_reason());
+    ASSERT_TRUE(status.checkpoint.has_value());
+    EXPECT_EQ(status.checkpoint->path, field(*written, "CHECKPOINT"));
+    EXPECT_EQ(status.checkpoint->bytes, w->parked_checkpoint()->bytes);
+    // Kept for a daemon that adopts it.
+    auto persisted = read_persisted_worker(dir_->path() / "run/state", "batch");
+    ASSERT_TRUE(persisted.ok()) << persisted.error().message();
+    ASSERT_TRUE(persisted->checkpoint.has_value());
+    EXPECT_EQ(persisted->checkpoint->path, w->parked_checkpoint()->path);
+    EXPECT_EQ(persisted->checkpoint->bytes, w->parked_checkpoint()->bytes);
+    // To the millisecond (the state file's resolution).
+    EXPECT_LE(
+        std::chrono::abs(persisted->checkpoint->written_at - w->parked_checkpoint()->written_at),
+        1ms);
+
+    w->start();
+    run_until_event("batch", K::ready, 2);
+    EXPECT_EQ(field(*last("batch", K::checkpoint_restoring), "CHECKPOINT"),
+              field(*written, "CHECKPOINT"));
+    EXPECT_EQ(w->shown_state(), "running");
+    EXPECT_FALSE(w->parked_checkpoint().has_value());
+    EXPECT_EQ(service.list_workers().at(0).checkpoint, std::nullopt);
 }
 
 TEST_F(Checkpoints, KeepRunningAndPeriodicCheckpointsKeepOnlyTheNewest) {

@@ -132,10 +132,13 @@ TEST_F(MetricsCollectorTest, CheckpointsAndSuspensionsOfARealWorkerAreCounted) {
     EXPECT_THAT(text, HasSubstr("infervisor_worker_state{worker=\"count\",state=\"running\"} 1\n"));
 }
 
-TEST_F(MetricsCollectorTest, TheStateLabelHasEveryWorkerState) {
-    ASSERT_EQ(SupervisorMetrics::kStates.size(), static_cast<size_t>(kLastWorkerState) + 1);
-    for (size_t i = 0; i < SupervisorMetrics::kStates.size(); ++i)
+TEST_F(MetricsCollectorTest, TheStateLabelHasEveryWorkerStateAndEveryShownOnlyName) {
+    size_t states = static_cast<size_t>(kLastWorkerState) + 1;
+    ASSERT_EQ(SupervisorMetrics::kStates.size(), states + std::size(kShownOnlyStateNames));
+    for (size_t i = 0; i < states; ++i)
         EXPECT_EQ(SupervisorMetrics::kStates[i], state_name(static_cast<WorkerState>(i)));
+    for (size_t i = 0; i < std::size(kShownOnlyStateNames); ++i)
+        EXPECT_EQ(SupervisorMetrics::kStates[states + i], kShownOnlyStateNames[i]);
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ PersistedWorker full() {
     w.suspended_since = t0 + 7s;
     w.suspended_memory = 123456789;
     w.suspended_starting = true;
+    w.checkpoint =
+        ParkedCheckpoint{"/var/lib/infervisor/checkpoints/llama-7b/0000000004", 4096, t0 + 3s};
     return w;
 }
 

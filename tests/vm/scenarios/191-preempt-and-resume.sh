@@ -194,6 +194,15 @@ low_checkpointed_and_restarted() {
 	log "checkpoint $checkpoint at request $at_checkpoint: $(ivd_journal INFERVISOR_WORKER=low INFERVISOR_EVENT=checkpoint-written -o cat)"
 	assert_cmd test "$at_checkpoint" -gt 0
 	assert_cmd test "$at_checkpoint" -lt "$requests"
+	# Shown as checkpointed, with the rule and the checkpoint (exit 3: not running).
+	local status json rc=0
+	status=$(infervisorctl status low) || rc=$?
+	assert_eq 3 "$rc" "status exit code of a checkpointed worker"
+	assert_contains "$status" "checkpointed (rule 'host-thrash'; checkpoint of "
+	json=$(infervisorctl status --json low) || [[ $? == 3 ]]
+	assert_eq "checkpointed $checkpoint" "$(python3 -c 'import json, sys
+w = json.load(sys.stdin)["workers"][0]
+print(w["state"], w["checkpoint"]["path"])' <<<"$json")" "state and checkpoint in status --json"
 
 	# Parked while high is big: not started again.
 	local high_served
