@@ -45,7 +45,11 @@ class Suspension : public SupervisorFixture {
 };
 
 TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
-    supervisor_->apply(config({counter("count")}));
+    // 500 ms, not 200: after the thaw its memory pages back in before its
+    // first heartbeat, which on a loaded machine once took longer than 200 ms.
+    WorkerSpec spec = counter("count");
+    spec.watchdog = 500ms;
+    supervisor_->apply(config({spec}));
     run_until_event("count", K::ready);
     run_until([&] { return served("count") >= 5; });
     Worker* w = supervisor_->find("count");
@@ -69,7 +73,7 @@ TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
 
     // Frozen: it serves nothing, and five watchdog intervals pass unpunished.
     long at_suspend = served("count");
-    run_for(1s);
+    run_for(2500ms);
     EXPECT_EQ(served("count"), at_suspend);
     EXPECT_EQ(w->state(), WorkerState::suspended);
     EXPECT_EQ(count("count", K::policy_action), 0u);  // no watchdog kill
