@@ -85,6 +85,7 @@ class Daemon {
     void start_userdb();
     void shut_down();
     void leave_workers_running();
+    void stop_watching();
     void reexec_for_upgrade();
     void keep_watchdog_fed();
 
@@ -305,6 +306,17 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     return outcome;
 }
 
+// Ends everything the daemon does besides its workers' runs: policy,
+// metrics, scans, the control and userdb sockets (for an end of the daemon).
+void Daemon::stop_watching() {
+    policy_->stop();
+    metrics_->stop();
+    supervisor_->workdir_monitor().stop();
+    shared_tmp_->stop();
+    if (control_) control_->stop();
+    if (userdb_) userdb_->stop();
+}
+
 // `systemctl restart`: end this process and nothing else. The workers' state
 // files stay (RuntimeDirectoryPreserve=restart) and so do their cgroups, in
 // the workers' own unit; the next daemon adopts them (supervise/adoption.h).
@@ -313,12 +325,7 @@ void Daemon::leave_workers_running() {
     spdlog::info("SIGTERM for a restart: {} keep running, for the next daemon to adopt",
                  supervisor_->summary());
     notify_systemd("STOPPING=1\nSTATUS=restarting; workers keep running");
-    policy_->stop();
-    metrics_->stop();
-    supervisor_->workdir_monitor().stop();
-    shared_tmp_->stop();
-    if (control_) control_->stop();
-    if (userdb_) userdb_->stop();
+    stop_watching();
     signals_.cancel();
     watchdog_.cancel();
     io_.stop();
@@ -349,12 +356,7 @@ void Daemon::shut_down() {
     shutting_down_ = true;
     notify_systemd("STOPPING=1\nSTATUS=stopping workers");
     events_.emit(Event{EventKind::daemon_stopping, "", "stopping all workers"});
-    policy_->stop();
-    metrics_->stop();
-    supervisor_->workdir_monitor().stop();
-    shared_tmp_->stop();
-    if (control_) control_->stop();
-    if (userdb_) userdb_->stop();
+    stop_watching();
     supervisor_->stop_all([this] {
         signals_.cancel();
         watchdog_.cancel();

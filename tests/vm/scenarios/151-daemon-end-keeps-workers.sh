@@ -105,28 +105,7 @@ worker_killed_while_down_restarts_once() {
 }
 run_scenario worker-killed-while-no-daemon-runs-restarts-once worker_killed_while_down_restarts_once
 
-config_change_while_down_is_applied() {
-	start_serving with-gone
-	wait_until 300 has_events gone ready 1
-	freeze_daemon
-	# two changes, three is new, gone is removed; one stays as it was.
-	{
-		serving_yaml | sed 's/--serve-interval-ms, "500"\]$/--serve-interval-ms, "700"]/'
-		printf '  - name: three\n    command: [%s]\n    notify: true\n    memory: {max: 64M}\n' "$ivd_example_worker"
-	} | use_workers adoption.yaml
-	kill_frozen_daemon
-	wait_until 300 has_events two ready 2
-	wait_until 300 has_events three ready 1
-	wait_until 300 has_events gone stopped 1
-	assert_eq "$pid_one" "$(worker_pids one)" "one's processes (unchanged: kept)"
-	assert_eq "started ready adopted" "$(event_sequence one)" "one's events"
-	assert_eq "started ready adopted exited stopped started ready" "$(event_sequence two)" "two's events"
-	assert_ne "$pid_two" "$(worker_pids two)" "two's pid (changed: restarted)"
-	assert_contains "$(tr '\0' ' ' </proc/"$(worker_pids two)"/cmdline)" "--serve-interval-ms 700"
-	wait_until 120 cgroup_gone gone
-	assert_eq "started ready adopted exited stopped" "$(event_sequence gone)" "gone's events"
-}
-run_scenario config-change-while-no-daemon-runs-applies-as-a-reload config_change_while_down_is_applied
+run_scenario config-change-while-no-daemon-runs-applies-as-a-reload config_change_while_down_is_applied kill_frozen_daemon
 
 stop_after_adoption_leaves_nothing() {
 	start_serving
