@@ -31,8 +31,8 @@
 #include "base/file_io.h"
 #include "bench_supervisor.h"
 #include "config/config_loader.h"
-#include "supervise/metrics_collector.h"
-#include "supervise/policy_runner.h"
+#include "services/metrics_collector.h"
+#include "services/policy_runner.h"
 
 using namespace infervisor;
 
@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     supervisor.apply(config);
     policy.configure(config);
     if (metrics) metrics->configure(config);
+    if (metrics) metrics->start();
     policy.start();
     supervisor.workdir_monitor().start(config.daemon.workdir_scan_interval);
 

@@ -22,15 +22,17 @@
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
-#include "supervise/caps_fit.h"
-#include "supervise/config_load_runner.h"
-#include "supervise/metrics_collector.h"
-#include "supervise/policy_runner.h"
-#include "supervise/shared_tmp_guard.h"
+#include "services/caps_fit.h"
+#include "services/config_load_runner.h"
+#include "services/control_service.h"
+#include "services/metrics_collector.h"
+#include "services/policy_runner.h"
+#include "services/service_list.h"
+#include "services/shared_tmp_guard.h"
+#include "services/userdb_records.h"
+#include "services/userdb_server.h"
+#include "services/workdir_scans.h"
 #include "supervise/supervisor.h"
-#include "supervise/supervisor_service.h"
-#include "supervise/userdb_records.h"
-#include "supervise/userdb_server.h"
 
 namespace infervisor {
 
@@ -81,8 +83,8 @@ class Daemon {
     // waits for one more reload after it (requests meanwhile share it).
     void reload(SupervisorApi::ReloadDone done);
     ReloadOutcome apply_loaded(LoadedConfig loaded);
-    void start_control();
-    void start_userdb();
+    // The services (services/service.h) in the order they start.
+    void make_services();
     void shut_down();
     void leave_workers_running();
     void stop_watching();
@@ -104,10 +106,11 @@ class Daemon {
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<MetricsCollector> metrics_;
+    std::unique_ptr<WorkdirScans> workdir_scans_;
     std::unique_ptr<SharedTmpGuard> shared_tmp_;
-    std::unique_ptr<SupervisorService> service_;
-    std::unique_ptr<ControlServer> control_;
+    std::unique_ptr<ControlService> control_;
     std::unique_ptr<UserDbServer> userdb_;
+    ServiceList services_;
     std::string last_status_;
     bool shutting_down_ = false;
     // One background thread for reloads, no deadline: the daemon's own files.
@@ -181,11 +184,8 @@ int Daemon::run() {
         std::string status = "STATUS=" + supervisor_->summary();
         if (status != last_status_) notify_systemd(last_status_ = status);
     });
-    policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
-    policy_->configure(config_);
-    metrics_ = std::make_unique<MetricsCollector>(*ctx_, *supervisor_, *policy_);
-    metrics_->configure(config_);
-    supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
+    make_services();
+    services_.configure(config_);
     ReexecOrigin origin = reexec_origin();
     if (origin.reexecuted) {
         spdlog::warn("re-executed in place ({}; {} quick re-execution(s)): adopting the workers",
@@ -201,11 +201,7 @@ int Daemon::run() {
     }
     supervisor_->adopt_leftovers(config_);
     supervisor_->apply(config_);
-    policy_->start();
-    shared_tmp_ = std::make_unique<SharedTmpGuard>(*ctx_, *supervisor_);
-    shared_tmp_->start(config_.daemon.sample_interval);
-    start_control();
-    start_userdb();
+    services_.start();
     events_.emit(Event{EventKind::daemon_started, "",
                        "infervisord " INFERVISOR_VERSION " supervising " +
                            std::to_string(config_.workers.size()) + " worker(s)"});
@@ -293,10 +289,7 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
             if (!loaded.config.find(w.name)) outcome.removed.push_back(w.name);
         outcome.applied = true;
         config_ = std::move(loaded.config);
-        policy_->configure(config_);
-        metrics_->configure(config_);
-        supervisor_->workdir_monitor().set_scan_interval(config_.daemon.workdir_scan_interval);
-        shared_tmp_->set_interval(config_.daemon.sample_interval);
+        services_.configure(config_);
         supervisor_->apply(config_);
         events_.emit(Event{
             EventKind::config_reloaded, "",
@@ -306,16 +299,24 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     return outcome;
 }
 
+void Daemon::make_services() {
+    policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
+    metrics_ = std::make_unique<MetricsCollector>(*ctx_, *supervisor_, *policy_);
+    workdir_scans_ = std::make_unique<WorkdirScans>(*supervisor_);
+    shared_tmp_ = std::make_unique<SharedTmpGuard>(*ctx_, *supervisor_);
+    control_ = std::make_unique<ControlService>(
+        *ctx_, *supervisor_, [this](SupervisorApi::ReloadDone done) { reload(std::move(done)); },
+        [this](const std::string& name) { return metrics_->history(name); });
+    userdb_ = std::make_unique<UserDbServer>(io_, paths_);
+    for (Service* s :
+         std::initializer_list<Service*>{policy_.get(), metrics_.get(), workdir_scans_.get(),
+                                         shared_tmp_.get(), control_.get(), userdb_.get()})
+        services_.add(*s);
+}
+
 // Ends everything the daemon does besides its workers' runs: policy,
 // metrics, scans, the control and userdb sockets (for an end of the daemon).
-void Daemon::stop_watching() {
-    policy_->stop();
-    metrics_->stop();
-    supervisor_->workdir_monitor().stop();
-    shared_tmp_->stop();
-    if (control_) control_->stop();
-    if (userdb_) userdb_->stop();
-}
+void Daemon::stop_watching() { services_.stop(); }
 
 // `systemctl restart`: end this process and nothing else. The workers' state
 // files stay (RuntimeDirectoryPreserve=restart) and so do their cgroups, in
@@ -336,17 +337,11 @@ void Daemon::reexec_for_upgrade() {
     if (shutting_down_) return;
     spdlog::info("SIGUSR2: re-executing in place; {} keep running", supervisor_->summary());
     notify_systemd("STATUS=re-executing; workers keep running");
-    policy_->stop();
-    supervisor_->workdir_monitor().stop();
-    shared_tmp_->stop();
-    if (control_) control_->stop();
+    services_.stop();
     std::string why = reexec_now("upgrade");
     // Still here: carry on as before.
     spdlog::error("cannot re-execute: {}; carrying on", why);
-    policy_->start();
-    supervisor_->workdir_monitor().start(config_.daemon.workdir_scan_interval);
-    shared_tmp_->start(config_.daemon.sample_interval);
-    start_control();
+    services_.start();
     notify_systemd("STATUS=" + supervisor_->summary());
 }
 
@@ -363,35 +358,6 @@ void Daemon::shut_down() {
         // Idle workers still watch their notify sockets; nothing else is pending.
         io_.stop();
     });
-}
-
-// The control socket. Failing to create it is logged, not fatal: workers
-// are supervised all the same.
-void Daemon::start_control() {
-    service_ = std::make_unique<SupervisorService>(
-        *ctx_, *supervisor_, [this](SupervisorApi::ReloadDone done) { reload(std::move(done)); });
-    service_->set_history_source(
-        [this](const std::string& name) { return metrics_->history(name); });
-    ControlServerOptions options;
-    options.path = control_socket_path(paths_);
-    if (auto gid = lookup_group(config_.daemon.control_group))
-        options.control_group = *gid;
-    else
-        spdlog::warn("control group '{}': {}; only root may change things over the socket",
-                     config_.daemon.control_group, gid.error().message());
-    control_ = std::make_unique<ControlServer>(io_, *service_, options);
-    if (auto r = control_->start(); !r)
-        spdlog::error("control socket {}: {}", options.path.string(), r.error().message());
-    else
-        spdlog::info("control socket {}", options.path.string());
-}
-
-// The dynamic users' names for nss-systemd. Optional: without systemd's
-// userdb directory (or on failure) ps and ls show the numbers.
-void Daemon::start_userdb() {
-    userdb_ = std::make_unique<UserDbServer>(io_, paths_);
-    if (auto r = userdb_->start(); !r)
-        spdlog::info("dynamic users' names not served: {}", r.error().message());
 }
 
 // Fed six times per WatchdogSec rather than the customary two, so that a

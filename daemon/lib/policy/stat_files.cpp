@@ -30,4 +30,10 @@ MemInfo parse_meminfo(std::string_view text) {
     return out;
 }
 
+Result<MemInfo> read_meminfo(const std::filesystem::path& procfs) {
+    auto text = read_file(procfs / "meminfo");
+    if (!text) return text.error();
+    return parse_meminfo(*text);
+}
+
 }  // namespace infervisor

@@ -9,8 +9,8 @@
 
 #include <fstream>
 
-#include "supervise/metrics_collector.h"
-#include "supervise/policy_runner.h"
+#include "services/metrics_collector.h"
+#include "services/policy_runner.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {
@@ -77,6 +77,7 @@ TEST_F(Admission, WaitsAndAdmissionsAreCountedInTheMetrics) {
     supervisor_->apply(c);
     policy.configure(c);
     collector.configure(c);
+    collector.start();
     run_until_event("b", K::waiting);
     std::string waiting = *collector.text();
     EXPECT_THAT(waiting, HasSubstr("infervisor_worker_admission_waits_total{worker=\"b\"} 1\n"));

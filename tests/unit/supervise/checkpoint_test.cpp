@@ -6,8 +6,8 @@
 
 #include <fstream>
 
+#include "services/supervisor_service.h"
 #include "supervise/persisted_worker.h"
-#include "supervise/supervisor_service.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {

@@ -9,8 +9,8 @@
 
 #include "config/config_loader.h"
 #include "policy/rule_config.h"
+#include "services/policy_runner.h"
 #include "supervise/persisted_worker.h"
-#include "supervise/policy_runner.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {

@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 
 #include "policy/rule_config.h"
-#include "supervise/policy_runner.h"
+#include "services/policy_runner.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {

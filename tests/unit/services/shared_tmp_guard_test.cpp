@@ -5,7 +5,7 @@
 // A worker with its private /tmp holding the same kind of path is not
 // scanned into it (its /tmp is its work dir's). The real systemd-tmpfiles
 // reading such a file: tmpfiles_clean_test.cpp; the whole in a VM: 134.
-#include "supervise/shared_tmp_guard.h"
+#include "services/shared_tmp_guard.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "supervisor_fixture.h"
+#include "supervise/supervisor_fixture.h"
 #include "workdir/tmp_file_protection.h"
 
 namespace infervisor::testing {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "services/service.h"
 #include "supervise/background_work.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_context.h"
@@ -42,7 +43,7 @@
 
 namespace infervisor {
 
-class SharedTmpGuard {
+class SharedTmpGuard final : public Service {
   public:
     // Per round, the fds and maps bytes of this many workers at their caps.
     static constexpr size_t kRoundBudgetWorkers = 8;
@@ -52,10 +53,12 @@ class SharedTmpGuard {
     SharedTmpGuard(const SharedTmpGuard&) = delete;
     SharedTmpGuard& operator=(const SharedTmpGuard&) = delete;
 
-    // Scans at once, then every `interval`.
-    void start(Duration interval);
-    void stop();
-    void set_interval(Duration interval) { interval_ = interval; }
+    std::string_view name() const override { return "shared-tmp guard"; }
+    // Its interval: the configuration's sample_interval.
+    void configure(const Config& config) override;
+    // Scans at once, then every interval.
+    void start() override;
+    void stop() override;
 
     // Queues a scan of every worker that may share the host's /tmp now
     // (unless one is in flight); `done` runs on the loop once its results

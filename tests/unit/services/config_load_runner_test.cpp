@@ -1,6 +1,6 @@
 // ConfigLoadRunner: configuration is parsed and validated off the event
 // loop, at most max_jobs at once, answered by a deadline (issue 10, defect 1).
-#include "supervise/config_load_runner.h"
+#include "services/config_load_runner.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

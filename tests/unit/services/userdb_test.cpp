@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "process/dynamic_users.h"
-#include "supervise/userdb_records.h"
-#include "supervise/userdb_server.h"
+#include "services/userdb_records.h"
+#include "services/userdb_server.h"
 #include "supervise/worker_launch.h"
 #include "support/temp_dir.h"
 
@@ -102,7 +102,7 @@ TEST(UserDbServer, AnswersOverItsSocketFromTheStore) {
 
     boost::asio::io_context io;
     UserDbServer server(io, paths);
-    ASSERT_TRUE(server.start().ok());
+    ASSERT_TRUE(server.listen().ok());
     std::string reply;
     std::atomic<bool> answered{false};
     std::thread client([&] {
@@ -116,13 +116,26 @@ TEST(UserDbServer, AnswersOverItsSocketFromTheStore) {
 
     server.stop();
     EXPECT_FALSE(std::filesystem::exists(userdb_socket_path(paths)));
+
+    // A service may start again after a stop (a re-execution that failed).
+    ASSERT_TRUE(server.listen().ok());
+    answered = false;
+    std::thread again([&] {
+        reply = ask(userdb_socket_path(paths),
+                    call("GetUserRecord", {{"userName", "infervisor-w-llama"}}).dump());
+        answered = true;
+    });
+    while (!answered) io.run_one_for(std::chrono::milliseconds(50));
+    again.join();
+    EXPECT_THAT(reply, HasSubstr("\"uid\":" + std::to_string(*uid)));
+    server.stop();
 }
 
 TEST(UserDbServer, DoesNotStartWithoutSystemdsUserdbDirectory) {
     testing::TempDir dir;
     boost::asio::io_context io;
     UserDbServer server(io, Paths{.runtime_dir = dir.path() / "run" / "infervisor"});
-    auto r = server.start();
+    auto r = server.listen();
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().message(), HasSubstr("no systemd userdb"));
 }

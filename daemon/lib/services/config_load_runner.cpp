@@ -1,4 +1,4 @@
-#include "supervise/config_load_runner.h"
+#include "services/config_load_runner.h"
 
 #include <malloc.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include "supervise/userdb_server.h"
+#include "services/userdb_server.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +9,7 @@
 #include "control/asio_coro.h"
 #include "control/control_socket.h"
 #include "control/varlink_framer.h"
-#include "supervise/userdb_records.h"
+#include "services/userdb_records.h"
 #include "supervise/worker_launch.h"
 
 namespace infervisor {
@@ -122,11 +122,20 @@ std::filesystem::path userdb_socket_path(const Paths& paths) {
 }
 
 UserDbServer::UserDbServer(asio::io_context& io, Paths paths)
-    : io_(io), state_(std::make_shared<State>(io, paths, userdb_socket_path(paths))) {}
+    : io_(io),
+      paths_(std::move(paths)),
+      state_(std::make_shared<State>(io, paths_, userdb_socket_path(paths_))) {}
 
 UserDbServer::~UserDbServer() { stop(); }
 
-Result<void> UserDbServer::start() {
+void UserDbServer::start() {
+    if (auto r = listen(); !r)
+        spdlog::info("dynamic users' names not served: {}", r.error().message());
+}
+
+Result<void> UserDbServer::listen() {
+    if (state_->acceptor.is_open()) return {};  // listening already
+    if (state_->stopped) state_ = std::make_shared<State>(io_, paths_, userdb_socket_path(paths_));
     std::error_code ec;
     if (!std::filesystem::is_directory(state_->socket_path.parent_path(), ec))
         return plain_error(state_->socket_path.parent_path().string() +

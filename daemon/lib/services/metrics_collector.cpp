@@ -1,4 +1,4 @@
-#include "supervise/metrics_collector.h"
+#include "services/metrics_collector.h"
 
 #include <spdlog/spdlog.h>
 
@@ -55,8 +55,19 @@ MetricsCollector::~MetricsCollector() {
 }
 
 void MetricsCollector::configure(const Config& config) {
-    const MetricsSettings& wanted = config.daemon.metrics;
+    wanted_ = config.daemon.metrics;
     sample_interval_ = config.daemon.sample_interval;
+    if (running_) apply();
+}
+
+void MetricsCollector::start() {
+    if (running_) return;
+    running_ = true;
+    apply();
+}
+
+void MetricsCollector::apply() {
+    const MetricsSettings& wanted = wanted_;
     size_t points = static_cast<size_t>(wanted.history / sample_interval_);
     metrics_.set_history_points(std::max<size_t>(points, 1));
     bool observe = wanted.exported() || points > 0;
@@ -97,8 +108,10 @@ void MetricsCollector::open_listener(const MetricsSettings& settings) {
 }
 
 void MetricsCollector::stop() {
+    running_ = false;
     policy_.set_round_observer({});
     http_.reset();
+    settings_ = {};  // the next start() opens what is configured then
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> MetricsCollector::listening() const {

@@ -1,13 +1,13 @@
 // MetricsCollector on real processes: when the textfile is written (only when
 // due, not after every round: the cost of issue 15), and the checkpoint and
 // suspension series fed by a real worker's events.
-#include "supervise/metrics_collector.h"
+#include "services/metrics_collector.h"
 
 #include <gmock/gmock.h>
 
 #include "base/file_io.h"
-#include "supervise/policy_runner.h"
-#include "supervisor_fixture.h"
+#include "services/policy_runner.h"
+#include "supervise/supervisor_fixture.h"
 
 namespace infervisor::testing {
 namespace {
@@ -46,6 +46,7 @@ class MetricsCollectorTest : public SupervisorFixture {
         supervisor_->apply(c);
         policy_->configure(c);
         collector_->configure(c);
+        collector_->start();  // once; later calls apply a reload to the running collector
     }
     std::string written() const { return read_file(textfile()).value_or("(none)"); }
 
@@ -82,6 +83,22 @@ TEST_F(MetricsCollectorTest, TheTextfileIsWrittenAgainOnceDue) {
     policy_->start();
     run_until([&] { return collector_->textfile_writes() >= 2; });
     EXPECT_THAT(written(), HasSubstr("infervisor_daemon_evaluations_total"));
+}
+
+// A stopped collector records nothing and serves nothing; started again (a
+// re-execution that failed) it opens what is configured.
+TEST_F(MetricsCollectorTest, StopClosesTheListenerAndStartReopensIt) {
+    Config c = config({counter("count")});
+    c.daemon.metrics.listen_address = "127.0.0.1";
+    c.daemon.metrics.listen_port = 0;
+    apply(c);
+    ASSERT_TRUE(collector_->listening());
+    collector_->stop();
+    EXPECT_FALSE(collector_->listening());
+    collector_->configure(c);  // a reload while stopped opens nothing
+    EXPECT_FALSE(collector_->listening());
+    collector_->start();
+    EXPECT_TRUE(collector_->listening());
 }
 
 TEST_F(MetricsCollectorTest, WithTheListenerTheTextIsRenderedOnlyWhenScrapedOncePerRound) {

@@ -1,4 +1,4 @@
-#include "supervise/policy_runner.h"
+#include "services/policy_runner.h"
 
 #include <spdlog/spdlog.h>
 

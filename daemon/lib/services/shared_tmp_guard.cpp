@@ -1,4 +1,4 @@
-#include "supervise/shared_tmp_guard.h"
+#include "services/shared_tmp_guard.h"
 
 #include <spdlog/spdlog.h>
 
@@ -51,8 +51,9 @@ SharedTmpGuard::~SharedTmpGuard() {
     alive_.reset();
 }
 
-void SharedTmpGuard::start(Duration interval) {
-    interval_ = interval;
+void SharedTmpGuard::configure(const Config& config) { interval_ = config.daemon.sample_interval; }
+
+void SharedTmpGuard::start() {
     if (running_) return;
     running_ = true;
     scan_now();

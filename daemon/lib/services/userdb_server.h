@@ -23,6 +23,7 @@
 
 #include "base/paths.h"
 #include "base/result.h"
+#include "services/service.h"
 
 namespace infervisor {
 
@@ -31,7 +32,7 @@ namespace infervisor {
 // dir has no systemd/userdb beside it, so no server starts there.
 std::filesystem::path userdb_socket_path(const Paths& paths);
 
-class UserDbServer {
+class UserDbServer final : public Service {
   public:
     static constexpr size_t kMaxConnections = 64;
 
@@ -40,17 +41,22 @@ class UserDbServer {
     UserDbServer(const UserDbServer&) = delete;
     UserDbServer& operator=(const UserDbServer&) = delete;
 
+    std::string_view name() const override { return "userdb"; }
+    void configure(const Config&) override {}  // nothing of it is configured
+    // listen(); a host without systemd's userdb directory is logged (info).
+    void start() override;
     // Binds the socket (its parent must exist: no userdb directory, no
     // systemd userdb on this host) and starts accepting.
-    Result<void> start();
-    // Closes the socket and every connection; idempotent.
-    void stop();
+    Result<void> listen();
+    // Closes the socket and every connection; idempotent. listen() may follow.
+    void stop() override;
 
     struct State;
 
   private:
     boost::asio::io_context& io_;
-    std::shared_ptr<State> state_;
+    Paths paths_;
+    std::shared_ptr<State> state_;  // a fresh one for each listen() after a stop()
 };
 
 }  // namespace infervisor

@@ -1,4 +1,4 @@
-#include "supervise/userdb_records.h"
+#include "services/userdb_records.h"
 
 #include <optional>
 

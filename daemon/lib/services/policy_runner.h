@@ -39,6 +39,7 @@
 #include "metrics/evaluation_round.h"
 #include "policy/policy_engine.h"
 #include "policy/resume_planner.h"
+#include "services/service.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_signal_watch.h"
 
@@ -47,24 +48,25 @@ namespace infervisor {
 // Who suspended a worker, as a rule names itself: "rule 'NAME'".
 std::string rule_trigger(std::string_view rule);
 
-class PolicyRunner {
+class PolicyRunner final : public Service {
   public:
     // Shortest time between two evaluations started by kernel wake-ups.
     static constexpr Duration kMinWakeGap{50};
 
     PolicyRunner(WorkerContext& ctx, Supervisor& supervisor);
-    ~PolicyRunner();
+    ~PolicyRunner() override;
     PolicyRunner(const PolicyRunner&) = delete;
     PolicyRunner& operator=(const PolicyRunner&) = delete;
 
     // Takes the rules, host rules, dry-run flag, sampling interval and growth
     // window of a (new) configuration. Workers no longer configured are
     // forgotten.
-    void configure(const Config& config);
+    void configure(const Config& config) override;
+    std::string_view name() const override { return "policy"; }
     // Starts the tick, the host PSI trigger (if the kernel offers one) and the
     // watches of workers already running.
-    void start();
-    void stop();
+    void start() override;
+    void stop() override;
 
     // One evaluation round; public for tests.
     void evaluate_now();

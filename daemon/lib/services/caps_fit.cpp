@@ -1,4 +1,4 @@
-#include "supervise/caps_fit.h"
+#include "services/caps_fit.h"
 
 #include "base/file_io.h"
 #include "policy/metrics.h"
@@ -31,9 +31,9 @@ std::optional<std::string> caps_overcommit_warning(const Config& config, const M
 
 std::optional<std::string> caps_overcommit_warning(const Config& config,
                                                    const std::filesystem::path& procfs) {
-    auto text = read_file(procfs / "meminfo");
-    if (!text) return std::nullopt;
-    return caps_overcommit_warning(config, parse_meminfo(*text));
+    auto host = read_meminfo(procfs);
+    if (!host) return std::nullopt;
+    return caps_overcommit_warning(config, *host);
 }
 
 }  // namespace infervisor

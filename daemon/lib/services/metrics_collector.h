@@ -26,21 +26,27 @@
 #include "control/supervisor_api.h"
 #include "metrics/metrics_http_server.h"
 #include "metrics/supervisor_metrics.h"
-#include "supervise/policy_runner.h"
+#include "services/policy_runner.h"
+#include "services/service.h"
 
 namespace infervisor {
 
-class MetricsCollector {
+class MetricsCollector final : public Service {
   public:
     MetricsCollector(WorkerContext& ctx, Supervisor& supervisor, PolicyRunner& policy);
-    ~MetricsCollector();
+    ~MetricsCollector() override;
     MetricsCollector(const MetricsCollector&) = delete;
     MetricsCollector& operator=(const MetricsCollector&) = delete;
 
-    // Applies `metrics:` (at start and on reload): outputs opened, moved or
-    // closed, history length. A listener that cannot bind is logged, not fatal.
-    void configure(const Config& config);
-    void stop();
+    std::string_view name() const override { return "metrics"; }
+    // Takes `metrics:` (at start and on reload); while running, applies it at
+    // once: outputs opened, moved or closed, history length.
+    void configure(const Config& config) override;
+    // Opens the configured outputs and records every policy round. A
+    // listener that cannot bind is logged, not fatal.
+    void start() override;
+    // Closes the listener and stops recording rounds (the textfile stays).
+    void stop() override;
 
     const SupervisorMetrics& metrics() const { return metrics_; }
     // A configured worker's history (for the control socket).
@@ -57,6 +63,7 @@ class MetricsCollector {
   private:
     void on_round(const EvaluationRound& round);
     void on_event(const Event& e);
+    void apply();  // wanted_ and sample_interval_, while running
     void write_textfile();
     void open_listener(const MetricsSettings& settings);
     // The configured workers' names changed: history of workers gone is dropped.
@@ -67,7 +74,9 @@ class MetricsCollector {
     WorkerContext& ctx_;
     Supervisor& supervisor_;
     PolicyRunner& policy_;
-    MetricsSettings settings_;
+    MetricsSettings wanted_;    // configured
+    MetricsSettings settings_;  // applied (empty while stopped)
+    bool running_ = false;
     Duration sample_interval_{};
     SupervisorMetrics metrics_;
     std::shared_ptr<const std::string> rendered_;  // reset by each round

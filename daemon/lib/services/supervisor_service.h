@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "control/supervisor_api.h"
-#include "supervise/config_load_runner.h"
+#include "services/config_load_runner.h"
 #include "supervise/supervisor.h"
 
 namespace infervisor {

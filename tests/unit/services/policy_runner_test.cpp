@@ -1,12 +1,12 @@
 // PolicyRunner on real processes: decisions of the pure engine are carried
 // out on the worker (or only journalled in dry-run mode).
-#include "supervise/policy_runner.h"
+#include "services/policy_runner.h"
 
 #include <gmock/gmock.h>
 #include <yaml-cpp/yaml.h>
 
 #include "policy/rule_config.h"
-#include "supervisor_fixture.h"
+#include "supervise/supervisor_fixture.h"
 
 namespace infervisor::testing {
 namespace {

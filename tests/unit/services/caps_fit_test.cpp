@@ -1,5 +1,5 @@
 // The overcommit warning: caps that add up to more than RAM + swap.
-#include "supervise/caps_fit.h"
+#include "services/caps_fit.h"
 
 #include <gmock/gmock.h>
 

@@ -1,4 +1,4 @@
-#include "supervise/supervisor_service.h"
+#include "services/supervisor_service.h"
 
 #include "base/signal_names.h"
 #include "cgroup/cgroup_stats.h"
