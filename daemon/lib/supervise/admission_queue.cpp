@@ -5,7 +5,7 @@
 #include "base/file_io.h"
 #include "cgroup/cgroup_stats.h"
 #include "policy/stat_files.h"
-#include "supervise/supervisor.h"
+#include "supervise/worker.h"
 
 namespace infervisor {
 
@@ -21,8 +21,8 @@ std::optional<uint64_t> memory_current(const Worker& w) {
 
 }  // namespace
 
-AdmissionQueue::AdmissionQueue(WorkerContext& ctx, Supervisor& supervisor)
-    : ctx_(ctx), supervisor_(supervisor), timer_(ctx.io) {
+AdmissionQueue::AdmissionQueue(WorkerContext& ctx, WorkerList workers)
+    : ctx_(ctx), workers_(std::move(workers)), timer_(ctx.io) {
     subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
 }
 
@@ -33,12 +33,11 @@ AdmissionQueue::~AdmissionQueue() {
 
 AdmissionVerdict AdmissionQueue::check(const WorkerSpec& spec) const {
     std::vector<ReservedWorker> running;
-    for (const Worker* w : supervisor_.workers())
+    for (const Worker* w : workers_())
         if (w->name() != spec.name && w->spec().memory.reserve && holds_memory(w->state()))
             running.push_back({w->name(), *w->spec().memory.reserve, memory_current(*w)});
     std::optional<uint64_t> available;
-    if (auto text = read_file(ctx_.paths.procfs / "meminfo"))
-        available = parse_meminfo(*text).mem_available;
+    if (auto host = read_meminfo(ctx_.paths.procfs)) available = host->mem_available;
     return check_admission(spec.memory.reserve.value_or(0), available, running);
 }
 
@@ -68,17 +67,17 @@ void AdmissionQueue::schedule(Duration delay) {
 }
 
 void AdmissionQueue::recheck() {
-    std::vector<const Worker*> waiting;
-    for (const Worker* w : supervisor_.workers())
+    std::vector<Worker*> waiting;
+    for (Worker* w : workers_())
         if (w->state() == WorkerState::waiting) waiting.push_back(w);
     if (waiting.empty()) return;
     std::sort(waiting.begin(), waiting.end(), [](const Worker* a, const Worker* b) {
         return std::make_pair(-a->spec().priority, a->name()) <
                std::make_pair(-b->spec().priority, b->name());
     });
-    for (const Worker* w : waiting)
-        if (Worker* worker = supervisor_.find(w->name())) worker->start();
-    for (const Worker* w : supervisor_.workers())
+    // A start changes no worker's place in the Supervisor (only states).
+    for (Worker* w : waiting) w->start();
+    for (const Worker* w : workers_())
         if (w->state() == WorkerState::waiting) return schedule(kRecheck);
 }
 

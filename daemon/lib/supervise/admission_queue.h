@@ -13,11 +13,15 @@
 // its way back is resume_when, which checks the room itself.
 //
 // Contract: event loop thread only; reading the files is a few small reads
-// per worker with a reserve.
+// per worker with a reserve. The queue sees the workers only through the
+// WorkerList its owner (the Supervisor) hands in, so it does not depend on
+// its owner.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "journal/event_bus.h"
 #include "policy/admission.h"
@@ -25,7 +29,7 @@
 
 namespace infervisor {
 
-class Supervisor;
+class Worker;
 struct WorkerSpec;
 
 class AdmissionQueue {
@@ -34,7 +38,10 @@ class AdmissionQueue {
     // A worker that just exited frees its memory a moment later.
     static constexpr Duration kAfterExit = std::chrono::milliseconds(200);
 
-    AdmissionQueue(WorkerContext& ctx, Supervisor& supervisor);
+    // The configured workers, in name order.
+    using WorkerList = std::function<std::vector<Worker*>()>;
+
+    AdmissionQueue(WorkerContext& ctx, WorkerList workers);
     ~AdmissionQueue();
     AdmissionQueue(const AdmissionQueue&) = delete;
     AdmissionQueue& operator=(const AdmissionQueue&) = delete;
@@ -47,7 +54,7 @@ class AdmissionQueue {
     void recheck();
 
     WorkerContext& ctx_;
-    Supervisor& supervisor_;
+    WorkerList workers_;
     EventBus::SinkId subscription_ = 0;
     boost::asio::steady_timer timer_;
     bool scheduled_ = false;

@@ -40,7 +40,7 @@ Supervisor::Supervisor(WorkerContext& ctx)
       snapshots_(ctx.paths.runtime_dir / "state" / ".config"),
       background_(ctx.io),
       monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }),
-      admission_(ctx, *this) {
+      admission_(ctx, [this] { return configured_workers(); }) {
     ctx_.admission = [this](const WorkerSpec& spec) { return admission_.check(spec); };
 }
 
@@ -240,6 +240,12 @@ void Supervisor::stop_all(std::function<void()> done) {
 Worker* Supervisor::find(const std::string& name) {
     auto it = workers_.find(name);
     return it == workers_.end() ? nullptr : it->second.get();
+}
+
+std::vector<Worker*> Supervisor::configured_workers() {
+    std::vector<Worker*> out;
+    for (const auto& [name, worker] : workers_) out.push_back(worker.get());
+    return out;
 }
 
 std::vector<const Worker*> Supervisor::workers() const {

@@ -86,6 +86,7 @@ class Supervisor {
     // whatever name it was asked for under (a renamed worker keeps its dir).
     std::optional<std::string> dir_in_use(const std::filesystem::path& dir) const;
     std::optional<WorkDirMonitor::WorkerView> view_of(const std::string& name) const;
+    std::vector<Worker*> configured_workers();  // for the admission queue
 
     WorkerContext& ctx_;
     std::map<std::string, WorkerSpec> desired_;
