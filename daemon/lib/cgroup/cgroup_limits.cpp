@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "base/file_io.h"
+
 namespace infervisor {
 
 namespace {
@@ -35,6 +37,28 @@ Result<std::vector<std::string>> apply_limits(const CgroupDir& dir, const Cgroup
         if (!r) return r.error();
     }
     return warnings;
+}
+
+namespace {
+
+const char* file_of(MemoryLimit which) {
+    return which == MemoryLimit::high ? "memory.high" : "memory.swap.max";
+}
+
+}  // namespace
+
+Result<std::string> read_memory_limit(const CgroupDir& dir, MemoryLimit which) {
+    auto text = dir.read(file_of(which));
+    if (!text) return text.error();
+    return std::string(trim(*text));
+}
+
+Result<void> write_memory_limit(const CgroupDir& dir, MemoryLimit which, const std::string& value) {
+    return dir.write(file_of(which), value);
+}
+
+Result<void> write_memory_limit(const CgroupDir& dir, MemoryLimit which, uint64_t bytes) {
+    return dir.write(file_of(which), std::to_string(bytes));
 }
 
 }  // namespace infervisor

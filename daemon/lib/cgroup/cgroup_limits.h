@@ -28,4 +28,15 @@ struct CgroupLimits {
 // returned warnings; any other failure is an error.
 Result<std::vector<std::string>> apply_limits(const CgroupDir& dir, const CgroupLimits& limits);
 
+// A memory limit of a running worker's cgroup that the daemon lowers, lifts
+// and puts back (the throttle action, a suspension).
+enum class MemoryLimit { high, swap_max };
+
+// The limit as the kernel shows it: "max" or a number of bytes, kept as text
+// so that putting it back writes exactly what was there.
+Result<std::string> read_memory_limit(const CgroupDir& dir, MemoryLimit which);
+// `value`: "max" or a number of bytes, as read_memory_limit() returned it.
+Result<void> write_memory_limit(const CgroupDir& dir, MemoryLimit which, const std::string& value);
+Result<void> write_memory_limit(const CgroupDir& dir, MemoryLimit which, uint64_t bytes);
+
 }  // namespace infervisor

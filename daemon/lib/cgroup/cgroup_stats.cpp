@@ -15,7 +15,7 @@ std::optional<uint64_t> value_or_empty(const CgroupValue& value) {
 }
 
 Result<MemoryEvents> CgroupStats::memory_events() const {
-    auto events = counters("memory.events");
+    auto events = counters(kMemoryEventsFile);
     if (!events) return events.error();
     return memory_events_from(*events);
 }

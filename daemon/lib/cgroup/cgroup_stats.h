@@ -46,6 +46,11 @@ using CgroupValue = Result<std::optional<uint64_t>>;
 // callers that show a number when there is one and need no reason).
 std::optional<uint64_t> value_or_empty(const CgroupValue& value);
 
+// The files that a worker's signal watch holds open (psi_trigger.h,
+// kernfs_watch.h), named here with the others.
+inline constexpr char kMemoryPressureFile[] = "memory.pressure";
+inline constexpr char kMemoryEventsFile[] = "memory.events";
+
 class CgroupStats {
   public:
     explicit CgroupStats(CgroupDir dir) : dir_(std::move(dir)) {}
@@ -60,7 +65,7 @@ class CgroupStats {
     CgroupValue swap_max() const { return single_value("memory.swap.max"); }
     CgroupValue pids_current() const { return single_value("pids.current"); }
 
-    Result<PsiReading> memory_pressure() const { return pressure("memory.pressure"); }
+    Result<PsiReading> memory_pressure() const { return pressure(kMemoryPressureFile); }
     Result<PsiReading> cpu_pressure() const { return pressure("cpu.pressure"); }
     Result<PsiReading> io_pressure() const { return pressure("io.pressure"); }
 

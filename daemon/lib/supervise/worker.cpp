@@ -756,9 +756,8 @@ void Worker::schedule_restart(const RestartVerdict& verdict) {
 
 void Worker::launch_when_room() {
     if (!room_needed_) return launch();
-    MemInfo host;
-    if (auto text = read_file(ctx_.paths.procfs / "meminfo")) host = parse_meminfo(*text);
-    RoomVerdict room = judge_room(*room_needed_, host);
+    RoomVerdict room =
+        judge_room(*room_needed_, read_meminfo(ctx_.paths.procfs).value_or(MemInfo{}));
     if (room.fits) {
         if (room_wait_logged_)
             spdlog::info("{}: the host has room again ({} available); restarting", spec_.name,
@@ -849,7 +848,7 @@ namespace infervisor {
 
 Result<void> Worker::throttle(uint64_t memory_high) {
     if (pid_ == 0) return plain_error("not running");
-    return cgroup().write("memory.high", std::to_string(memory_high));
+    return write_memory_limit(cgroup(), MemoryLimit::high, memory_high);
 }
 
 Result<void> Worker::freeze() {

@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "cgroup/cgroup_stats.h"
 #include "cgroup/psi_trigger.h"
 
 namespace infervisor {
@@ -36,8 +37,8 @@ namespace infervisor {
 // hosts' cgroup2 has no memory controller, so there the watch is shown to
 // work on cgroup.events, which kernfs notifies the same way.
 struct SignalWatchFiles {
-    std::string pressure = "memory.pressure";
-    std::string events = "memory.events";
+    std::string pressure = kMemoryPressureFile;
+    std::string events = kMemoryEventsFile;
 };
 
 class WorkerSignalWatch {

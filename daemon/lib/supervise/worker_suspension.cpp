@@ -6,6 +6,8 @@
 
 #include "base/file_io.h"
 #include "base/units.h"
+#include "cgroup/cgroup_limits.h"
+#include "cgroup/cgroup_stats.h"
 
 namespace infervisor {
 
@@ -23,20 +25,18 @@ double seconds_between(TimePoint from, TimePoint to) {
 
 std::string bytes_text(std::optional<uint64_t> v) { return v ? std::to_string(*v) : ""; }
 
-std::optional<uint64_t> read_u64(const CgroupDir& dir, const char* file) {
-    auto text = dir.read(file);
-    if (!text) return std::nullopt;
-    try {
-        return std::stoull(*text);
-    } catch (...) {
-        return std::nullopt;
-    }
+std::optional<uint64_t> swap_current(const CgroupDir& dir) {
+    return value_or_empty(CgroupStats(dir).swap_current());
 }
 
-std::optional<std::string> read_trimmed(const CgroupDir& dir, const char* file) {
-    auto text = dir.read(file);
+std::optional<uint64_t> memory_current(const CgroupDir& dir) {
+    return value_or_empty(CgroupStats(dir).memory_current());
+}
+
+std::optional<std::string> read_limit(const CgroupDir& dir, MemoryLimit which) {
+    auto text = read_memory_limit(dir, which);
     if (!text) return std::nullopt;
-    return std::string(trim(*text));
+    return *text;
 }
 
 }  // namespace
@@ -60,17 +60,17 @@ BackgroundWork& WorkerSuspension::background() {
 Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger,
                                        Finished finished) {
     if (active()) return plain_error("already suspended (" + trigger_ + ")");
-    saved_high_ = read_trimmed(dir, "memory.high");
+    saved_high_ = read_limit(dir, MemoryLimit::high);
     saved_swap_max_.reset();
     // Its pages must be allowed into swap, whatever its swap_max.
-    if (auto swap_max = read_trimmed(dir, "memory.swap.max"); swap_max && *swap_max != "max") {
-        if (auto r = dir.write("memory.swap.max", "max"); r)
+    if (auto swap_max = read_limit(dir, MemoryLimit::swap_max); swap_max && *swap_max != "max") {
+        if (auto r = write_memory_limit(dir, MemoryLimit::swap_max, "max"); r)
             saved_swap_max_ = *swap_max;
         else
             spdlog::warn("{}: {}", worker_, r.error().message());
     }
     if (auto r = dir.set_frozen(true); !r) {
-        if (saved_swap_max_) (void)dir.write("memory.swap.max", *saved_swap_max_);
+        if (saved_swap_max_) (void)write_memory_limit(dir, MemoryLimit::swap_max, *saved_swap_max_);
         saved_swap_max_.reset();
         return r;
     }
@@ -137,7 +137,7 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     memory_before_ = r.memory_before;
     TimePoint now = clock_.now();
     double freeze_seconds = seconds_between(*since_, frozen_at_.value_or(*since_));
-    std::optional<uint64_t> swap = read_u64(*dir_, "memory.swap.current");
+    std::optional<uint64_t> swap = swap_current(*dir_);
     Fields fields = {{"TRIGGER", trigger_},
                      {"FROZEN", frozen ? "1" : "0"},
                      {"FREEZE_SECONDS", seconds_text(freeze_seconds)},
@@ -183,10 +183,10 @@ Result<void> WorkerSuspension::resume(std::string trigger, Finished finished) {
 void WorkerSuspension::restore_limits() {
     // memory.high first: thawed under a lowered memory.high it would be throttled.
     if (saved_high_)
-        if (auto r = dir_->write("memory.high", *saved_high_); !r)
+        if (auto r = write_memory_limit(*dir_, MemoryLimit::high, *saved_high_); !r)
             spdlog::warn("{}: {}", worker_, r.error().message());
     if (saved_swap_max_)
-        if (auto r = dir_->write("memory.swap.max", *saved_swap_max_); !r)
+        if (auto r = write_memory_limit(*dir_, MemoryLimit::swap_max, *saved_swap_max_); !r)
             spdlog::warn("{}: {}", worker_, r.error().message());
     saved_high_.reset();
     saved_swap_max_.reset();
@@ -202,8 +202,8 @@ void WorkerSuspension::thaw_and_report(std::string trigger, Finished finished) {
                      {"SUSPENDED_BY", trigger_},
                      {"SUSPENDED_SECONDS", seconds_text(seconds_between(*since_, now))},
                      {"RESUME_SECONDS", seconds_text(seconds_between(begin, now))},
-                     {"SWAP_CURRENT", bytes_text(read_u64(*dir_, "memory.swap.current"))},
-                     {"MEMORY_CURRENT", bytes_text(read_u64(*dir_, "memory.current"))}};
+                     {"SWAP_CURRENT", bytes_text(swap_current(*dir_))},
+                     {"MEMORY_CURRENT", bytes_text(memory_current(*dir_))}};
     std::string message = "resumed (" + trigger + ") after " +
                           seconds_text(seconds_between(*since_, now)) + "s suspended (" + trigger_ +
                           ")";
