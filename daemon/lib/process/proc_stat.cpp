@@ -9,7 +9,7 @@ namespace infervisor {
 Result<ProcStat> parse_proc_stat(std::string_view line) {
     size_t paren = line.rfind(')');
     if (paren == std::string_view::npos) return plain_error("no command name in /proc stat line");
-    // After ") ": field 3 (state) is the first; starttime is field 22.
+    // After ") ": field 3 (state) is the first, then 4 (ppid); starttime is field 22.
     std::string_view rest = line.substr(paren + 1);
     ProcStat stat;
     int field = 2;
@@ -21,6 +21,11 @@ Result<ProcStat> parse_proc_stat(std::string_view line) {
         if (pos == end) break;
         ++field;
         if (field == 3) stat.state = rest[pos];
+        if (field == 4) {
+            auto [ptr, ec] = std::from_chars(rest.data() + pos, rest.data() + end, stat.ppid);
+            if (ec != std::errc() || ptr != rest.data() + end)
+                return plain_error("malformed ppid in /proc stat line");
+        }
         if (field == 22) {
             auto [ptr, ec] = std::from_chars(rest.data() + pos, rest.data() + end, stat.start_time);
             if (ec != std::errc() || ptr != rest.data() + end)

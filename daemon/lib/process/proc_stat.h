@@ -16,10 +16,11 @@ namespace infervisor {
 
 struct ProcStat {
     char state = '?';         // field 3: R, S, D, Z, ...
+    pid_t ppid = 0;           // field 4
     uint64_t start_time = 0;  // field 22: starttime, clock ticks after boot
 };
 
-// Fields 3 and 22 of a /proc/PID/stat line. The command name (field 2) may
+// Fields 3, 4 and 22 of a /proc/PID/stat line. The command name (field 2) may
 // hold spaces and parentheses, so fields are counted from its last ')'.
 Result<ProcStat> parse_proc_stat(std::string_view stat_line);
 

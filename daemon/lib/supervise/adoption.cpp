@@ -30,6 +30,8 @@ AdoptionPlan plan_adoption(const FoundWorker& found, bool configured, SpecMatch 
         plan.then = ConfigAction::stop;
     else if (plan.run == RunAction::none || plan.run == RunAction::reap)
         plan.then = ConfigAction::keep;  // starts fresh with the spec it has now
+    else if (found.state_unreadable)
+        plan.then = ConfigAction::keep;  // its spec cannot be told: goes on with today's
     else if (match == SpecMatch::same)
         plan.then = ConfigAction::keep;
     else if (match == SpecMatch::unknown &&

@@ -19,6 +19,14 @@
 //     is killed, and the restart policy applies (as for any failure).
 //   - A worker with no run keeps its state and counters: stopped and parked
 //     and failed stay so; one waiting in backoff restarts now.
+//   - A state file this daemon cannot read (written by a newer daemon before
+//     a package downgrade, or damaged) never costs a running worker its
+//     model: when its cgroup is populated, the run is adopted from the
+//     cgroup (its main process is the one whose parent lives outside it,
+//     the oldest if several: Supervisor::adopt_one), as running, or still
+//     suspended if its cgroup is frozen; its counters start afresh, and it
+//     keeps the spec it has now (its old spec cannot be told, and a restart
+//     to find out would cost the load).
 // Then the configuration: a worker no longer configured is stopped (its
 // state dropped); one whose spec changed is restarted as a reload would
 // restart it, and so is a run whose old spec cannot be told (a worker with
@@ -38,6 +46,9 @@ struct FoundWorker {
     bool cgroup_exists = false;
     bool cgroup_populated = false;
     std::optional<PersistedWorker> persisted;  // nullopt: no (valid) state file
+    // A state file exists but could not be read; `persisted` then describes
+    // what was found in the cgroup, if a main process was found there.
+    bool state_unreadable = false;
     // The persisted main pid lives, has the persisted start time and is in
     // the worker's cgroup.
     bool main_alive = false;

@@ -8,6 +8,13 @@
 // its spec came from (config_snapshot.h; how a spec changed while no daemon
 // ran is detected).
 //
+// Versions: the first line names the format ("infervisor-worker-state 1").
+// A daemon reads its own version and every older one (this is the first);
+// a later format keeps the file's name and the form of its first line, so
+// that an older daemon (a package downgrade) knows the file for one it
+// cannot read. A file that cannot be read never costs a running worker its
+// model: adoption then takes the run from its cgroup (adoption.h).
+//
 // Contract: the file is written atomically (a temporary in the same dir, then
 // rename), is at most kMaxStateFileSize bytes, and holds one "key=value" line
 // per field after a version line. It is root's own file under a root-only

@@ -2,6 +2,8 @@
 // worker an earlier daemon left behind.
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "notify/notify_socket.h"
 #include "process/pidfd.h"
 #include "process/proc_stat.h"
@@ -25,6 +27,48 @@ UniqueFd open_main_process(const PersistedWorker& p, const Paths& paths,
     if (!stat || stat->start_time != p.pid_start_time || stat->state == 'Z') return {};
     if (!process_in_cgroup(paths.procfs, p.pid, cgroup_in_proc)) return {};
     return std::move(*pidfd);
+}
+
+// The main process of a run whose state file cannot be read (adoption.h):
+// in a populated cgroup, the process whose parent lives outside it (the
+// worker's first process, reparented when its daemon ended), the oldest if
+// several; not a zombie. Its pidfd is opened before the checks, as above.
+struct FoundMain {
+    pid_t pid = 0;
+    uint64_t start_time = 0;
+    UniqueFd pidfd;
+};
+
+std::optional<FoundMain> find_main_in_cgroup(const CgroupDir& dir, const Paths& paths,
+                                             const std::string& cgroup_in_proc) {
+    auto procs = dir.procs();
+    if (!procs) return std::nullopt;
+    std::set<pid_t> inside(procs->begin(), procs->end());
+    std::optional<FoundMain> best;
+    for (pid_t pid : *procs) {
+        auto stat = read_proc_stat(paths.procfs, pid);
+        if (!stat || stat->state == 'Z' || inside.count(stat->ppid)) continue;
+        if (best && best->start_time <= stat->start_time) continue;
+        auto pidfd = open_pidfd(pid);
+        if (!pidfd) continue;
+        auto again = read_proc_stat(paths.procfs, pid);  // still the process the pidfd names
+        if (!again || again->start_time != stat->start_time) continue;
+        if (!process_in_cgroup(paths.procfs, pid, cgroup_in_proc)) continue;
+        best = FoundMain{pid, stat->start_time, std::move(*pidfd)};
+    }
+    return best;
+}
+
+// What a run found in its cgroup looks like to Worker::adopt: running (or
+// suspended, frozen as it is), its counters afresh, no snapshot.
+PersistedWorker found_in_cgroup(const std::string& name, const FoundMain& main, bool frozen) {
+    PersistedWorker p;
+    p.name = name;
+    p.pid = main.pid;
+    p.pid_start_time = main.start_time;
+    p.state = frozen ? WorkerState::suspended : WorkerState::running;
+    if (frozen) p.suspended_by = "an earlier daemon (its state file could not be read)";
+    return p;
 }
 
 // For the log line: what the configuration means for the worker.
@@ -56,13 +100,24 @@ void Supervisor::adopt_one(const std::string& name, const Config& config) {
     found.cgroup_exists = dir.exists();
     found.cgroup_populated = found.cgroup_exists && dir.populated().value_or(true);
     auto persisted = read_persisted_worker(state_dir, name);
-    if (persisted)
-        found.persisted = *persisted;
-    else if (persisted.error().code != ENOENT)
-        spdlog::warn("{}: ignoring its state file: {}", name, persisted.error().message());
     UniqueFd pidfd;
-    if (found.persisted && found.cgroup_populated)
-        pidfd = open_main_process(*found.persisted, ctx_.paths, cgroup_in_proc);
+    if (persisted) {
+        found.persisted = *persisted;
+        if (found.cgroup_populated)
+            pidfd = open_main_process(*found.persisted, ctx_.paths, cgroup_in_proc);
+    } else if (persisted.error().code != ENOENT) {
+        found.state_unreadable = true;
+        std::optional<FoundMain> main;
+        if (found.cgroup_populated) main = find_main_in_cgroup(dir, ctx_.paths, cgroup_in_proc);
+        spdlog::warn("{}: cannot read its state file ({}){}", name, persisted.error().message(),
+                     main ? "; adopting the run from its cgroup, main process pid " +
+                                std::to_string(main->pid)
+                          : "");
+        if (main) {
+            found.persisted = found_in_cgroup(name, *main, dir.frozen().value_or(false));
+            pidfd = std::move(main->pidfd);
+        }
+    }
     found.main_alive = static_cast<bool>(pidfd);
 
     const WorkerSpec* now = config.find(name);

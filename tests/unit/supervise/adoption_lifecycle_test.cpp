@@ -99,6 +99,41 @@ TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
     EXPECT_EQ(count("a", K::exited), 0u);
 }
 
+// A state file this daemon cannot read (a newer daemon's before a package
+// downgrade, or a damaged one) must not cost the running worker its model:
+// the run is adopted from its cgroup, with the same pid, and goes on.
+TEST_F(AdoptionLifecycle, ARunWhoseStateFileCannotBeReadIsAdoptedFromItsCgroup) {
+    Config config = load("workers:\n" + worker_yaml("newer") + worker_yaml("damaged"));
+    supervisor_->apply(config);
+    run_until([&] { return count("newer", K::ready) == 1 && count("damaged", K::ready) == 1; });
+    pid_t newer = supervisor_->find("newer")->snapshot().pid;
+    pid_t damaged = supervisor_->find("damaged")->snapshot().pid;
+    supervisor_.reset();
+    // What a later release might write, and a file cut short.
+    dir_->write("run/state/newer", "infervisor-worker-state 2\nname=newer\nstate=serving-v2\npid=" +
+                                       std::to_string(newer) + "\n");
+    dir_->write("run/state/damaged", "infervisor-worker-state 1\nname=dam");
+
+    new_daemon(config);
+    for (auto [name, pid] : {std::pair{"newer", newer}, std::pair{"damaged", damaged}}) {
+        Worker* w = supervisor_->find(name);
+        ASSERT_NE(w, nullptr) << name;
+        EXPECT_EQ(w->state(), WorkerState::running) << name;
+        EXPECT_EQ(w->snapshot().pid, pid) << name;
+        EXPECT_THAT(kinds_of(name), ElementsAre(K::adopted)) << name;
+        EXPECT_EQ(::kill(pid, 0), 0) << name << " must still run";
+    }
+    // This daemon's own state file replaces the unreadable one.
+    auto rewritten = read_persisted_worker(state_dir(), "newer");
+    ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+    EXPECT_EQ(rewritten->pid, newer);
+    // Heartbeats and stops work as for any adopted run.
+    bool stopped = false;
+    supervisor_->find("newer")->stop([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    EXPECT_THAT(kinds_of("newer"), ElementsAre(K::adopted, K::exited, K::stopped));
+}
+
 TEST_F(AdoptionLifecycle, AWorkerThatDiedWhileNoDaemonWatchedIsRestartedOnce) {
     Config config = load("workers:\n" + worker_yaml("a"));
     supervisor_->apply(config);

@@ -43,6 +43,20 @@ TEST(Adoption, ALiveRunIsRestartedWhenItsSpecChangedOrIsUnknown) {
               plan(R::adopt, C::restart));
 }
 
+// A state file that could not be read (a newer daemon's, damaged): the run
+// found in the cgroup goes on with the spec the worker has now, as a restart
+// to learn its old one would cost the model load; not configured, it stops.
+TEST(Adoption, ARunFoundDespiteAnUnreadableStateFileIsKept) {
+    FoundWorker f = found(S::running, true, true, true);
+    f.state_unreadable = true;
+    EXPECT_EQ(plan_adoption(f, true, SpecMatch::unknown), plan(R::adopt, C::keep));
+    EXPECT_EQ(plan_adoption(f, false, SpecMatch::unknown), plan(R::adopt, C::stop));
+    // No main process found in the cgroup: its processes are orphans.
+    FoundWorker none = found(std::nullopt, true, true, false);
+    none.state_unreadable = true;
+    EXPECT_EQ(plan_adoption(none, true, SpecMatch::unknown), plan(R::reap, C::keep));
+}
+
 TEST(Adoption, ALiveRunNoLongerConfiguredIsAdoptedToBeStopped) {
     EXPECT_EQ(plan_adoption(found(S::running, true, true, true), false, SpecMatch::unknown),
               plan(R::adopt, C::stop));

@@ -56,6 +56,52 @@ TEST(PersistedWorker, RoundTripsEveryField) {
     EXPECT_EQ(*bare_back, bare);
 }
 
+// The schema's promise to later daemons: a version 1 file exactly as this
+// release writes it (a running worker that a rule had asked to restart)
+// stays readable. A later release that changes the format keeps this test
+// passing; an older release that cannot read a later file adopts the run
+// from its cgroup instead (adoption.h).
+TEST(PersistedWorker, AVersion1FileAsWrittenTodayStaysReadable) {
+    std::string v1 =
+        "infervisor-worker-state 1\n"
+        "name=llama\n"
+        "config_snapshot=3f2a\n"
+        "state=running\n"
+        "pid=4242\n"
+        "pid_start_time=987654\n"
+        "started_at_ms=120000\n"
+        "stop_requested=0\n"
+        "restart_requested=1\n"
+        "policy_then=restart\n"
+        "policy_rule=runaway-growth\n"
+        "starts_ms=100000,120000\n"
+        "last_start_ms=120000\n"
+        "consecutive_failures=1\n"
+        "total_restarts=1\n"
+        "last_exit=killed by rule 'runaway-growth'\n"
+        "status_text=serving\n"
+        "suspended_by=\n"
+        "suspended_since_ms=-\n"
+        "suspended_memory=-\n"
+        "suspended_starting=0\n"
+        "checkpoint_path=\n"
+        "checkpoint_bytes=-\n"
+        "checkpoint_at_ms=-\n";
+    auto w = parse_persisted_worker(v1);
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    EXPECT_EQ(w->name, "llama");
+    EXPECT_EQ(w->state, WorkerState::running);
+    EXPECT_EQ(w->pid, 4242);
+    EXPECT_EQ(w->pid_start_time, 987654u);
+    EXPECT_TRUE(w->restart_requested);
+    EXPECT_EQ(w->policy_rule, "runaway-growth");
+    EXPECT_EQ(w->restarts.total_restarts, 1u);
+    EXPECT_EQ(format_persisted_worker(*w), v1);  // and this release writes it the same
+    // A later version's file is not taken for this one.
+    std::string v2 = "infervisor-worker-state 2" + v1.substr(v1.find('\n'));
+    EXPECT_FALSE(parse_persisted_worker(v2).ok());
+}
+
 // An older daemon wrote no suspension fields: its file still reads (who
 // suspended the worker is then unknown), and a garbled one is refused.
 TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
