@@ -61,8 +61,8 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
             [this](ProbeRole role, const ProbeChange& change) { on_probe_change(role, change); });
     checkpoints_.set_process_lookup([this] {
         WorkerCheckpoints::Processes p;
-        if (pid_ == 0 || exiting_) return p;
-        p.main = pid_;
+        if (!live()) return p;
+        p.main = run_->pid;
         p.all = cgroup().procs().value_or({});
         return p;
     });
@@ -82,15 +82,23 @@ void Worker::emit(EventKind kind, std::string message,
     ctx_.events.emit(Event{kind, spec_.name, std::move(message), std::move(fields)});
 }
 
-void Worker::set_state(WorkerState state) {
+void Worker::set_state(WorkerState state, WorkerMove move) {
     if (state_ == state) return;
-    spdlog::debug("{}: {} -> {}", spec_.name, state_name(state_), state_name(state));
+    if (!move_allowed(move, state_, state)) {
+        count_unlisted_move();
+        spdlog::error("{}: {} -> {} is no move of the lifecycle ({}): a bug, please report it",
+                      spec_.name, state_name(state_), state_name(state), move_name(move));
+    }
+    spdlog::debug("{}: {} -> {} ({})", spec_.name, state_name(state_), state_name(state),
+                  move_name(move));
     // Straight to running (no readiness signal): ready at its start.
-    if (state == WorkerState::running && pid_ != 0 && !ready_at_)
-        ready_at_ = state_ == WorkerState::starting ? ctx_.clock.now() : started_at_;
-    if (state == WorkerState::starting && pid_ != 0) signals_readiness_ = true;
-    if (state != WorkerState::parked) parked_checkpoint_.reset();
-    if (state == WorkerState::starting) checkpoint_for_park_.reset();  // a new run
+    if (state == WorkerState::running && main_pid() != 0 && !run_->ready_at)
+        run_->ready_at = state_ == WorkerState::starting ? ctx_.clock.now() : run_->started_at;
+    if (state == WorkerState::starting && main_pid() != 0) run_->signals_readiness = true;
+    if (state != WorkerState::parked) {
+        parked_checkpoint_.reset();
+        parked_rule_.clear();
+    }
     state_ = state;
     persist();
 }
@@ -103,14 +111,14 @@ WorkerSnapshot Worker::snapshot() const {
     WorkerSnapshot s;
     s.name = spec_.name;
     s.state = state_;
-    s.pid = pid_;
-    s.started_at = started_at_;
+    s.pid = main_pid();
+    s.started_at = started_at();
     s.restarts = tracker_.total_restarts();
     s.status_text = status_text_;
     s.last_exit = last_exit_;
     s.state_reason = state_reason();
     s.checkpoint = parked_checkpoint_;
-    if (pid_ != 0) {
+    if (main_pid() != 0) {
         CgroupStats stats(cgroup());
         s.memory_current = value_or_empty(stats.memory_current());
         s.memory_peak = value_or_empty(stats.memory_peak());
@@ -121,18 +129,18 @@ WorkerSnapshot Worker::snapshot() const {
 }
 
 void Worker::start() {
-    if (state_ == WorkerState::parked) set_state(WorkerState::failed);  // cleared like failed
     if (state_ == WorkerState::suspended) {
         (void)resume("start");  // a start of a suspended worker lets it run
         return;
     }
     if (state_ == WorkerState::stopping) {
-        restart_requested_ = true;  // start again once the stop has finished
+        run_->restart_requested = true;  // start again once the stop has finished
         return;
     }
     if (state_ == WorkerState::starting || state_ == WorkerState::running) return;
     restart_timer_.cancel();
-    if (state_ == WorkerState::failed) tracker_.reset();
+    // An operator asked: the start limit counts afresh.
+    if (state_ == WorkerState::failed || state_ == WorkerState::parked) tracker_.reset();
     launch();
 }
 
@@ -146,11 +154,11 @@ void Worker::restart() {
         return;
     }
     stop();
-    restart_requested_ = true;  // after stop(), which clears it
+    if (run_) run_->restart_requested = true;  // after stop(), which clears it
 }
 
 Result<void> Worker::kill(int sig) {
-    if (pid_ == 0) return plain_error("worker '" + spec_.name + "' is not running");
+    if (main_pid() == 0) return plain_error("worker '" + spec_.name + "' is not running");
     CgroupDir dir = cgroup();
     if (sig == SIGKILL) return dir.kill();
     auto pids = dir.procs();
@@ -161,11 +169,11 @@ Result<void> Worker::kill(int sig) {
 
 void Worker::launch() {
     if (!admitted()) return;
-    auto run = prepare_run();
-    if (!run && run.error().code == EWOULDBLOCK) return wait_for_lock(run.error());
+    auto setup = prepare_run();
+    if (!setup && setup.error().code == EWOULDBLOCK) return wait_for_lock(setup.error());
     lock_waits_ = 0;
     if (!tracker_.try_start()) {
-        set_state(WorkerState::failed);
+        set_state(WorkerState::failed, WorkerMove::hit_start_limit);
         emit(EventKind::failed,
              "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) +
                  " starts within " + format_duration(spec_.restart.start_limit_interval) +
@@ -173,19 +181,12 @@ void Worker::launch() {
              {{"START_LIMIT_BURST", std::to_string(spec_.restart.start_limit_burst)}});
         return;
     }
-    killed_by_policy_ = false;
-    ended_for_memory_ = false;
+    run_.emplace();  // a new run, with nothing of the last one
     room_needed_.reset();
-    policy_then_.reset();
-    policy_rule_.clear();
-    start_timed_out_ = false;
-    last_heartbeat_.reset();
-    ready_notified_ = gate_passed_ = false;
-    kill_reason_.clear();
-    if (!run) return fail_start(run.error());
+    if (!setup) return fail_start(setup.error());
     if (auto r = prepare_cgroup(); !r) return fail_start(r.error());
-    if (run->checkpoints.criu_restore) return restore_by_criu(std::move(*run));
-    auto spawned = spawn(*run);
+    if (setup->checkpoints.criu_restore) return restore_by_criu(std::move(*setup));
+    auto spawned = spawn(*setup);
     if (!spawned) return fail_start(spawned.error());
     begin_run(std::move(*spawned), false);
 }
@@ -198,34 +199,31 @@ void Worker::fail_start(const Error& error) {
 
 void Worker::begin_run(SpawnedProcess spawned_process, bool restored) {
     auto* spawned = &spawned_process;
-    pid_ = spawned->pid;
-    pid_start_time_ = process_start_time(ctx_.paths.procfs, pid_).value_or(0);
-    adopted_run_ = false;
-    started_at_ = ctx_.clock.now();
-    ready_at_.reset();
-    signals_readiness_ = false;
-    phase_.clear();
-    serving_baseline_.reset();
-    pidfd_watch_ =
+    run_->stage = WorkerRun::Stage::live;
+    run_->pid = spawned->pid;
+    run_->pid_start_time = process_start_time(ctx_.paths.procfs, run_->pid).value_or(0);
+    run_->started_at = ctx_.clock.now();
+    run_->pidfd =
         std::make_unique<asio::posix::stream_descriptor>(ctx_.io, spawned->pidfd.release());
     // A restored process has long sent READY=1 (and passed its probes).
-    if (restored) ready_notified_ = gate_passed_ = true;
-    set_state(loading_gated() ? WorkerState::starting : WorkerState::running);
+    if (restored) run_->ready_notified = run_->gate_passed = true;
+    set_state(loading_gated() ? WorkerState::starting : WorkerState::running, WorkerMove::launch);
     emit(EventKind::started,
          std::string(restored ? "restored by criu" : "started") + " as pid " +
-             std::to_string(pid_) + " in " + cgroup_path_in_proc() +
+             std::to_string(run_->pid) + " in " + cgroup_path_in_proc() +
              " (memory.max=" + format_size(spec_.memory.max) + ")",
-         {{"PID", std::to_string(pid_)},
+         {{"PID", std::to_string(run_->pid)},
           {"CGROUP", cgroup_path_in_proc()},
           {"BORN_IN_CGROUP", spawned->born_in_cgroup ? "1" : "0"},
           {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
     checkpoints_.run_started(checkpoint_signaller());
-    if (probes_) probes_->run_started(launched_);
+    if (probes_) probes_->run_started(run_->launched);
     if (!loading_gated()) enter_running(restored ? "restored by criu" : "");
     watch_exit();
     arm_watchdog();
     arm_start_timeout();
-    if (stop_requested_ && state_ != WorkerState::stopping) begin_stop();  // asked while restoring
+    if (run_->stop_requested && state_ != WorkerState::stopping)
+        begin_stop();  // asked for while criu restored it
 }
 
 Result<void> Worker::prepare_cgroup() {
@@ -245,13 +243,13 @@ Result<void> Worker::prepare_cgroup() {
 
 WorkerCheckpoints::Signaller Worker::checkpoint_signaller() {
     return [this](int sig, bool thaw) -> Result<void> {
-        if (!pidfd_watch_) return plain_error("not running");
+        if (!run_ || !run_->pidfd) return plain_error("not running");
         // A frozen worker could not act on the signal.
         if (thaw)
             (void)cgroup().set_frozen(false);
         else if (cgroup().freeze_requested().value_or(false))
             return plain_error("the worker is frozen");
-        return send_signal(pidfd_watch_->native_handle(), sig);
+        return send_signal(run_->pidfd->native_handle(), sig);
     };
 }
 
@@ -271,7 +269,7 @@ void Worker::wait_for_lock(const Error& error) {
     ++lock_waits_;
     int doublings = std::min(lock_waits_ - 1, 5);
     Duration delay = std::min<Duration>(kLockRetryInitial * (1 << doublings), kLockRetryMax);
-    set_state(WorkerState::backoff);
+    set_state(WorkerState::backoff, WorkerMove::delay_start);
     emit(EventKind::start_delayed,
          "start delayed: " + error.what + "; not counted as a failed start, retrying in " +
              format_duration(delay) + " (attempt " + std::to_string(lock_waits_) + ")",
@@ -314,24 +312,23 @@ void Worker::restore_by_criu(RunSetup run) {
     auto cgroup_fd = cgroup().open_dir();
     if (!cgroup_fd) return fail_start(cgroup_fd.error());
     // What exec probes run as: the worker's identity, as for a spawn.
-    launched_ = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
-                                         run.checkpoints.staging, *credentials, std::nullopt});
+    run_->launched = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                                              run.checkpoints.staging, *credentials, std::nullopt});
     UniqueFd output = open_output();
     if (!output) output.reset(::dup(STDERR_FILENO));
-    set_state(WorkerState::starting);
-    restoring_ = true;
+    set_state(WorkerState::starting,
+              WorkerMove::launch);  // the run stays `launching` until criu is done
     auto setup = std::make_shared<RunSetup>(std::move(run));
     checkpoints_.restore_by_criu(
         setup->checkpoints, std::make_shared<UniqueFd>(std::move(*cgroup_fd)),
         cgroup_path_in_proc(), std::make_shared<UniqueFd>(std::move(output)),
         [this, setup](Result<SpawnedProcess> restored) {
-            restoring_ = false;
             if (restored) return begin_run(std::move(*restored), true);
             // Whatever criu left in the cgroup goes; then the command starts
             // afresh (or, when a stop came meanwhile, the run just ends).
             (void)cgroup().kill();
             after_empty([this, setup] {
-                if (stop_requested_) {
+                if (run_->stop_requested) {
                     (void)cgroup().remove();
                     return finish_run(ExitReason{ExitStatus::killed_by(SIGKILL)});
                 }
@@ -362,10 +359,10 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
         }
     }
 
-    launched_ =
+    run_->launched =
         launch_request(who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
                              run.checkpoints.staging, *credentials, run.checkpoints.restore_from});
-    SpawnRequest req = launched_;
+    SpawnRequest req = run_->launched;
     req.cgroup_fd = cgroup_fd->get();
     req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;
 
@@ -387,11 +384,11 @@ SpawnRequest Worker::launch_request(const WorkerIdentity& who, const WorkerPaths
 }
 
 void Worker::watch_exit() {
-    pidfd_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
-                             [this](const boost::system::error_code& ec) {
-                                 if (ec == asio::error::operation_aborted) return;
-                                 on_exit();
-                             });
+    run_->pidfd->async_wait(asio::posix::stream_descriptor::wait_read,
+                            [this](const boost::system::error_code& ec) {
+                                if (ec == asio::error::operation_aborted) return;
+                                on_exit();
+                            });
 }
 
 void Worker::watch_notify() {
@@ -449,25 +446,28 @@ void Worker::handle_notify(const NotifyDatagram& d) {
     auto msg = parse_notify_message(d.data);
     if (!msg) return reject(msg.error().what);
     if (const auto* status = msg->get("STATUS")) status_text_ = status->substr(0, 256);
+    if (!run_) return;  // what follows concerns a run
     if (msg->has("WATCHDOG", "1")) {
-        last_heartbeat_ = ctx_.clock.now();
+        run_->last_heartbeat = ctx_.clock.now();
         arm_watchdog();
     }
     if (msg->has("READY", "1") && state_ == WorkerState::starting) {
-        ready_notified_ = true;
+        run_->ready_notified = true;
         if (!loading_gated()) enter_running("READY=1");
     }
     if (msg->has("CHECKPOINT", "1")) checkpoints_.on_checkpoint_message();
 }
 
 bool Worker::loading_gated() const {
-    return (spec_.notify && !ready_notified_) || (spec_.probes.gate() && !gate_passed_);
+    bool notified = run_ && run_->ready_notified, passed = run_ && run_->gate_passed;
+    return (spec_.notify && !notified) || (spec_.probes.gate() && !passed);
 }
 
 std::string Worker::awaited_signal() const {
+    bool notified = run_ && run_->ready_notified, passed = run_ && run_->gate_passed;
     std::string awaited;
-    if (spec_.notify && !ready_notified_) awaited = "READY=1";
-    if (auto gate = spec_.probes.gate(); gate && !gate_passed_)
+    if (spec_.notify && !notified) awaited = "READY=1";
+    if (auto gate = spec_.probes.gate(); gate && !passed)
         awaited += (awaited.empty() ? "" : " and no ") + std::string("pass of the ") +
                    std::string(probe_role_name(*gate)) + " probe (" +
                    describe_probe(*spec_.probes.of(*gate)) + ")";
@@ -478,20 +478,20 @@ std::string Worker::awaited_signal() const {
 // a worker with neither. `why` empty: there was nothing to wait for.
 void Worker::enter_running(const std::string& why) {
     start_timer_.cancel();
-    set_state(WorkerState::running);
+    set_state(WorkerState::running, WorkerMove::ready);
     emit(EventKind::ready, why.empty() ? "running" : "ready (" + why + ")",
-         {{"PID", std::to_string(pid_)}});
+         {{"PID", std::to_string(run_->pid)}});
     // Periodic checkpoints start; a restore counts as done when the worker
     // said so (READY=1 or a passing probe), not merely when it was spawned.
-    if (started_at_) checkpoints_.run_ready(*started_at_, !why.empty());
+    if (run_->started_at) checkpoints_.run_ready(*run_->started_at, !why.empty());
     if (probes_) probes_->loading_over();
 }
 
 void Worker::on_probe_change(ProbeRole role, const ProbeChange& change) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;
+    if (!live() || state_ == WorkerState::stopping) return;
     const bool gate = spec_.probes.gate() == role;
     if (change.to == ProbeVerdict::passing && gate && state_ == WorkerState::starting) {
-        gate_passed_ = true;
+        run_->gate_passed = true;
         if (!loading_gated())
             enter_running(std::string(probe_role_name(role)) +
                           " probe passed: " + change.outcome.detail);
@@ -506,23 +506,23 @@ void Worker::on_probe_change(ProbeRole role, const ProbeChange& change) {
 // A failing liveness probe (stuck) or startup probe (the load failed): the
 // run ends like a policy kill, and the restart policy decides what follows.
 void Worker::kill_for_probe(ProbeRole role, const ProbeChange& change) {
-    if (killed_by_policy_) return;  // a kill is already under way
+    if (run_->killed_by_policy) return;  // a kill is already under way
     const ProbeSpec& spec = *spec_.probes.of(role);
-    killed_by_policy_ = true;
-    kill_reason_ = std::string(probe_role_name(role)) + " probe failed " +
-                   std::to_string(change.streak) + " times in a row: " + change.outcome.detail;
+    run_->killed_by_policy = true;
+    run_->kill_reason = std::string(probe_role_name(role)) + " probe failed " +
+                        std::to_string(change.streak) + " times in a row: " + change.outcome.detail;
     auto fields = probe_fields(role, spec, change.outcome);
     fields.insert(fields.end(), {{"ACTION", "kill"},
                                  {"THEN", "worker_policy"},
                                  {"PROBE_STREAK", std::to_string(change.streak)},
-                                 {"PID", std::to_string(pid_)}});
+                                 {"PID", std::to_string(run_->pid)}});
     emit(EventKind::probe_failed,
-         kill_reason_ + " (" + describe_probe(spec) + "); killing the worker", fields);
+         run_->kill_reason + " (" + describe_probe(spec) + "); killing the worker", fields);
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
 void Worker::arm_watchdog() {
-    if (spec_.watchdog.count() <= 0 || pid_ == 0) return;
+    if (spec_.watchdog.count() <= 0 || main_pid() == 0) return;
     watchdog_timer_.expires_after(spec_.watchdog);
     watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) on_watchdog_expired();
@@ -530,10 +530,8 @@ void Worker::arm_watchdog() {
 }
 
 void Worker::on_watchdog_expired() {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping ||
-        state_ == WorkerState::suspended)
-        return;
-    killed_by_policy_ = true;
+    if (!live() || state_ == WorkerState::stopping || state_ == WorkerState::suspended) return;
+    run_->killed_by_policy = true;
     emit(EventKind::policy_action,
          "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
          {{"RULE", "watchdog"},
@@ -546,7 +544,7 @@ void Worker::on_watchdog_expired() {
 }
 
 void Worker::arm_start_timeout() {
-    if (!loading_gated() || spec_.start_timeout.count() <= 0 || pid_ == 0) return;
+    if (!loading_gated() || spec_.start_timeout.count() <= 0 || main_pid() == 0) return;
     start_timer_.expires_after(spec_.start_timeout);
     start_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) on_start_timeout();
@@ -555,19 +553,19 @@ void Worker::arm_start_timeout() {
 
 void Worker::on_start_timeout() {
     // A policy kill already under way keeps its own reason.
-    if (pid_ == 0 || exiting_ || killed_by_policy_ || state_ != WorkerState::starting) return;
-    start_timed_out_ = true;
+    if (!live() || run_->killed_by_policy || state_ != WorkerState::starting) return;
+    run_->start_timed_out = true;
     emit(EventKind::start_failed,
          "no " + awaited_signal() + " within " + format_duration(spec_.start_timeout) +
              "; killing its cgroup",
-         {{"PID", std::to_string(pid_)}, {"START_TIMEOUT_MS", ms(spec_.start_timeout)}});
+         {{"PID", std::to_string(run_->pid)}, {"START_TIMEOUT_MS", ms(spec_.start_timeout)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
 void Worker::on_exit() {
     auto reaped = reap_main_process();
     if (!reaped) return;  // not reapable yet: watched again
-    exiting_ = true;
+    run_->stage = WorkerRun::Stage::exiting;
     checkpoints_.run_ended();
     suspension_.abandon();
     ExitReason reason = exit_reason_of(*reaped);
@@ -579,9 +577,9 @@ void Worker::on_exit() {
 }
 
 std::optional<Worker::ReapedExit> Worker::reap_main_process() {
-    auto status = reap(pidfd_watch_->native_handle());
+    auto status = reap(run_->pidfd->native_handle());
     // An adopted run's main process is not our child: its status is lost.
-    bool status_unknown = adopted_run_ && !status && status.error().code == ECHILD;
+    bool status_unknown = run_->adopted && !status && status.error().code == ECHILD;
     if (!status_unknown && (!status || !*status)) {
         // Spurious wake-up (or a reap error): wait again rather than guess.
         if (!status) spdlog::error("{}: {}", spec_.name, status.error().message());
@@ -603,19 +601,19 @@ ExitReason Worker::exit_reason_of(const ReapedExit& reaped) const {
     reason.status_unknown = reaped.status_unknown;
     reason.oom_kills = cgroup().memory_event("oom_kill");
     reason.limit_ooms = cgroup().memory_event("oom");
-    reason.stop_requested = stop_requested_;
-    reason.killed_by_policy = killed_by_policy_;
-    if (start_timed_out_) {
+    reason.stop_requested = run_->stop_requested;
+    reason.killed_by_policy = run_->killed_by_policy;
+    if (run_->start_timed_out) {
         reason.no_ready_within = spec_.start_timeout;
         reason.awaited = awaited_signal();
     }
-    reason.kill_reason = kill_reason_;
+    reason.kill_reason = run_->kill_reason;
     return reason;
 }
 
 void Worker::end_run_watches() {
     if (probes_) probes_->run_ended();
-    pidfd_watch_.reset();
+    run_->pidfd.reset();
     watchdog_timer_.cancel();
     start_timer_.cancel();
     stop_timer_.cancel();
@@ -623,15 +621,16 @@ void Worker::end_run_watches() {
 
 void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
     room_needed_.reset();
-    if (reason.oom_killed() || (killed_by_policy_ && ended_for_memory_))
-        room_needed_ = serving_baseline_ ? serving_baseline_ : room_needed(spec_.memory.max, peak);
+    if (reason.oom_killed() || (run_->killed_by_policy && run_->ended_for_memory))
+        room_needed_ =
+            run_->serving_baseline ? run_->serving_baseline : room_needed(spec_.memory.max, peak);
 }
 
 void Worker::journal_exit(const ExitReason& reason, std::optional<uint64_t> peak) {
-    Duration ran = started_at_
-                       ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *started_at_)
+    Duration ran = run_->started_at
+                       ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *run_->started_at)
                        : Duration(0);
-    std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(pid_)},
+    std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(run_->pid)},
                                                                {"RUNTIME_MS", ms(ran)}};
     reason.append_fields(fields);
     if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
@@ -674,26 +673,22 @@ void Worker::after_empty(Done next, int polls) {
 }
 
 void Worker::finish_run(const ExitReason& reason) {
-    exiting_ = false;
     if (!spec_.credentials.empty())
         if (auto r = remove_credentials(ctx_.paths, spec_.name); !r)
             spdlog::warn("{}: {}", spec_.name, r.error().message());
-    pid_ = 0;
-    started_at_.reset();
-    ready_at_.reset();
-    phase_.clear();
-    serving_baseline_.reset();
+    // The run ends here; how it ended decides what follows.
+    WorkerRun ended = std::move(*run_);
+    run_.reset();
     last_exit_ = reason.describe();
-    if (stop_requested_) {
-        stop_requested_ = false;
-        set_state(WorkerState::stopped);
+    if (ended.stop_requested) {
+        set_state(WorkerState::stopped, WorkerMove::end_run);
         emit(EventKind::stopped, "stopped (" + reason.describe() + ")");
         auto callbacks = std::move(on_stopped_);
         on_stopped_.clear();
-        bool restart = std::exchange(restart_requested_, false);
         for (auto& cb : callbacks)
             if (cb) cb();
-        if (restart && !restart_requested_ && state_ == WorkerState::stopped) {
+        // Unless a callback started it already.
+        if (ended.restart_requested && !run_ && state_ == WorkerState::stopped) {
             tracker_.reset();
             launch();
         }
@@ -701,18 +696,19 @@ void Worker::finish_run(const ExitReason& reason) {
     }
     // A run a policy rule ended counts as a failure; its `then` may park the
     // worker or force a restart that the restart policy would not make.
-    if (policy_then_ == Then::park) return park(reason);
+    if (ended.policy_then == Then::park) return park(reason, ended);
     RestartVerdict verdict =
-        tracker_.on_exit(killed_by_policy_ ? ExitClass::failure : reason.exit_class());
-    if (policy_then_ == Then::restart && verdict.action == RestartVerdict::Action::stay_stopped)
+        tracker_.on_exit(ended.killed_by_policy ? ExitClass::failure : reason.exit_class());
+    if (ended.policy_then == Then::restart &&
+        verdict.action == RestartVerdict::Action::stay_stopped)
         verdict = {RestartVerdict::Action::restart, spec_.restart.backoff_initial, 1};
     switch (verdict.action) {
         case RestartVerdict::Action::restart:
             return schedule_restart(verdict);
         case RestartVerdict::Action::stay_stopped:
-            return set_state(WorkerState::stopped);
+            return set_state(WorkerState::stopped, WorkerMove::end_run);
         case RestartVerdict::Action::start_limit_hit:
-            set_state(WorkerState::failed);
+            set_state(WorkerState::failed, WorkerMove::end_run);
             emit(EventKind::failed,
                  "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) +
                      " starts within " + format_duration(spec_.restart.start_limit_interval) +
@@ -723,11 +719,12 @@ void Worker::finish_run(const ExitReason& reason) {
     }
 }
 
-void Worker::park(const ExitReason& reason) {
-    parked_checkpoint_ = std::exchange(checkpoint_for_park_, std::nullopt);
-    set_state(WorkerState::parked);
-    std::string rule = policy_rule_.empty() ? "a policy rule" : "rule '" + policy_rule_ + "'";
-    std::vector<std::pair<std::string, std::string>> fields = {{"RULE", policy_rule_},
+void Worker::park(const ExitReason& reason, const WorkerRun& ended) {
+    parked_checkpoint_ = ended.checkpoint_for_park;
+    parked_rule_ = ended.policy_rule;
+    set_state(WorkerState::parked, WorkerMove::end_run);
+    std::string rule = parked_rule_.empty() ? "a policy rule" : "rule '" + parked_rule_ + "'";
+    std::vector<std::pair<std::string, std::string>> fields = {{"RULE", parked_rule_},
                                                                {"LAST_EXIT", reason.describe()}};
     std::string checkpointed;
     if (parked_checkpoint_) {
@@ -742,7 +739,7 @@ void Worker::park(const ExitReason& reason) {
 }
 
 void Worker::schedule_restart(const RestartVerdict& verdict) {
-    set_state(WorkerState::backoff);
+    set_state(WorkerState::backoff, WorkerMove::end_run);
     emit(EventKind::restarting,
          "restarting in " + format_duration(verdict.delay) + " (attempt " +
              std::to_string(verdict.attempt) + ")",
@@ -790,20 +787,20 @@ void Worker::stop(Done done) {
             return;
         case WorkerState::backoff:
             restart_timer_.cancel();
-            set_state(WorkerState::stopped);
+            set_state(WorkerState::stopped, WorkerMove::stop);
             emit(EventKind::stopped, "stopped (was waiting to restart)");
             if (done) done();
             return;
         case WorkerState::waiting:
             waiting_since_.reset();
-            set_state(WorkerState::stopped);
+            set_state(WorkerState::stopped, WorkerMove::stop);
             emit(EventKind::stopped, "stopped (was waiting for its memory.reserve to fit)");
             if (done) done();
             return;
         case WorkerState::stopping:
             // Also when a policy stop is under way: an explicit stop wins.
-            stop_requested_ = true;
-            restart_requested_ = false;
+            run_->stop_requested = true;
+            run_->restart_requested = false;
             on_stopped_.push_back(std::move(done));
             return;
         case WorkerState::starting:
@@ -811,29 +808,29 @@ void Worker::stop(Done done) {
         case WorkerState::suspended:
             break;
     }
-    if (restoring_) {  // criu is restoring it: stopped once it is up (begin_run)
-        stop_requested_ = true;
-        restart_requested_ = false;
+    if (run_->stage == WorkerRun::Stage::launching) {  // criu restores it: stopped once up
+        run_->stop_requested = true;
+        run_->restart_requested = false;
         on_stopped_.push_back(std::move(done));
         return;
     }
-    stop_requested_ = true;
-    restart_requested_ = false;  // an explicit stop cancels a pending restart
+    run_->stop_requested = true;
+    run_->restart_requested = false;  // an explicit stop cancels a pending restart
     on_stopped_.push_back(std::move(done));
     begin_stop();
 }
 
 void Worker::begin_stop() {
     suspension_.abandon();  // limits back, thawed: it must act on its stop signal
-    set_state(WorkerState::stopping);
+    set_state(WorkerState::stopping, WorkerMove::stop);
     if (probes_) probes_->run_ended();  // a stopping worker is not judged
     watchdog_timer_.cancel();
     start_timer_.cancel();
-    if (pidfd_watch_) (void)send_signal(pidfd_watch_->native_handle(), spec_.stop_signal);
+    if (run_->pidfd) (void)send_signal(run_->pidfd->native_handle(), spec_.stop_signal);
     (void)cgroup().set_frozen(false);  // a frozen worker could not act on the signal
     stop_timer_.expires_after(spec_.stop_timeout);
     stop_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || state_ != WorkerState::stopping || exiting_) return;
+        if (ec || state_ != WorkerState::stopping || exiting()) return;
         emit(EventKind::stop_escalated,
              "did not stop within " + format_duration(spec_.stop_timeout) + " of " +
                  signal_name(spec_.stop_signal) + "; killing its cgroup",
@@ -847,38 +844,38 @@ void Worker::begin_stop() {
 namespace infervisor {
 
 Result<void> Worker::throttle(uint64_t memory_high) {
-    if (pid_ == 0) return plain_error("not running");
+    if (main_pid() == 0) return plain_error("not running");
     return write_memory_limit(cgroup(), MemoryLimit::high, memory_high);
 }
 
 Result<void> Worker::freeze() {
-    if (pid_ == 0) return plain_error("not running");
+    if (main_pid() == 0) return plain_error("not running");
     return cgroup().set_frozen(true);
 }
 
 Result<void> Worker::kill_by_policy(Then then, std::string rule) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
-    killed_by_policy_ = true;
-    policy_then_ = then;
-    policy_rule_ = std::move(rule);
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    run_->killed_by_policy = true;
+    run_->policy_then = then;
+    run_->policy_rule = std::move(rule);
     auto r = cgroup().kill();
     // Free the memory now rather than when the dying process gets scheduled:
     // the host may be short of it.
-    if (r && pidfd_watch_) release_memory_in_background(pidfd_watch_->native_handle());
+    if (r && run_->pidfd) release_memory_in_background(run_->pidfd->native_handle());
     return r;
 }
 
 Result<void> Worker::stop_by_policy(Then then, std::string rule) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
-    killed_by_policy_ = true;
-    policy_then_ = then;
-    policy_rule_ = std::move(rule);
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    run_->killed_by_policy = true;
+    run_->policy_then = then;
+    run_->policy_rule = std::move(rule);
     begin_stop();
     return {};
 }
 
 Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
     if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
     std::string trigger = "rule '" + rule + "'";
     if (then == Then::keep_running)
@@ -892,9 +889,10 @@ Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
 // Written (or not usable): a clean stop. No answer in time: a kill.
 void Worker::stop_after_checkpoint(Then then, const std::string& rule,
                                    const WorkerCheckpoints::Outcome& outcome) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return;  // ended meanwhile
+    if (!live() || state_ == WorkerState::stopping) return;  // ended meanwhile
     if (then == Then::park && outcome.published)
-        checkpoint_for_park_ = ParkedCheckpoint{outcome.detail, outcome.bytes, ctx_.clock.now()};
+        run_->checkpoint_for_park =
+            ParkedCheckpoint{outcome.detail, outcome.bytes, ctx_.clock.now()};
     if (outcome.timed_out || outcome.kill)
         (void)kill_by_policy(then, rule);
     else
@@ -902,15 +900,14 @@ void Worker::stop_after_checkpoint(Then then, const std::string& rule,
 }
 
 Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
-    if (pid_ == 0 || exiting_ || state_ == WorkerState::stopping) return plain_error("not running");
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
     if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
     return checkpoints_.request("infervisorctl", "the worker keeps running", std::move(finished));
 }
 
 Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished) {
     if (state_ == WorkerState::suspended) return plain_error("already suspended");
-    if (pid_ == 0 || exiting_ ||
-        (state_ != WorkerState::running && state_ != WorkerState::starting))
+    if (!live() || (state_ != WorkerState::running && state_ != WorkerState::starting))
         return plain_error("not running");
     // Persisted again once reclaimed: what it will want back, for a daemon
     // that adopts it suspended.
@@ -920,8 +917,8 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     };
     if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed)); !r)
         return r;
-    resume_to_ = state_;
-    set_state(WorkerState::suspended);
+    run_->resume_to = state_;
+    set_state(WorkerState::suspended, WorkerMove::suspend);
     // A frozen worker sends no WATCHDOG=1 and no READY=1 and answers no
     // probe: not its fault.
     watchdog_timer_.cancel();
@@ -936,16 +933,16 @@ Result<void> Worker::resume(std::string trigger, WorkerSuspension::Finished fini
 }
 
 void Worker::on_thawed() {
-    if (state_ != WorkerState::suspended) return;
-    set_state(resume_to_);
+    if (state_ != WorkerState::suspended || !run_) return;
+    set_state(run_->resume_to, WorkerMove::thaw);
     // The heartbeat is judged from now: the time frozen was not its silence.
-    if (last_heartbeat_) last_heartbeat_ = ctx_.clock.now();
+    if (run_->last_heartbeat) run_->last_heartbeat = ctx_.clock.now();
     arm_watchdog();
     arm_start_timeout();
     // Probes start afresh: the gate again while loading, else readiness
     // and liveness (their thresholds absorb the paging-in after a resume).
     if (probes_) {
-        probes_->run_started(launched_);  // the gate again (an adopted run's first start)
+        probes_->run_started(run_->launched);  // the gate again (an adopted run's first start)
         if (state_ == WorkerState::running) probes_->loading_over();
     }
 }
@@ -976,7 +973,7 @@ bool Worker::admitted() {
     waiting_reason_ = v.reason;
     if (state_ != WorkerState::waiting) {
         waiting_since_ = ctx_.clock.now();
-        set_state(WorkerState::waiting);
+        set_state(WorkerState::waiting, WorkerMove::wait_for_room);
         emit(EventKind::waiting, "waiting instead of starting: " + v.reason, std::move(fields));
     }
     return false;
@@ -985,8 +982,8 @@ bool Worker::admitted() {
 std::string Worker::state_reason() const {
     if (state_ == WorkerState::waiting) return waiting_reason_;
     if (state_ == WorkerState::suspended) return suspension_.trigger();
-    if (state_ != WorkerState::parked || policy_rule_.empty()) return "";
-    std::string reason = "rule '" + policy_rule_ + "'";
+    if (state_ != WorkerState::parked || parked_rule_.empty()) return "";
+    std::string reason = "rule '" + parked_rule_ + "'";
     if (const auto& c = parked_checkpoint_) {
         Duration age = std::chrono::floor<std::chrono::seconds>(ctx_.clock.now() - c->written_at);
         reason += "; checkpoint" + (c->bytes ? " of " + human_size(*c->bytes) : std::string()) +

@@ -30,6 +30,7 @@
 #include "supervise/worker_context.h"
 #include "supervise/worker_launch.h"
 #include "supervise/worker_probes.h"
+#include "supervise/worker_run.h"
 #include "supervise/worker_state.h"
 #include "supervise/worker_suspension.h"
 
@@ -95,7 +96,9 @@ class Worker {
     // The policy action about to end this run acts for memory (a host rule,
     // a rule on a memory or swap metric): its restart waits until the host
     // has room for the worker again (restart_room.h). Call before the kill.
-    void expect_memory_room() { ended_for_memory_ = true; }
+    void expect_memory_room() {
+        if (run_) run_->ended_for_memory = true;
+    }
 
     // Adoption (adoption.h): takes over the run an earlier daemon started.
     // `pidfd` names its main process, which the caller found alive with the
@@ -137,41 +140,48 @@ class Worker {
     std::string_view shown_state() const {
         return shown_state_name(state_, parked_checkpoint_.has_value());
     }
-    // The rule that last stopped or parked the worker; empty: none.
-    const std::string& policy_rule() const { return policy_rule_; }
+    // The rule that is stopping this run, or that parked the worker; empty:
+    // none.
+    const std::string& policy_rule() const { return run_ ? run_->policy_rule : parked_rule_; }
     // The suspension's side (since when, what memory it will want back).
     const WorkerSuspension& suspension() const { return suspension_; }
 
-    std::optional<TimePoint> started_at() const { return started_at_; }
+    std::optional<TimePoint> started_at() const { return run_ ? run_->started_at : std::nullopt; }
     // When this run became `running` (ready): at exec for a worker with
     // neither notify nor a probe, at READY=1 for a notify worker, when its
     // startup/readiness probe first passed for a probe worker. Empty while
     // the run is still `starting` (loading) and between runs. Set by
     // set_state() on the first move to `running` of a run, so every path
     // that makes a worker ready records it.
-    std::optional<TimePoint> ready_at() const { return ready_at_; }
+    std::optional<TimePoint> ready_at() const { return run_ ? run_->ready_at : std::nullopt; }
     // This run was held in `starting` until the worker signalled readiness
     // (READY=1, a passing probe): ready_at() marks the end of its loading.
     // False for a worker that is `running` from exec on; then ready_at() is
     // only its start, and the policy engine decides when loading ended.
-    bool signals_readiness() const { return signals_readiness_; }
+    bool signals_readiness() const { return run_ && run_->signals_readiness; }
     // The policy engine's phase of this run ("loading", "serving"; empty
     // until first evaluated), for status displays. Set by PolicyRunner.
-    const std::string& phase() const { return phase_; }
+    const std::string& phase() const {
+        static const std::string none;
+        return run_ ? run_->phase : none;
+    }
     // `baseline`: memory.current when the run began serving, if it has; a
     // restart after a kill for memory waits for room for that much.
     void set_phase(std::string phase, std::optional<uint64_t> baseline) {
-        phase_ = std::move(phase);
-        serving_baseline_ = baseline;
+        if (!run_) return;
+        run_->phase = std::move(phase);
+        run_->serving_baseline = baseline;
     }
     // The main process has exited and the run is being wound up.
-    bool exiting() const { return exiting_; }
+    bool exiting() const { return run_ && run_->stage == WorkerRun::Stage::exiting; }
     // Restarts so far and how the last run ended (as in snapshot(), without
     // reading the cgroup).
     size_t restarts() const { return tracker_.total_restarts(); }
     const std::string& last_exit() const { return last_exit_; }
     // Last WATCHDOG=1 of this run, if any.
-    std::optional<TimePoint> last_heartbeat() const { return last_heartbeat_; }
+    std::optional<TimePoint> last_heartbeat() const {
+        return run_ ? run_->last_heartbeat : std::nullopt;
+    }
 
     // A start that finds one of the worker's dirs locked by someone else is
     // delayed, not failed: retried after 1s, doubling up to 30s, with a
@@ -240,7 +250,7 @@ class Worker {
     void kill_for_probe(ProbeRole role, const ProbeChange& change);
     void arm_start_timeout();
     void on_start_timeout();
-    void park(const ExitReason& reason);
+    void park(const ExitReason& reason, const WorkerRun& ended);
     void on_thawed();
     void stop_after_checkpoint(Then then, const std::string& rule,
                                const WorkerCheckpoints::Outcome& outcome);
@@ -250,10 +260,17 @@ class Worker {
     void schedule_restart(const RestartVerdict& verdict);
     // Launches now, or once the host has room (restart_room.h).
     void launch_when_room();
-    void set_state(WorkerState state);
+    // Every change of state goes through here; `move` says which of the
+    // lifecycle's moves it is (worker_state.h), and a change the lifecycle
+    // does not list is logged as the bug it is.
+    void set_state(WorkerState state, WorkerMove move);
+    // The main process, while the run has one; 0 otherwise.
+    pid_t main_pid() const { return run_ ? run_->pid : 0; }
+    // The run has a main process that has not exited.
+    bool live() const { return run_ && run_->stage == WorkerRun::Stage::live; }
     void persist() const;
     // Binds the notify socket and rebuilds what launch() keeps about a run
-    // (launched_, the checkpoint staging dir) for an adopted run.
+    // (how its process was launched, the checkpoint staging dir) for an adopted run.
     Result<void> rebind_after_adoption();
     // An adopted run the earlier image had suspended stays so (frozen, its
     // resume writes its configured limits). False when it cannot be kept
@@ -270,49 +287,26 @@ class Worker {
 
     std::optional<NotifySocket> notify_;
     std::unique_ptr<boost::asio::posix::stream_descriptor> notify_watch_;
-    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd_watch_;
     boost::asio::steady_timer stop_timer_;
     boost::asio::steady_timer restart_timer_;
     boost::asio::steady_timer watchdog_timer_;
     boost::asio::steady_timer start_timer_;  // start_timeout of a notify worker
     boost::asio::steady_timer empty_timer_;
 
-    pid_t pid_ = 0;
-    uint64_t pid_start_time_ = 0;  // of pid_, from /proc/PID/stat
-    // The run was started by an earlier daemon: its main process is not our
-    // child, so its exit status cannot be reaped.
-    bool adopted_run_ = false;
     std::string config_snapshot_;
-    std::optional<TimePoint> started_at_;
-    std::optional<TimePoint> ready_at_;
-    bool signals_readiness_ = false;
-    std::string phase_;
-    std::optional<uint64_t> serving_baseline_;
-    bool stop_requested_ = false;
-    bool restart_requested_ = false;
-    bool killed_by_policy_ = false;
-    bool exiting_ = false;    // the main process has exited; the run is being wound up
-    bool restoring_ = false;  // criu is restoring this run (no process yet)
-    std::optional<Then> policy_then_;
-    std::string policy_rule_;  // the rule behind policy_then_
-    // Written for a `then: park` that has not happened yet; then parked_checkpoint_.
-    std::optional<ParkedCheckpoint> checkpoint_for_park_;
+    // The current run, from its launch to its end (worker_run.h); empty
+    // between runs.
+    std::optional<WorkerRun> run_;
+    // The rule that parked the worker (state parked only).
+    std::string parked_rule_;
     std::optional<ParkedCheckpoint> parked_checkpoint_;  // state parked only
-    bool start_timed_out_ = false;                       // no READY=1 within start_timeout; killed
-    std::optional<TimePoint> last_heartbeat_;
-    std::unique_ptr<WorkerProbes> probes_;  // null without probes
-    SpawnRequest launched_;                 // how this run's process was started
-    bool ready_notified_ = false;           // READY=1 in this run
-    bool gate_passed_ = false;              // the gate probe passed in this run
-    std::string kill_reason_;               // why a probe ended the run, for ExitReason
+    std::unique_ptr<WorkerProbes> probes_;               // null without probes
     std::vector<Done> on_stopped_;
     WorkerCheckpoints checkpoints_;
-    bool ended_for_memory_ = false;        // see expect_memory_room()
     std::optional<uint64_t> room_needed_;  // the pending restart waits for room
     bool room_wait_logged_ = false;
     WorkerSuspension suspension_;
-    WorkerState resume_to_ = WorkerState::running;  // the state suspend() left
-    std::optional<TimePoint> waiting_since_;        // state waiting: for admission
+    std::optional<TimePoint> waiting_since_;  // state waiting: for admission
     std::string waiting_reason_;
     std::string status_text_;
     std::string last_exit_;

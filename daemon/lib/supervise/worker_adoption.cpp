@@ -26,13 +26,15 @@ PersistedWorker Worker::persisted() const {
     p.name = spec_.name;
     p.config_snapshot = config_snapshot_;
     p.state = state_;
-    p.pid = pid_;
-    p.pid_start_time = pid_start_time_;
-    p.started_at = started_at_;
-    p.stop_requested = stop_requested_;
-    p.restart_requested = restart_requested_;
-    p.policy_then = policy_then_;
-    p.policy_rule = policy_rule_;
+    if (run_) {
+        p.pid = run_->pid;
+        p.pid_start_time = run_->pid_start_time;
+        p.started_at = run_->started_at;
+        p.stop_requested = run_->stop_requested;
+        p.restart_requested = run_->restart_requested;
+        p.policy_then = run_->policy_then;
+    }
+    p.policy_rule = policy_rule();
     p.restarts = tracker_.history();
     p.last_exit = last_exit_;
     p.status_text = status_text_;
@@ -41,7 +43,7 @@ PersistedWorker Worker::persisted() const {
         p.suspended_by = suspension_.trigger();
         p.suspended_since = suspension_.since();
         p.suspended_memory = suspension_.memory_before();
-        p.suspended_starting = resume_to_ == WorkerState::starting;
+        p.suspended_starting = run_ && run_->resume_to == WorkerState::starting;
     }
     return p;
 }
@@ -75,7 +77,7 @@ Result<void> Worker::rebind_after_adoption() {
         watch_notify();
     }
     // As the earlier daemon started it (the restore dir no longer matters).
-    launched_ = launch_request(
+    run_->launched = launch_request(
         *who, {notify_->path(), dirs->workdir, dirs->tmpdir, checkpoint_dirs->staging,
                spec_.credentials.empty() ? std::filesystem::path{}
                                          : credentials_dir(ctx_.paths, spec_.name),
@@ -88,27 +90,29 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     last_exit_ = p.last_exit;
     status_text_ = p.status_text;
     config_snapshot_ = p.config_snapshot;
-    pid_ = p.pid;
-    pid_start_time_ = p.pid_start_time;
-    adopted_run_ = true;
+    run_.emplace();  // the run the earlier daemon started
+    run_->stage = WorkerRun::Stage::live;
+    run_->pid = p.pid;
+    run_->pid_start_time = p.pid_start_time;
+    run_->adopted = true;
     TimePoint now = ctx_.clock.now();
-    started_at_ = p.started_at && *p.started_at <= now ? *p.started_at : now;
-    killed_by_policy_ = p.policy_then.has_value();
-    policy_then_ = p.policy_then;
-    policy_rule_ = p.policy_rule;
-    pidfd_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
+    run_->started_at = p.started_at && *p.started_at <= now ? *p.started_at : now;
+    run_->killed_by_policy = p.policy_then.has_value();
+    run_->policy_then = p.policy_then;
+    run_->policy_rule = p.policy_rule;
+    run_->pidfd = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, pidfd.release());
     bool suspended = p.state == WorkerState::suspended;
     bool ready = suspended ? !p.suspended_starting : p.state != WorkerState::starting;
     // A run that was serving has passed its gate; one still loading waits
     // for READY=1 and its gate probe anew (a probe answers again, READY=1
     // is not repeated: a notify worker loading across the restart runs into
     // its start_timeout unless it says READY=1 again).
-    ready_notified_ = gate_passed_ = ready;
+    run_->ready_notified = run_->gate_passed = ready;
     WorkerState run_state = ready ? WorkerState::running : WorkerState::starting;
     // A suspended run stays frozen: thawed, it could walk straight back into
     // the pressure that stopped it.
-    if (!suspended || !adopt_suspension(p, run_state)) set_state(run_state);
-    auto uptime = std::chrono::duration_cast<Duration>(now - *started_at_);
+    if (!suspended || !adopt_suspension(p, run_state)) set_state(run_state, WorkerMove::adopt);
+    auto uptime = std::chrono::duration_cast<Duration>(now - *run_->started_at);
     std::string rebind_note;
     auto rebound = rebind_after_adoption();
     if (!rebound) {
@@ -118,10 +122,10 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     }
     std::string reason = state_reason();
     emit(EventKind::adopted,
-         "adopted: pid " + std::to_string(pid_) + " " + std::string(state_name(state_)) +
+         "adopted: pid " + std::to_string(run_->pid) + " " + std::string(state_name(state_)) +
              (reason.empty() ? "" : " (" + reason + ")") + " for " + format_duration(uptime) +
              ", left by an earlier daemon" + rebind_note,
-         {{"PID", std::to_string(pid_)},
+         {{"PID", std::to_string(run_->pid)},
           {"UPTIME_MS", ms(uptime)},
           {"STATE", std::string(state_name(state_))},
           {"CGROUP", cgroup_path_in_proc()},
@@ -133,10 +137,10 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     // staging dir to publish from.
     if (rebound) {
         checkpoints_.run_started(checkpoint_signaller());
-        if (probes_ && !frozen) probes_->run_started(launched_);
+        if (probes_ && !frozen) probes_->run_started(run_->launched);
         if (ready) {
             if (probes_ && !frozen) probes_->loading_over();
-            checkpoints_.run_ready(*started_at_, false);
+            checkpoints_.run_ready(*run_->started_at, false);
         }
     }
     if (!ready && !frozen && loading_gated() && spec_.start_timeout.count() > 0) {
@@ -177,8 +181,8 @@ bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
         configured();
         return false;
     }
-    resume_to_ = run_state;
-    set_state(WorkerState::suspended);
+    run_->resume_to = run_state;
+    set_state(WorkerState::suspended, WorkerMove::adopt);
     return true;
 }
 
@@ -187,17 +191,19 @@ void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
     last_exit_ = p.last_exit;
     status_text_ = p.status_text;
     config_snapshot_ = p.config_snapshot;
-    pid_ = p.pid;
-    started_at_ = p.started_at;
-    killed_by_policy_ = p.policy_then.has_value();
-    policy_then_ = p.policy_then;
-    policy_rule_ = p.policy_rule;
+    run_.emplace();  // the run that ended unwatched, to be wound up
+    run_->stage = WorkerRun::Stage::exiting;
+    run_->pid = p.pid;
+    run_->started_at = p.started_at;
+    run_->killed_by_policy = p.policy_then.has_value();
+    run_->policy_then = p.policy_then;
+    run_->policy_rule = p.policy_rule;
     // A stop that was under way has happened; a restart that was asked for
     // still comes.
-    stop_requested_ = p.stop_requested || !restart_policy;
-    restart_requested_ = p.restart_requested && restart_policy;
-    exiting_ = true;
-    set_state(p.state == WorkerState::starting ? WorkerState::starting : WorkerState::running);
+    run_->stop_requested = p.stop_requested || !restart_policy;
+    run_->restart_requested = p.restart_requested && restart_policy;
+    set_state(p.state == WorkerState::starting ? WorkerState::starting : WorkerState::running,
+              WorkerMove::adopt);
 
     ExitReason reason{ExitStatus::killed_by(SIGKILL)};
     reason.status_unknown = true;
@@ -210,8 +216,8 @@ void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
         reason.status = exit_status_from(info);
         reason.status_unknown = false;
     }
-    reason.stop_requested = stop_requested_;
-    reason.killed_by_policy = killed_by_policy_;
+    reason.stop_requested = run_->stop_requested;
+    reason.killed_by_policy = run_->killed_by_policy;
     CgroupDir dir = cgroup();
     bool cgroup_exists = dir.exists();
     if (cgroup_exists) {
@@ -237,13 +243,13 @@ void Worker::restore(const PersistedWorker& p) {
     last_exit_ = p.last_exit;
     status_text_ = p.status_text;
     config_snapshot_ = p.config_snapshot;
-    policy_rule_ = p.policy_rule;  // a parked worker's: resume_when asks which rule
     switch (p.state) {
         case WorkerState::failed:
-            return set_state(p.state);
+            return set_state(p.state, WorkerMove::adopt);
         case WorkerState::parked:
+            parked_rule_ = p.policy_rule;  // resume_when asks which rule parked it
             parked_checkpoint_ = p.checkpoint;
-            return set_state(p.state);
+            return set_state(p.state, WorkerMove::adopt);
         case WorkerState::backoff:
             return launch();
         default:

@@ -43,6 +43,7 @@ void SupervisorFixture::SetUp() {
                           return std::vector<std::string>{};
                       }});
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
+    unlisted_moves_at_start_ = unlisted_moves();
 }
 
 void SupervisorFixture::TearDown() {
@@ -52,6 +53,9 @@ void SupervisorFixture::TearDown() {
         run_until([&] { return stopped; });
         supervisor_.reset();
     }
+    // Every change of state in the test was a move of the lifecycle's table.
+    EXPECT_EQ(unlisted_moves(), unlisted_moves_at_start_)
+        << "a worker changed state by a move worker_state.h does not list (see the log)";
     if (!cgroup_root_.empty()) {
         CgroupDir root(cgroup_root_);
         for (const auto& child : root.child("workers").children()) {

@@ -52,6 +52,7 @@ class SupervisorFixture : public ::testing::Test {
     std::unique_ptr<WorkerContext> ctx_;
     std::unique_ptr<Supervisor> supervisor_;
     std::filesystem::path cgroup_root_;
+    size_t unlisted_moves_at_start_ = 0;  // worker_state.h: TearDown() expects no more
 };
 
 }  // namespace infervisor::testing
