@@ -9,7 +9,8 @@
 #   2. the same for an upgrade: SIGUSR2, as the package's postinst sends it.
 #   3. a worker killed while no image watched is noticed and restarted once.
 #   4. a config change made while no image watched is applied as a reload.
-#   5. `systemctl stop` after an adoption still leaves nothing behind.
+#   5. a state file a newer infervisor wrote (a downgrade) keeps the worker.
+#   6. `systemctl stop` after an adoption still leaves nothing behind.
 # "While no image watches": the daemon is frozen (SIGSTOP), things happen,
 # then its main thread gets SIGSEGV and SIGCONT: the crash handler runs
 # first and re-executes, so the old image never sees what happened.
@@ -86,6 +87,32 @@ worker_killed_while_down_restarts_once() {
 run_scenario worker-killed-while-the-daemon-is-down-restarts-once worker_killed_while_down_restarts_once
 
 run_scenario config-change-while-the-daemon-is-down-applies-as-a-reload config_change_while_down_is_applied crash_frozen_daemon
+
+# A package downgrade: the state file was written by a newer infervisor whose
+# format this one cannot read (issue 24). The run is adopted from its cgroup,
+# with its pid, and keeps serving; nothing is killed or started again.
+unreadable_state_file_keeps_the_worker() {
+	start_serving
+	freeze_daemon
+	printf 'infervisor-worker-state 2\nname=one\nstate=serving\n' >/run/infervisor/state/one
+	crash_frozen_daemon
+	wait_until 300 has_events one adopted 1
+	wait_until 300 has_events two adopted 1
+	assert_contains "$(ivd_journal SYSLOG_IDENTIFIER=infervisord -o cat)" \
+		"one: cannot read its state file"
+	assert_eq "$pid_one" "$(worker_pids one)" "one's processes"
+	assert_eq "$pid_one" "$(event_field one adopted PID)" "one's adopted pid"
+	assert_eq 1 "$(event_count one started)" "one's starts"
+	assert_eq 0 "$(event_count one exited)" "one's exits"
+	assert_eq 0 "$(event_count one leftover-reaped)" "one's reaps"
+	local served
+	served=$(served_count one)
+	wait_until 120 served_more_than one $((served + 2))
+	assert_eq running "$(status_field one state)" "one's state"
+	# This daemon's own state file replaced the unreadable one.
+	assert_contains "$(head -1 /run/infervisor/state/one)" "infervisor-worker-state 1"
+}
+run_scenario a-state-file-it-cannot-read-keeps-the-worker-serving unreadable_state_file_keeps_the_worker
 
 stop_after_adoption_leaves_nothing() {
 	start_serving
