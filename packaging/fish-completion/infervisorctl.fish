@@ -5,8 +5,8 @@ function __infervisorctl_workers
     infervisorctl --no-pager --no-legend status 2>/dev/null | string replace -r '^(\S+?)\*?\s.*' '$1'
 end
 
-set -l commands status show start stop restart kill reload remove-workdir events logs config top
-set -l takes_worker status show start stop restart kill logs remove-workdir
+set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir events history logs config top
+set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir
 
 complete -c infervisorctl -f
 complete -c infervisorctl -l socket -r -F -d "The daemon's control socket"
@@ -21,10 +21,14 @@ complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a show
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a start -d 'Start workers'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a stop -d 'Stop workers'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a restart -d 'Stop, then start workers'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a checkpoint -d 'Ask workers for a checkpoint'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a suspend -d 'Suspend workers'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a resume -d 'Resume suspended workers'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a kill -d 'Send a signal to every process of a worker'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'Reread the configuration and apply it'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a remove-workdir -d 'Delete the work dir of a removed worker'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a events -d 'Show lifecycle and policy events'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a history -d "Draw a worker's recent memory, pressure, swap and actions"
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a logs -d "Show a worker's output from the journal"
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a config -d 'Work with configuration files'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a top -d 'Watch the workers'
@@ -35,5 +39,9 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l f
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
+complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l csv -d 'One CSV row per sample'
+complete -c infervisorctl -n '__fish_seen_subcommand_from history' -s n -l samples -x -d 'Newest samples to show'
+complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l width -x -d 'Columns'
+complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l height -x -d 'Rows of the memory chart'
 complete -c infervisorctl -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from check' -a check -d 'Check a configuration file'
 complete -c infervisorctl -n '__fish_seen_subcommand_from check' -F
