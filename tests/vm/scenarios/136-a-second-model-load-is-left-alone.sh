@@ -4,7 +4,8 @@
 # probes), a server loads a 200 MB model, serves for 45 s, then loads a
 # second model: +150 MB in 3 s (an on-demand model switch), within its 800M
 # cap. The host is left low but steady (about 9% of RAM available: under
-# the old rule's 10%), with 1 GiB of (zram) swap free and unused and no
+# the old rule's 10%), with 1 GiB of (zram) swap nearly all free (the
+# worker may not swap; the kernel may page a little of the rest out) and no
 # memory pressure. That is no emergency: nobody is acted on, the server's
 # first run serves on. (The old `host.mem.available < 10%` killed it at once
 # and it was restarted into the same state.)
@@ -84,7 +85,7 @@ a_second_model_load_is_no_emergency() {
 		"$(sed -n 's/^some avg10=\([0-9.]*\) .*/\1/p' /proc/pressure/memory)%"
 	assert_cmd awk -v p="$low" 'BEGIN { exit !(p < 12 && p > 4) }'
 
-	assert_eq 0 "$(ivd_journal INFERVISOR_EVENT=policy-action -o cat | grep -c .)" "policy actions"
+	assert_eq 0 "$(ivd_journal INFERVISOR_EVENT=policy-action -o cat | grep -c . || true)" "policy actions"
 	assert_eq 0 "$(event_count server exited)" "server's exits"
 	assert_eq 1 "$(event_count server started)" "server's starts"
 	assert_eq "$server_pid" "$(main_pid server)" "server's pid"
