@@ -102,10 +102,12 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	peak=$(event_field leaker exited MEMORY_PEAK | head -n1) # of the run that was acted on
 	local danger
 	danger=$(awk -v s="$leak_start" -v k="$action" '$1 >= s - 1000000 && $1 <= k && $2 < 25 { print $1; exit }' "$watch")
+	local from_danger="n/a (never under 25% before the action)"
+	[[ -z $danger ]] || from_danger="$(((action - danger) / 1000)) ms"
 	# The first "leaked" line comes 1 s after the leak began.
 	log "FIGURES $label: rule $rule; time to action $(((action - leak_start) / 1000 + 1000)) ms" \
 		"after the leak began;" \
-		"MemAvailable < 25% -> action ${danger:+$(((action - danger) / 1000)) ms}${danger:-n/a (never under 25%)};" \
+		"MemAvailable < 25% -> action $from_danger;" \
 		"leaker peak $((peak / 1048576)) MiB;" \
 		"pages swapped out $((swapped_after - swapped_before));" \
 		"steady: worst gap between requests $(worst_gap_ms steady) ms (every 200 ms)," \

@@ -45,14 +45,9 @@ memwatch() {
 }
 
 policy_actions() { # every policy action since fresh_daemon: WORKER:ACTION, oldest first
-	ivd_journal INFERVISOR_EVENT=policy-action -o export | awk -v RS= -F '\n' '{
-		w = ""; a = ""
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^INFERVISOR_WORKER=/) w = substr($i, 20)
-			if ($i ~ /^INFERVISOR_ACTION=/) a = substr($i, 20)
-		}
-		printf "%s%s:%s", (n++ ? " " : ""), w, a
-	} END { print "" }'
+	# Each message is "WORKER: rule 'RULE': ACTION: why -> result".
+	ivd_journal INFERVISOR_EVENT=policy-action -o cat |
+		awk -F ': ' '{ printf "%s%s:%s", (n++ ? " " : ""), $1, $3 } END { print "" }'
 }
 
 only_kills_of_batch() { [[ $1 =~ ^batch:kill( batch:kill)*$ ]]; }
@@ -119,8 +114,10 @@ the_grower_pays_not_the_steady_server() {
 	killed=$(ivd_journal INFERVISOR_WORKER=batch INFERVISOR_EVENT=policy-action -o export |
 		sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
 	danger=$(awk -v s="$started" -v k="$killed" '$1 >= s && $1 <= k && $2 < 25 { print $1; exit }' "$watch")
+	local from_danger="n/a (never under 25% before the kill)"
+	[[ -z $danger ]] || from_danger="$(((killed - danger) / 1000)) ms"
 	log "FIGURES tiny host: rule $rule; batch started -> kill $(((killed - started) / 1000)) ms;" \
-		"MemAvailable < 25% -> kill ${danger:+$(((killed - danger) / 1000)) ms}${danger:-n/a};" \
+		"MemAvailable < 25% -> kill $from_danger;" \
 		"MemAvailable at the kill $(event_field batch policy-action HOST_MEM_AVAILABLE_PCT | head -n1)%"
 	log "victim reason: $reason"
 	log "decision: $(ivd_journal INFERVISOR_WORKER=batch INFERVISOR_EVENT=policy-action -o cat | head -n1)"
