@@ -36,7 +36,11 @@ batch_entry() {
 }
 
 # memwatch FILE: "REALTIME_US AVAILABLE_PCT" every half second, for figures.
+# Run in the background and killed when done: no assertion of the
+# scenario's may see its commands die.
 memwatch() {
+	trap - ERR
+	set +e
 	while :; do
 		awk -v t="$(date +%s%6N)" '/^MemTotal:/ { m = $2 } /^MemAvailable:/ { a = $2 }
 			END { printf "%s %.2f\n", t, 100 * a / m }' /proc/meminfo
