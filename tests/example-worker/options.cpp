@@ -34,6 +34,8 @@ Health endpoint, for HTTP probes:
 Misbehaviour, to exercise the supervisor:
   --leak-mb-per-s R         allocate and touch R MiB per second, forever (context explosion)
   --leak-after-ms N         with --leak-mb-per-s: serve steadily for N ms after ready first
+  --leak-max-mb N           with --leak-mb-per-s: stop after N MiB and say "leak done" (a
+                            second model loaded at that rate; a batch job's working set)
   --spin-after-ms N         after N ms spin in a busy loop: no output, no heartbeats, no
                             health answers (infinite loop); SIGTERM then kills it (default
                             action)
@@ -180,6 +182,8 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.leak_mb_per_s = parse_double(opt, args.value());
     else if (opt == "--leak-after-ms")
         o.leak_after_ms = parse_long(opt, args.value());
+    else if (opt == "--leak-max-mb")
+        o.leak_max_mb = parse_long(opt, args.value());
     else if (opt == "--spin-after-ms")
         o.spin_after_ms = parse_long(opt, args.value());
     else if (opt == "--crash-after-ms")

@@ -13,6 +13,7 @@ struct Options {
     long serve_interval_ms = 1000;
     double leak_mb_per_s = 0;
     long leak_after_ms = 0;  // --leak-after-ms: serve steadily this long before leaking
+    long leak_max_mb = 0;    // --leak-max-mb: stop leaking there (0: never)
     std::optional<long> spin_after_ms;
     std::optional<long> crash_after_ms;
     int exit_code = 1;

@@ -225,7 +225,19 @@ bool Worker::serve_one() {
 void Worker::leak_some(Clock::time_point now) {
     std::chrono::duration<double> elapsed = now - leak_start_;
     auto owed = static_cast<size_t>(options_.leak_mb_per_s * kMiB * elapsed.count());
+    const auto most = static_cast<size_t>(options_.leak_max_mb) * kMiB;
+    bool done = false;
+    if (options_.leak_max_mb > 0 && owed >= most) {
+        owed = most;
+        done = true;
+    }
     if (owed > leak_.total_bytes()) leak_.add(owed - leak_.total_bytes());
+    if (done && !leak_done_) {
+        leak_done_ = true;
+        say("leak done: %zu MiB (rss=%ld MiB)", leak_.total_bytes() / kMiB, rss_mib());
+        return;
+    }
+    if (leak_done_) return;
     if (now >= next_leak_report_) {
         say("leaked %zu MiB so far (rss=%ld MiB)", leak_.total_bytes() / kMiB, rss_mib());
         next_leak_report_ = std::max(next_leak_report_ + std::chrono::seconds(1), now);

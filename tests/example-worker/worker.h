@@ -55,6 +55,7 @@ class Worker {
     std::optional<std::chrono::microseconds> watchdog_interval_;
     Clock::time_point next_serve_{}, next_watchdog_{}, next_leak_{}, next_leak_report_{};
     Clock::time_point leak_start_{};
+    bool leak_done_ = false;  // --leak-max-mb reached
 };
 
 }  // namespace example_worker

@@ -10,16 +10,22 @@ namespace infervisor {
 namespace {
 
 constexpr std::string_view kGrammar =
-    "expected METRIC OP VALUE [for DURATION], e.g. 'memory.growth > 15%/min for 2m'";
+    "expected METRIC OP VALUE [and|or METRIC OP VALUE ...] [for DURATION], e.g. "
+    "'memory.growth > 15%/min for 2m'";
 
-std::vector<std::string_view> split_words(std::string_view text) {
-    std::vector<std::string_view> words;
+struct Word {
+    std::string_view text;
+    size_t at;  // offset in the condition
+};
+
+std::vector<Word> split_words(std::string_view text) {
+    std::vector<Word> words;
     size_t pos = 0;
     while (pos < text.size()) {
         while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
         size_t end = pos;
         while (end < text.size() && text[end] != ' ' && text[end] != '\t') ++end;
-        if (end > pos) words.push_back(text.substr(pos, end - pos));
+        if (end > pos) words.push_back({text.substr(pos, end - pos), pos});
         pos = end;
     }
     return words;
@@ -30,6 +36,8 @@ std::optional<Comparison> parse_op(std::string_view word) {
     if (word == ">=") return Comparison::greater_equal;
     if (word == "<") return Comparison::less;
     if (word == "<=") return Comparison::less_equal;
+    if (word == "==") return Comparison::equal;
+    if (word == "!=") return Comparison::not_equal;
     return std::nullopt;
 }
 
@@ -109,30 +117,204 @@ Error unit_mismatch(std::string_view name, const std::vector<MetricInfo>& candid
                        ", not '" + std::string(value) + "'");
 }
 
-// Parses the optional "for DURATION" tail.
-Result<Duration> parse_hold(const std::vector<std::string_view>& tail) {
-    if (tail.empty()) return Duration(0);
-    if (tail[0] != "for" || tail.size() != 2)
-        return plain_error("unexpected '" + std::string(tail[0]) +
-                           "' after the value: " + std::string(kGrammar));
-    auto d = parse_duration(tail[1]);
-    if (!d) return plain_error("after 'for': " + d.error().what);
-    // A condition held longer than a day is no condition a policy acts on.
-    if (*d > std::chrono::hours(24))
-        return plain_error("after 'for': at most 1d, not " + std::string(tail[1]));
-    return *d;
+// An operator written without spaces ("memory.growth>15%"): the word as it
+// should be written ("memory.growth > 15%"), when it starts with a metric.
+std::optional<std::string> glued_operator(std::string_view word, RuleScope scope) {
+    size_t op = word.find_first_of("<>=!");
+    if (op == std::string_view::npos || op == 0) return std::nullopt;
+    if (metrics_named(scope, word.substr(0, op)).empty()) return std::nullopt;
+    size_t value = word.find_first_not_of("<>=!", op);
+    std::string out =
+        std::string(word.substr(0, op)) + " " +
+        std::string(
+            word.substr(op, value == std::string_view::npos ? std::string_view::npos : value - op));
+    if (value != std::string_view::npos) out += " " + std::string(word.substr(value));
+    return out;
 }
 
-Result<Condition> parse_heartbeat_missed(const std::vector<std::string_view>& words) {
-    auto hold = parse_hold({words.begin() + 2, words.end()});
-    if (!hold) return hold.error();
-    Condition c;
-    c.metric = "heartbeat missed";
-    c.unit = MetricUnit::flag;
-    c.op = Comparison::greater;
-    c.threshold = 0;
-    c.hold = *hold;
-    return c;
+bool is_keyword(std::string_view word) { return word == "and" || word == "or" || word == "for"; }
+
+// Recursive descent over the words; the first error wins and stops it.
+class Parser {
+  public:
+    Parser(std::string_view text, RuleScope scope)
+        : text_(text), words_(split_words(text)), scope_(scope) {}
+
+    Result<Condition> parse() {
+        if (words_.empty()) return plain_error("empty condition: " + std::string(kGrammar));
+        auto root = disjunction();
+        if (!root) return root;
+        if (pos_ < words_.size()) {  // only `for` can follow a complete expression
+            auto hold = parse_hold();
+            if (!hold) return hold.error();
+            root->hold = *hold;
+        }
+        root->text = std::string(text_);
+        return root;
+    }
+
+  private:
+    bool at(std::string_view word) const {
+        return pos_ < words_.size() && words_[pos_].text == word;
+    }
+
+    Error error_here(const std::string& message) const { return plain_error(message); }
+
+    // Joins operands parsed by `next` while the next word is `keyword`.
+    template <class Next>
+    Result<Condition> chain(std::string_view keyword, Condition::Kind kind, Next next) {
+        auto first = (this->*next)();
+        if (!first) return first;
+        if (!at(keyword)) return first;
+        Condition node;
+        node.kind = kind;
+        node.operands.push_back(std::move(*first));
+        while (at(keyword)) {
+            ++pos_;
+            if (pos_ == words_.size())
+                return error_here("'" + std::string(keyword) +
+                                  "' at the end: a comparison must follow it");
+            auto operand = (this->*next)();
+            if (!operand) return operand;
+            node.operands.push_back(std::move(*operand));
+        }
+        return node;
+    }
+
+    Result<Condition> disjunction() {
+        return chain("or", Condition::Kind::any_of, &Parser::conjunction);
+    }
+    Result<Condition> conjunction() {
+        return chain("and", Condition::Kind::all_of, &Parser::comparison);
+    }
+
+    Result<Condition> comparison() {
+        if (++comparisons_ > kMaxComparisons)
+            return error_here("more than " + std::to_string(kMaxComparisons) +
+                              " comparisons in one condition");
+        const Word& first = words_[pos_];
+        if (first.text.starts_with("(") || first.text == ")")
+            return error_here(
+                "no parentheses in conditions: 'and' binds tighter than 'or', so write "
+                "'(A or B) and C' as 'A and C or B and C'");
+        if (is_keyword(first.text))
+            return error_here("expected a metric, not '" + std::string(first.text) +
+                              "': " + std::string(kGrammar));
+        if (scope_ == RuleScope::worker && first.text == "heartbeat" && pos_ + 1 < words_.size() &&
+            words_[pos_ + 1].text == "missed") {
+            pos_ += 2;
+            Condition c;
+            c.metric = "heartbeat missed";
+            c.unit = MetricUnit::flag;
+            c.op = Comparison::greater;
+            c.threshold = 0;
+            c.text = std::string(text_.substr(first.at, words_[pos_ - 1].at + 6 - first.at));
+            return end_of_comparison(std::move(c));
+        }
+        auto candidates = metrics_named(scope_, first.text);
+        if (candidates.empty()) {
+            if (auto spaced = glued_operator(first.text, scope_))
+                return error_here("put spaces around the comparison: '" + *spaced + "', not '" +
+                                  std::string(first.text) + "'");
+            return unknown_metric(first.text, scope_);
+        }
+        ++pos_;
+        if (pos_ == words_.size() || is_keyword(words_[pos_].text))
+            return error_here(
+                "incomplete condition: a comparison (>, >=, <, <=, ==, !=) must "
+                "follow '" +
+                std::string(first.text) + "'; " + std::string(kGrammar));
+        auto op = parse_op(words_[pos_].text);
+        if (!op)
+            return error_here("expected a comparison (>, >=, <, <=, ==, !=) after '" +
+                              std::string(first.text) + "', not '" +
+                              std::string(words_[pos_].text) + "'");
+        ++pos_;
+        if (pos_ == words_.size() || is_keyword(words_[pos_].text))
+            return error_here("incomplete condition: a value must follow '" +
+                              std::string(first.text) + " " + std::string(to_string(*op)) + "'; " +
+                              std::string(kGrammar));
+        const Word& value = words_[pos_];
+        Condition c;
+        c.metric = std::string(first.text);
+        c.op = *op;
+        bool matched = false;
+        for (const auto& candidate : candidates) {
+            if (auto threshold = parse_threshold(value.text, candidate.unit)) {
+                c.unit = candidate.unit;
+                c.threshold = *threshold;
+                matched = true;
+                break;
+            }
+        }
+        if (!matched) return unit_mismatch(first.text, candidates, value.text);
+        c.threshold_text = std::string(value.text);
+        c.text = std::string(text_.substr(first.at, value.at + value.text.size() - first.at));
+        ++pos_;
+        return end_of_comparison(std::move(c));
+    }
+
+    // After a comparison: the end, `and`, `or` or `for`.
+    Result<Condition> end_of_comparison(Condition c) {
+        if (pos_ == words_.size() || is_keyword(words_[pos_].text)) return c;
+        return error_here("unexpected '" + std::string(words_[pos_].text) + "' after '" + c.text +
+                          "': expected 'and', 'or' or 'for'; " + std::string(kGrammar));
+    }
+
+    // "for DURATION", the last two words.
+    Result<Duration> parse_hold() {
+        if (!at("for"))  // a word after a complete expression that is not `for`
+            return error_here("unexpected '" + std::string(words_[pos_].text) +
+                              "': " + std::string(kGrammar));
+        ++pos_;
+        if (pos_ == words_.size())
+            return error_here("'for' needs a duration (e.g. 'for 30s'): " + std::string(kGrammar));
+        const Word& value = words_[pos_];
+        auto d = parse_duration(value.text);
+        if (!d) return error_here("after 'for': " + d.error().what);
+        // A condition held longer than a day is no condition a policy acts on.
+        if (*d > std::chrono::hours(24))
+            return error_here("after 'for': at most 1d, not " + std::string(value.text));
+        ++pos_;
+        if (pos_ < words_.size())
+            return error_here(
+                "'for' binds to the whole condition and is written once, at its end; "
+                "nothing may follow 'for " +
+                std::string(value.text) + "', not '" + std::string(words_[pos_].text) + "'");
+        return *d;
+    }
+
+    std::string_view text_;
+    std::vector<Word> words_;
+    RuleScope scope_;
+    size_t pos_ = 0;
+    size_t comparisons_ = 0;
+};
+
+bool compare(Comparison op, double value, double threshold) {
+    switch (op) {
+        case Comparison::greater:
+            return value > threshold;
+        case Comparison::greater_equal:
+            return value >= threshold;
+        case Comparison::less:
+            return value < threshold;
+        case Comparison::less_equal:
+            return value <= threshold;
+        case Comparison::equal:
+            return value == threshold;
+        case Comparison::not_equal:
+            return value != threshold;
+    }
+    return false;
+}
+
+void collect(const Condition& c, std::vector<const Condition*>& out) {
+    if (c.kind == Condition::Kind::compare) {
+        out.push_back(&c);
+        return;
+    }
+    for (const auto& operand : c.operands) collect(operand, out);
 }
 
 }  // namespace
@@ -147,60 +329,47 @@ std::string_view to_string(Comparison op) {
             return "<";
         case Comparison::less_equal:
             return "<=";
+        case Comparison::equal:
+            return "==";
+        case Comparison::not_equal:
+            return "!=";
     }
     return "?";
 }
 
+std::vector<const Condition*> comparisons(const Condition& condition) {
+    std::vector<const Condition*> out;
+    collect(condition, out);
+    return out;
+}
+
+bool mentions_metric(const Condition& condition, std::string_view prefix) {
+    for (const Condition* leaf : comparisons(condition))
+        if (leaf->metric.starts_with(prefix)) return true;
+    return false;
+}
+
 Result<Condition> parse_condition(std::string_view text, RuleScope scope) {
-    auto words = split_words(text);
-    if (words.empty()) return plain_error("empty condition: " + std::string(kGrammar));
-    Result<Condition> parsed = plain_error("");
-    if (scope == RuleScope::worker && words.size() >= 2 && words[0] == "heartbeat" &&
-        words[1] == "missed") {
-        parsed = parse_heartbeat_missed(words);
-    } else {
-        auto candidates = metrics_named(scope, words[0]);
-        if (candidates.empty()) return unknown_metric(words[0], scope);
-        if (words.size() < 3) return plain_error("incomplete condition: " + std::string(kGrammar));
-        auto op = parse_op(words[1]);
-        if (!op)
-            return plain_error("expected a comparison (>, >=, <, <=) after '" +
-                               std::string(words[0]) + "', not '" + std::string(words[1]) + "'");
-        Condition c;
-        c.metric = std::string(words[0]);
-        c.op = *op;
-        bool matched = false;
-        for (const auto& candidate : candidates) {
-            if (auto value = parse_threshold(words[2], candidate.unit)) {
-                c.unit = candidate.unit;
-                c.threshold = *value;
-                matched = true;
-                break;
-            }
-        }
-        if (!matched) return unit_mismatch(words[0], candidates, words[2]);
-        c.threshold_text = std::string(words[2]);
-        auto hold = parse_hold({words.begin() + 3, words.end()});
-        if (!hold) return hold.error();
-        c.hold = *hold;
-        parsed = c;
-    }
-    if (!parsed) return parsed;
-    parsed->text = std::string(text);
-    return parsed;
+    return Parser(text, scope).parse();
 }
 
 bool condition_holds(const Condition& c, std::optional<double> value) {
     if (!value) return false;
-    switch (c.op) {
-        case Comparison::greater:
-            return *value > c.threshold;
-        case Comparison::greater_equal:
-            return *value >= c.threshold;
-        case Comparison::less:
-            return *value < c.threshold;
-        case Comparison::less_equal:
-            return *value <= c.threshold;
+    return compare(c.op, *value, c.threshold);
+}
+
+bool condition_holds(const Condition& c, const MeasureComparison& measure) {
+    switch (c.kind) {
+        case Condition::Kind::compare:
+            return condition_holds(c, measure(c));
+        case Condition::Kind::all_of:
+            for (const auto& operand : c.operands)
+                if (!condition_holds(operand, measure)) return false;
+            return !c.operands.empty();
+        case Condition::Kind::any_of:
+            for (const auto& operand : c.operands)
+                if (condition_holds(operand, measure)) return true;
+            return false;
     }
     return false;
 }

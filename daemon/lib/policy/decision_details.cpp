@@ -14,6 +14,49 @@ std::string seconds(Duration d) {
     return format_journal_value(MetricUnit::duration, static_cast<double>(d.count()));
 }
 
+template <class Inputs, class Find>
+Readings read_with(const Condition& when, const Inputs& in, Find find) {
+    Readings out;
+    for (const Condition* leaf : comparisons(when)) {
+        const auto* metric = find(leaf->metric, leaf->unit);
+        if (!metric) {
+            out.push_back({});
+            continue;
+        }
+        out.push_back({metric->info.journal_key, metric->measure(in)});
+    }
+    return out;
+}
+
+// The reading of the leaf `leaf` of `when`, found by its position.
+std::optional<double> reading_of(const Condition& when, const Readings& readings,
+                                 const Condition& leaf) {
+    auto leaves = comparisons(when);
+    for (size_t i = 0; i < leaves.size() && i < readings.size(); ++i)
+        if (leaves[i] == &leaf) return readings[i].value;
+    return std::nullopt;
+}
+
+std::string describe_comparison(const Condition& c, std::optional<double> value) {
+    if (c.unit == MetricUnit::flag) return c.metric;
+    std::string shown = value ? format_measurement(c.unit, *value) : "unknown";
+    return c.metric + " is " + shown + " (" + std::string(to_string(c.op)) + " " +
+           c.threshold_text + ")";
+}
+
+std::string describe_node(const Condition& node, const Readings& readings, size_t& next) {
+    if (node.kind == Condition::Kind::compare) {
+        std::optional<double> value = next < readings.size() ? readings[next].value : std::nullopt;
+        ++next;
+        return describe_comparison(node, value);
+    }
+    std::string joiner = node.kind == Condition::Kind::all_of ? " and " : " or ";
+    std::string out;
+    for (const auto& operand : node.operands)
+        out += (out.empty() ? "" : joiner) + describe_node(operand, readings, next);
+    return out;
+}
+
 }  // namespace
 
 RuleTiming timing_of(const RuleSpec& rule) {
@@ -24,8 +67,21 @@ RuleTiming timing_of(const RuleSpec& rule) {
     return timing;
 }
 
+Readings read_condition(const Condition& when, const WorkerInputs& in) {
+    return read_with(when, in, find_worker_metric);
+}
+
+Readings read_condition(const Condition& when, const HostInputs& in) {
+    return read_with(when, in, find_host_metric);
+}
+
+bool readings_hold(const Condition& when, const Readings& readings) {
+    return condition_holds(when,
+                           [&](const Condition& leaf) { return reading_of(when, readings, leaf); });
+}
+
 Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scope,
-                        const RuleTimer::Due& due, std::optional<double> value, bool dry_run) {
+                        const RuleTimer::Due& due, const Readings& readings, bool dry_run) {
     Decision d;
     d.worker = std::move(worker);
     d.rule = rule.name;
@@ -34,9 +90,9 @@ Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scop
     d.action = action_of(rule, due.step);
     d.then = rule.then;
     d.dry_run = dry_run;
-    d.for_memory = scope == RuleScope::host || rule.when.metric.rfind("memory.", 0) == 0 ||
-                   rule.when.metric.rfind("swap.", 0) == 0;
-    d.reason = describe_cause(rule, value, due);
+    d.for_memory = scope == RuleScope::host || mentions_metric(rule.when, "memory.") ||
+                   mentions_metric(rule.when, "swap.");
+    d.reason = describe_cause(rule, readings, due);
     return d;
 }
 
@@ -55,17 +111,10 @@ std::optional<uint64_t> throttle_target(const ThrottleTarget& target, const Work
         std::llround(static_cast<double>(*base) * *target.percent / 100.0));
 }
 
-std::string describe_cause(const RuleSpec& rule, std::optional<double> value,
+std::string describe_cause(const RuleSpec& rule, const Readings& readings,
                            const RuleTimer::Due& due) {
-    const Condition& c = rule.when;
-    std::string cause;
-    if (c.unit == MetricUnit::flag) {
-        cause = c.metric;
-    } else {
-        std::string shown = value ? format_measurement(c.unit, *value) : "unknown";
-        cause = c.metric + " is " + shown + " (" + std::string(to_string(c.op)) + " " +
-                c.threshold_text + ")";
-    }
+    size_t next = 0;
+    std::string cause = describe_node(rule.when, readings, next);
     if (rule.when.hold > Duration::zero()) cause += " for " + format_duration(due.held);
     switch (due.step) {
         case RuleStep::fire:
@@ -86,12 +135,21 @@ void add_measurement(Measurements& out, const std::string& key, const std::strin
     out.emplace_back(key, value);
 }
 
-void add_cause(Measurements& out, const RuleSpec& rule, const std::string& journal_key,
-               std::optional<double> value, Duration held) {
+void add_cause(Measurements& out, const RuleSpec& rule, const Readings& readings, Duration held) {
+    auto leaves = comparisons(rule.when);
+    for (size_t i = 0; i < leaves.size() && i < readings.size(); ++i)
+        if (readings[i].value && !readings[i].journal_key.empty())
+            add_measurement(out, readings[i].journal_key,
+                            format_journal_value(leaves[i]->unit, *readings[i].value));
     const Condition& c = rule.when;
-    if (value) add_measurement(out, journal_key, format_journal_value(c.unit, *value));
-    if (c.unit != MetricUnit::flag)
+    if (c.is_compound()) {
+        std::string text = c.text;
+        if (auto at = text.rfind(" for "); c.hold > Duration::zero() && at != std::string::npos)
+            text.resize(at);
+        add_measurement(out, "CONDITION", text);
+    } else if (c.unit != MetricUnit::flag) {
         add_measurement(out, "THRESHOLD", std::string(to_string(c.op)) + " " + c.threshold_text);
+    }
     add_measurement(out, "HELD_SECONDS", seconds(held));
 }
 
@@ -104,7 +162,7 @@ void add_worker_context(Measurements& out, const WorkerSample& s,
     if (growth_percent)
         add_measurement(out, "MEMORY_GROWTH_PCT_PER_MIN",
                         format_journal_value(MetricUnit::percent_per_min, *growth_percent));
-    if (rule && rule->when.metric.rfind("heartbeat", 0) == 0) {
+    if (rule && mentions_metric(rule->when, "heartbeat")) {
         if (auto age = heartbeat_age(s, now))
             add_measurement(out, "HEARTBEAT_AGE_SECONDS", seconds(*age));
         if (s.watchdog_interval)
@@ -124,6 +182,10 @@ void add_host_context(Measurements& out, const HostInputs& host) {
     const HostSample& s = host.sample;
     if (s.mem_available) add_measurement(out, "HOST_MEM_AVAILABLE_BYTES", whole(*s.mem_available));
     if (s.mem_total) add_measurement(out, "HOST_MEM_TOTAL_BYTES", whole(*s.mem_total));
+    if (auto headroom = host_mem_headroom(s, host.mem_available_change_per_minute))
+        add_measurement(out, "HOST_MEM_HEADROOM_SECONDS", seconds(*headroom));
+    if (s.swap_total) add_measurement(out, "HOST_SWAP_TOTAL_BYTES", whole(*s.swap_total));
+    if (s.swap_free) add_measurement(out, "HOST_SWAP_FREE_BYTES", whole(*s.swap_free));
     if (s.memory_pressure)
         add_measurement(out, "HOST_MEMORY_PRESSURE_SOME_AVG10_PCT",
                         format_journal_value(MetricUnit::percent, s.memory_pressure->some.avg10));

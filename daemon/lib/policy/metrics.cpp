@@ -178,6 +178,14 @@ std::vector<HostMetric> build_host_metrics() {
     m.push_back({info("host.mem.available", U::percent), [](const HostInputs& in) {
                      return percent_of(in.sample.mem_available, in.sample.mem_total);
                  }});
+    m.push_back({info("host.mem.headroom", U::duration), [](const HostInputs& in) {
+                     return millis(
+                         host_mem_headroom(in.sample, in.mem_available_change_per_minute));
+                 }});
+    m.push_back({info("host.swap.free", U::bytes),
+                 [](const HostInputs& in) { return from(in.sample.swap_free); }});
+    m.push_back({info("host.swap.free", U::percent),
+                 [](const HostInputs& in) { return host_swap_free_percent(in.sample); }});
     return m;
 }
 
@@ -307,6 +315,20 @@ std::optional<Duration> memory_headroom(const WorkerSample& sample,
     if (*sample.memory_current >= *sample.memory_max) return Duration::zero();
     double room = static_cast<double>(*sample.memory_max - *sample.memory_current);
     return Duration(std::llround(room / *growth_bytes_per_min * 60'000.0));
+}
+
+std::optional<Duration> host_mem_headroom(const HostSample& sample,
+                                          std::optional<double> change_per_minute) {
+    if (!sample.mem_available || !change_per_minute || *change_per_minute >= 0) return std::nullopt;
+    if (*sample.mem_available == 0) return Duration::zero();
+    return Duration(
+        std::llround(static_cast<double>(*sample.mem_available) / -*change_per_minute * 60'000.0));
+}
+
+std::optional<double> host_swap_free_percent(const HostSample& sample) {
+    if (!sample.swap_total || !sample.swap_free) return std::nullopt;
+    if (*sample.swap_total == 0) return 0.0;
+    return 100.0 * static_cast<double>(*sample.swap_free) / static_cast<double>(*sample.swap_total);
 }
 
 std::optional<Duration> heartbeat_age(const WorkerSample& sample, TimePoint now) {

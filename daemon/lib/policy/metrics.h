@@ -32,6 +32,13 @@
 //   host.{memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
 //   host.swap.in, host.swap.out   pages/s (/proc/vmstat pswpin/pswpout)
 //   host.mem.available      bytes, or % of MemTotal
+//   host.mem.headroom       duration: time until MemAvailable reaches 0 at the
+//                           rate it fell over the engine's host headroom window
+//                           (the last sample interval, PolicyOptions); empty while it is
+//                           not falling (steady or rising) or before two samples
+//   host.swap.free          bytes (SwapFree), or % of SwapTotal; a host
+//                           without swap has 0 bytes and 0% free (as earlyoom
+//                           counts it: there is no swap to go to)
 //
 // A measurement the sample does not provide is empty, and a condition on it
 // is false (see condition.h).
@@ -92,6 +99,9 @@ struct HostInputs {
     const HostSample& sample;
     std::optional<double> swap_in_per_second;
     std::optional<double> swap_out_per_second;
+    // Change of MemAvailable per minute over the host headroom window
+    // (negative while it falls).
+    std::optional<double> mem_available_change_per_minute = std::nullopt;
 };
 
 struct WorkerMetric {
@@ -124,6 +134,14 @@ std::optional<double> growth_percent(const WorkerSample& sample,
 // max; empty without a max or a current value, or when not growing.
 std::optional<Duration> memory_headroom(const WorkerSample& sample,
                                         std::optional<double> growth_bytes_per_min);
+
+// host.mem.headroom: MemAvailable / its fall rate; 0 when none is left;
+// empty without MemAvailable or a rate, or when it is not falling.
+std::optional<Duration> host_mem_headroom(const HostSample& sample,
+                                          std::optional<double> change_per_minute);
+
+// host.swap.free in % of SwapTotal; 0 on a host without swap.
+std::optional<double> host_swap_free_percent(const HostSample& sample);
 
 // The heartbeat's age: from the last WATCHDOG=1, or from the start when none
 // came yet; empty for a worker that has neither a watchdog nor a heartbeat.

@@ -1,6 +1,7 @@
 #include "policy/policy_engine.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "policy/decision_details.h"
 #include "policy/metrics.h"
@@ -31,7 +32,9 @@ bool any_below(const MemoryEvents& now, const MemoryEvents& base) {
 
 }  // namespace
 
-PolicyEngine::PolicyEngine(PolicyOptions options) : options_(options) {}
+PolicyEngine::PolicyEngine(PolicyOptions options) : options_(options) {
+    host_.mem_available.set_window(options_.host_headroom_window);
+}
 
 void PolicyEngine::set_default_rules(std::vector<RuleSpec> rules) {
     defaults_ = merge_rules(rules, {});
@@ -57,6 +60,16 @@ void PolicyEngine::set_headroom_window(Duration window) {
     for (auto& [name, state] : workers_) state.recent.set_window(window);
 }
 
+void PolicyEngine::set_host_headroom_window(Duration window) {
+    options_.host_headroom_window = window;
+    host_.mem_available.set_window(window);
+}
+
+void PolicyEngine::set_victim_window(Duration window) {
+    options_.victim_window = window;
+    for (auto& [name, state] : workers_) state.victim.set_window(window);
+}
+
 void PolicyEngine::set_growth_window(Duration window) {
     options_.growth_window = window;
     for (auto& [name, state] : workers_) state.growth.set_window(window);
@@ -68,6 +81,7 @@ PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
         WorkerState fresh{PhaseTracker(options_.phases),
                           GrowthTracker(options_.growth_window),
                           GrowthTracker(options_.headroom_window),
+                          GrowthTracker(options_.victim_window),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
@@ -85,6 +99,9 @@ void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
         st.growth.add(s.time, static_cast<double>(*s.memory_current));
         st.recent.add(s.time, static_cast<double>(*s.memory_current));
     }
+    // Victim choice sees every phase: a worker still loading may be the cause.
+    if (auto size = s.memory_anon ? s.memory_anon : s.memory_current)
+        st.victim.add(s.time, static_cast<double>(*size));
     if (s.swapin_pages) st.swap_in.add(s.time, *s.swapin_pages);
     if (s.swapout_pages) st.swap_out.add(s.time, *s.swapout_pages);
     if (s.cpu_usage_usec) st.cpu.add(s.time, *s.cpu_usage_usec);
@@ -102,16 +119,15 @@ std::vector<Decision> PolicyEngine::evaluate(const std::string& worker, const Wo
     const auto growth = growth_percent(sample, in.growth_bytes_per_min);
     std::vector<Decision> out;
     for (const RuleSpec& rule : rules_for(worker)) {
-        const WorkerMetric* metric = find_worker_metric(rule.when.metric, rule.when.unit);
-        std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
+        const Readings readings = read_condition(rule.when, in);
         RuleTimer& timer = timer_for(st.timers, rule);
-        timer.observe(condition_holds(rule.when, value), now);
+        timer.observe(readings_hold(rule.when, readings), now);
         auto due = timer.due(timing_of(rule), now);
         if (!due) continue;
         timer.commit(due->step, now);
-        Decision d = start_decision(worker, rule, RuleScope::worker, *due, value, dry_run(rule));
+        Decision d = start_decision(worker, rule, RuleScope::worker, *due, readings, dry_run(rule));
         if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, sample);
-        if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
+        add_cause(d.measurements, rule, readings, due->held);
         add_worker_context(d.measurements, sample, growth, &rule, now);
         add_phase(d.measurements, st.phase, now);
         out.push_back(std::move(d));
@@ -139,25 +155,29 @@ VictimView PolicyEngine::view_of(const WorkerCandidate& c) const {
     VictimView view{c.name, c.priority, c.is_protected, std::nullopt, std::nullopt, std::nullopt};
     auto it = workers_.find(c.name);
     if (it != workers_.end() && it->second.last) {
-        view.memory_current = it->second.last->memory_current;
-        view.growth_bytes_per_min = it->second.growth.per_minute();
-        view.growth_percent_per_min = growth_percent(*it->second.last, view.growth_bytes_per_min);
+        const WorkerSample& last = *it->second.last;
+        view.memory_current = last.memory_current;
+        view.memory_anon = last.memory_anon;
+        view.growth_bytes_per_min = it->second.victim.per_minute();
+        view.growth_percent_per_min = growth_percent(last, it->second.growth.per_minute());
     }
     return view;
 }
 
-std::optional<VictimView> PolicyEngine::choose_victim(
+std::optional<PolicyEngine::Chosen> PolicyEngine::choose_victim(
     const std::string& rule, RuleStep step, const std::vector<WorkerCandidate>& candidates) const {
     std::vector<VictimView> views;
     for (const auto& c : candidates) views.push_back(view_of(c));
     auto pinned = host_.victims.find(rule);
     if (step == RuleStep::escalate && pinned != host_.victims.end()) {
-        for (const auto& v : views)
-            if (v.name == pinned->second && !v.is_protected) return v;
+        for (size_t i = 0; i < views.size(); ++i)
+            if (views[i].name == pinned->second && !views[i].is_protected)
+                return Chosen{views[i], "escalation: the victim of the step before; " +
+                                            explain_victim(views, i)};
     }
     auto index = pick_victim(views);
     if (!index) return std::nullopt;
-    return views[*index];
+    return Chosen{views[*index], explain_victim(views, *index)};
 }
 
 std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
@@ -165,17 +185,19 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
                                                   TimePoint now) {
     if (sample.pswpin) host_.swap_in.add(sample.time, *sample.pswpin);
     if (sample.pswpout) host_.swap_out.add(sample.time, *sample.pswpout);
-    const HostInputs in{sample, host_.swap_in.per_second(), host_.swap_out.per_second()};
+    if (sample.mem_available)
+        host_.mem_available.add(sample.time, static_cast<double>(*sample.mem_available));
+    const HostInputs in{sample, host_.swap_in.per_second(), host_.swap_out.per_second(),
+                        host_.mem_available.per_minute()};
     std::vector<Decision> out;
     for (const RuleSpec& rule : host_rules_) {
-        const HostMetric* metric = find_host_metric(rule.when.metric, rule.when.unit);
-        std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
+        const Readings readings = read_condition(rule.when, in);
         RuleTimer& timer = timer_for(host_.timers, rule);
         // Checked per rule: a kill by an earlier rule in this pass counts.
         bool settling = now < host_.settled_at;
         // A rule that has not fired starts its clock only once the host has
         // settled; one that has keeps observing, so its escalation holds.
-        timer.observe(condition_holds(rule.when, value) && !(settling && !timer.latched()), now);
+        timer.observe(readings_hold(rule.when, readings) && !(settling && !timer.latched()), now);
         auto due = timer.due(timing_of(rule), now);
         if (!due) continue;
         if (settling && due->step != RuleStep::escalate) continue;  // a repeat stays due
@@ -183,9 +205,9 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         Action action = action_of(rule, due->step);
         if (!victim && action != Action::log) continue;  // stays due
         timer.commit(due->step, now);
-        Decision d = start_decision(victim ? victim->name : "", rule, RuleScope::host, *due, value,
-                                    dry_run(rule));
-        if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, due->held);
+        Decision d = start_decision(victim ? victim->view.name : "", rule, RuleScope::host, *due,
+                                    readings, dry_run(rule));
+        add_cause(d.measurements, rule, readings, due->held);
         add_host_context(d.measurements, in);
         if (victim) aim_at(d, *victim, rule, now);
         if (victim &&
@@ -200,11 +222,18 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
     return out;
 }
 
-void PolicyEngine::aim_at(Decision& d, const VictimView& victim, const RuleSpec& rule,
-                          TimePoint now) {
+void PolicyEngine::aim_at(Decision& d, const Chosen& chosen, const RuleSpec& rule, TimePoint now) {
+    const VictimView& victim = chosen.view;
     host_.victims[rule.name] = victim.name;
-    d.reason += "; victim '" + victim.name + "' (priority " + std::to_string(victim.priority) + ")";
+    d.reason += "; victim '" + victim.name + "' (priority " + std::to_string(victim.priority) +
+                "): " + chosen.reason;
     add_measurement(d.measurements, "VICTIM_PRIORITY", std::to_string(victim.priority));
+    add_measurement(d.measurements, "VICTIM_REASON", chosen.reason);
+    if (victim.growth_bytes_per_min)
+        add_measurement(d.measurements, "VICTIM_GROWTH_BYTES_PER_SEC",
+                        std::to_string(std::llround(*victim.growth_bytes_per_min / 60.0)));
+    if (victim.memory_anon)
+        add_measurement(d.measurements, "VICTIM_ANON_BYTES", std::to_string(*victim.memory_anon));
     auto it = workers_.find(victim.name);
     if (it == workers_.end() || !it->second.last) return;
     const WorkerSample& last = *it->second.last;

@@ -23,7 +23,9 @@
 // so a dry run journals exactly what a real run would have done.
 //
 // Host rules keep one timer each for the host. A step picks its victim with
-// pick_victim() (victim.h); an escalation hits the same victim as the step
+// pick_victim() (victim.h), by each worker's growth over the victim window
+// in every phase (loading too) and its anonymous memory; the decision says
+// why (VICTIM_REASON, with the others considered); an escalation hits the same victim as the step
 // before it while that worker is still a candidate. A step with no victim
 // (every worker protected) is not taken and stays due, except that a `log`
 // step is taken with an empty worker.
@@ -61,7 +63,14 @@ struct PolicyOptions {
     Duration headroom_window{10'000};  // memory.headroom's growth rate: recent, short
     Duration rate_interval{1'000};     // shortest interval for swap/cpu rates
     Duration host_settle{30'000};      // see above; 0: host rules never wait
-    PhaseOptions phases;               // when a worker without readiness signal settles
+    // host.mem.headroom's fall rate of MemAvailable: short, so a step (a
+    // model load) is forgotten a moment after it ended (a window shorter
+    // than the sample interval measures over the last interval).
+    Duration host_headroom_window{2'000};
+    // Victim choice's growth (every phase): recent, a little longer than the
+    // headroom's so one allocation burst does not decide it.
+    Duration victim_window{10'000};
+    PhaseOptions phases;  // when a worker without readiness signal settles
 };
 
 class PolicyEngine {
@@ -83,6 +92,10 @@ class PolicyEngine {
     // a leak reaches its cap within a few of them.
     void set_headroom_window(Duration window);
     void set_host_settle(Duration settle) { options_.host_settle = settle; }
+    // host.mem.headroom's window (the samples kept so far stay).
+    void set_host_headroom_window(Duration window);
+    // The window of victim choice's growth, for workers tracked now and later.
+    void set_victim_window(Duration window);
     // For runs started from now on (the span a worker's memory must hold
     // still to count as loaded; see worker_phase.h).
     void set_load_settle(Duration settle) { options_.phases.settle = settle; }
@@ -122,6 +135,7 @@ class PolicyEngine {
         PhaseTracker phase;
         GrowthTracker growth;  // serving samples only
         GrowthTracker recent;  // the same, over the headroom window
+        GrowthTracker victim;  // anon (else memory.current), every phase, victim window
         CounterRate swap_in, swap_out, cpu;
         std::optional<MemoryEvents> events_baseline;
         std::optional<WorkerSample> last;
@@ -129,6 +143,7 @@ class PolicyEngine {
     };
     struct HostState {
         CounterRate swap_in, swap_out;
+        GrowthTracker mem_available{Duration(2'000)};  // host.mem.headroom
         std::map<std::string, TimedRule> timers;
         std::map<std::string, std::string> victims;  // rule → worker of its last step
         TimePoint settled_at{};                      // host rules wait until then (see host_settle)
@@ -139,10 +154,14 @@ class PolicyEngine {
     static WorkerInputs inputs_of(const WorkerState& state, const WorkerSample& sample,
                                   TimePoint now);
     // Names the victim in a host decision and adds what is known of it.
-    void aim_at(Decision& decision, const VictimView& victim, const RuleSpec& rule, TimePoint now);
+    struct Chosen {
+        VictimView view;
+        std::string reason;  // VICTIM_REASON
+    };
+    void aim_at(Decision& decision, const Chosen& victim, const RuleSpec& rule, TimePoint now);
     VictimView view_of(const WorkerCandidate& candidate) const;
-    std::optional<VictimView> choose_victim(const std::string& rule, RuleStep step,
-                                            const std::vector<WorkerCandidate>& candidates) const;
+    std::optional<Chosen> choose_victim(const std::string& rule, RuleStep step,
+                                        const std::vector<WorkerCandidate>& candidates) const;
     bool dry_run(const RuleSpec& rule) const { return options_.dry_run || rule.dry_run; }
 
     PolicyOptions options_;

@@ -36,10 +36,11 @@ std::optional<ResumeDecision> ResumePlanner::evaluate(const HostSample& host,
     if (host.pswpin) swap_in_.add(host.time, *host.pswpin);
     if (host.pswpout) swap_out_.add(host.time, *host.pswpout);
     if (!when_) return std::nullopt;
-    const HostInputs in{host, swap_in_.per_second(), swap_out_.per_second()};
-    const HostMetric* metric = find_host_metric(when_->metric, when_->unit);
-    std::optional<double> value = metric ? metric->measure(in) : std::nullopt;
-    if (!condition_holds(*when_, value) || now < not_before_) {
+    if (host.mem_available) mem_available_.add(host.time, static_cast<double>(*host.mem_available));
+    const HostInputs in{host, swap_in_.per_second(), swap_out_.per_second(),
+                        mem_available_.per_minute()};
+    const Readings readings = read_condition(*when_, in);
+    if (!readings_hold(*when_, readings) || now < not_before_) {
         true_since_.reset();
         return std::nullopt;
     }
@@ -58,11 +59,11 @@ std::optional<ResumeDecision> ResumePlanner::evaluate(const HostSample& host,
     ResumeDecision d;
     d.worker = c.name;
     Duration waited = std::chrono::duration_cast<Duration>(now - c.waiting_since);
-    d.reason = describe_cause(rule, value, {RuleStep::fire, held}) + "; resuming '" + c.name +
+    d.reason = describe_cause(rule, readings, {RuleStep::fire, held}) + "; resuming '" + c.name +
                "' (priority " + std::to_string(c.priority) + ", " + c.how + " for " +
                format_duration(waited) +
                (c.needs_bytes ? ", needs " + format_size(*c.needs_bytes) : std::string()) + ")";
-    if (metric) add_cause(d.measurements, rule, metric->info.journal_key, value, held);
+    add_cause(d.measurements, rule, readings, held);
     add_measurement(d.measurements, "PRIORITY", std::to_string(c.priority));
     add_measurement(d.measurements, "WAITED_MS", std::to_string(waited.count()));
     if (c.needs_bytes)

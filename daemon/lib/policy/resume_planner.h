@@ -66,8 +66,9 @@ class ResumePlanner {
     std::optional<Condition> when_;
     Duration settle_{0};
     CounterRate swap_in_, swap_out_;
-    std::optional<TimePoint> true_since_;  // the condition has held since
-    TimePoint not_before_{};               // no count before: last preemption or settle
+    GrowthTracker mem_available_{Duration(2'000)};  // host.mem.headroom, as PolicyOptions
+    std::optional<TimePoint> true_since_;           // the condition has held since
+    TimePoint not_before_{};                        // no count before: last preemption or settle
 };
 
 // The candidate resume_when picks first: highest priority, then waiting

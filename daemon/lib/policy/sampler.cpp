@@ -31,6 +31,7 @@ void read_memory_stat(const CgroupStats& stats, WorkerSample& s) {
     s.swapin_pages = find_counter(*stat, "pswpin");
     if (!s.swapin_pages) s.swapin_pages = find_counter(*stat, "workingset_refault_anon");
     s.swapout_pages = find_counter(*stat, "pswpout");
+    s.memory_anon = find_counter(*stat, "anon");
 }
 
 }  // namespace
@@ -76,6 +77,8 @@ HostSample sample_host(const fs::path& procfs, TimePoint now) {
         MemInfo info = parse_meminfo(*text);
         s.mem_total = info.mem_total;
         s.mem_available = info.mem_available;
+        s.swap_total = info.swap_total;
+        s.swap_free = info.swap_free;
     }
     return s;
 }

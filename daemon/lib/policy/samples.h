@@ -37,6 +37,10 @@ struct WorkerSample {
     // is a page coming back from swap or zswap) and swap-out stays empty.
     std::optional<uint64_t> swapin_pages;
     std::optional<uint64_t> swapout_pages;
+    // memory.stat anon: anonymous memory (heap, anonymous mmap), the part of
+    // memory.current the kernel cannot drop; page cache (a model mmapped from
+    // its file) is not in it. Host rules choose victims by it (victim.h).
+    std::optional<uint64_t> memory_anon;
     // Only when sample_worker_extras() ran (the metrics, when they render).
     std::optional<uint64_t> memory_peak;   // memory.peak (5.19+)
     std::optional<uint64_t> pids_current;  // pids.current
@@ -77,6 +81,8 @@ struct HostSample {
     std::optional<uint64_t> pswpout;
     std::optional<uint64_t> mem_available;  // /proc/meminfo, bytes
     std::optional<uint64_t> mem_total;
+    std::optional<uint64_t> swap_total;  // /proc/meminfo SwapTotal, bytes (0: no swap)
+    std::optional<uint64_t> swap_free;
     std::vector<std::string> read_errors;
 };
 

@@ -17,6 +17,7 @@ MemInfo parse_meminfo(std::string_view text) {
         std::optional<uint64_t>* target = key == "MemTotal"       ? &out.mem_total
                                           : key == "MemAvailable" ? &out.mem_available
                                           : key == "SwapTotal"    ? &out.swap_total
+                                          : key == "SwapFree"     ? &out.swap_free
                                                                   : nullptr;
         if (!target) continue;
         std::string_view value = trim(line.substr(colon + 1));

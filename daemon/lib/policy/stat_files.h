@@ -18,6 +18,7 @@ struct MemInfo {
     std::optional<uint64_t> mem_total;      // bytes
     std::optional<uint64_t> mem_available;  // bytes
     std::optional<uint64_t> swap_total;     // bytes
+    std::optional<uint64_t> swap_free;      // bytes
 };
 
 // /proc/meminfo: "MemTotal:       24683652 kB" lines, converted to bytes.

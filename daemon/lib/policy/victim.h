@@ -23,24 +23,37 @@ struct VictimView {
     int priority = 0;
     bool is_protected = false;
     std::optional<uint64_t> memory_current;
+    // memory.growth (serving runs only), for the journal and the last tie-break.
     std::optional<double> growth_percent_per_min;
-    // memory.growth in bytes: empty while loading (growth is judged from a
-    // serving run's samples only) or before enough samples.
+    // How fast the worker's memory grew over the recent window (the engine's
+    // victim window, 10s at the shipped sample_interval), in bytes per minute: its anonymous memory
+    // (memory.stat anon; memory.current where anon is unknown), loading or serving alike, so a
+    // worker still in its load is seen growing too. Empty before the samples span half the window.
     std::optional<double> growth_bytes_per_min = std::nullopt;
+    // memory.stat anon: what the worker holds that the kernel cannot drop.
+    std::optional<uint64_t> memory_anon = std::nullopt;
 };
 
 // Growth at or above this marks a worker as the likely cause of the host's
-// trouble: ~1 MiB/s, far above a serving worker's noise.
+// trouble: ~1 MiB/s, far above a serving worker's noise. Below it a worker
+// counts as holding still.
 inline constexpr double kRunawayGrowthBytesPerMin = 64.0 * 1024 * 1024;
+
+// The worker's size for victim choice: anon when known, else memory.current.
+std::optional<uint64_t> victim_size(const VictimView& view);
 
 // The index of the victim: unprotected workers only; the lowest priority;
 // among equals a worker growing at kRunawayGrowthBytesPerMin or faster
-// before one that is not (the fastest in bytes first: the leak, not the
-// large worker next to it that holds still), then the largest
-// memory.current, then the fastest growth in percent, then the first name
-// in alphabetical order (so the choice is deterministic). Unknown memory or
-// growth ranks below any known value. Empty when every worker is protected
-// (or there are none).
+// before one that is not, the fastest in bytes first (the cause, not the
+// large worker next to it that holds still; a worker still loading counts as
+// growing too), then the largest (victim_size()), then the fastest
+// memory.growth in percent, then the first name in alphabetical order (so
+// the choice is deterministic). Unknown size or growth ranks below any known
+// value. Empty when every worker is protected (or there are none).
 std::optional<size_t> pick_victim(const std::vector<VictimView>& workers);
+
+// Why workers[chosen] was chosen, for the journal (VICTIM_REASON): "growing
+// 19.8 MiB/s (anon 412 MiB); others: server +0.0 MiB/s 368 MiB".
+std::string explain_victim(const std::vector<VictimView>& workers, size_t chosen);
 
 }  // namespace infervisor

@@ -3,7 +3,10 @@
 //
 // Windows scale with sample_interval: a faster tick answers sooner.
 //   growth window    growth_window, else 15 x sample_interval (30s at 2s)
-//   headroom window  5 x sample_interval (10s at 2s), at most the growth window
+//   headroom window  half of sample_interval, at least 1s, at most the growth
+//                    window: the rate over the last sample interval; also
+//                    host.mem.headroom's
+//   victim window    5 x sample_interval (10s at 2s), at most the growth window
 //   load settle      10 x sample_interval, at least 20s (worker_phase.h)
 #pragma once
 

@@ -1,11 +1,15 @@
 #include "policy/condition.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 namespace infervisor {
 namespace {
 
 using namespace std::chrono_literals;
+using ::testing::HasSubstr;
 
 Condition parse_ok(std::string_view text, RuleScope scope = RuleScope::worker) {
     auto c = parse_condition(text, scope);
@@ -99,7 +103,7 @@ TEST(Condition, ReportsGrammarErrors) {
     EXPECT_NE(parse_error("").find("empty condition"), std::string::npos);
     EXPECT_NE(parse_error("runtime >").find("incomplete condition"), std::string::npos);
     EXPECT_NE(parse_error("runtime = 2h")
-                  .find("expected a comparison (>, >=, <, <=) after "
+                  .find("expected a comparison (>, >=, <, <=, ==, !=) after "
                         "'runtime', not '='"),
               std::string::npos);
     EXPECT_NE(parse_error("runtime > 2h during 5m").find("unexpected 'during'"), std::string::npos);
@@ -115,6 +119,176 @@ TEST(Condition, ComparesAndTreatsAbsentAsFalse) {
     auto le = parse_ok("memory.current <= 90%");
     EXPECT_TRUE(condition_holds(le, 90.0));
     EXPECT_FALSE(condition_holds(le, std::nullopt));
+}
+
+Condition host_ok(const std::string& text) {
+    auto c = parse_condition(text, RuleScope::host);
+    EXPECT_TRUE(c.ok()) << text << ": " << (c.ok() ? "" : c.error().what);
+    return c.ok() ? *c : Condition{};
+}
+
+std::string host_error(const std::string& text) {
+    auto c = parse_condition(text, RuleScope::host);
+    EXPECT_FALSE(c.ok()) << text;
+    return c.ok() ? "" : c.error().what;
+}
+
+// Measures each leaf from a table of metric names.
+MeasureComparison table(std::map<std::string, std::optional<double>> values) {
+    return [values](const Condition& leaf) -> std::optional<double> {
+        auto it = values.find(leaf.metric);
+        return it == values.end() ? std::nullopt : it->second;
+    };
+}
+
+TEST(CompoundCondition, AndBindsTighterThanOr) {
+    auto c = host_ok(
+        "host.mem.available < 10% and host.swap.free < 10% or host.mem.available < 5% and "
+        "host.mem.headroom < 10s for 2s");
+    ASSERT_EQ(c.kind, Condition::Kind::any_of);
+    ASSERT_EQ(c.operands.size(), 2u);
+    for (const auto& conj : c.operands) {
+        EXPECT_EQ(conj.kind, Condition::Kind::all_of);
+        EXPECT_EQ(conj.operands.size(), 2u);
+        EXPECT_EQ(conj.hold, 0s) << "the `for` is the root's";
+    }
+    EXPECT_EQ(c.hold, 2s) << "one `for` at the end binds to the whole expression";
+    EXPECT_EQ(c.operands[0].operands[1].text, "host.swap.free < 10%");
+    EXPECT_EQ(c.operands[1].operands[1].metric, "host.mem.headroom");
+    EXPECT_EQ(c.operands[1].operands[1].unit, MetricUnit::duration);
+    EXPECT_DOUBLE_EQ(c.operands[1].operands[1].threshold, 10'000.0);
+    auto leaves = comparisons(c);
+    ASSERT_EQ(leaves.size(), 4u);
+    EXPECT_EQ(leaves[0]->metric, "host.mem.available");
+    EXPECT_EQ(leaves[3]->metric, "host.mem.headroom");
+    EXPECT_TRUE(mentions_metric(c, "host.swap."));
+    EXPECT_FALSE(mentions_metric(c, "host.cpu."));
+
+    // a and b or c: true with c alone, or with a and b; not with a alone.
+    EXPECT_TRUE(
+        condition_holds(c, table({{"host.mem.available", 4.0}, {"host.mem.headroom", 9000.0}})));
+    EXPECT_TRUE(condition_holds(c, table({{"host.mem.available", 9.0}, {"host.swap.free", 0.0}})));
+    EXPECT_FALSE(
+        condition_holds(c, table({{"host.mem.available", 9.0}, {"host.swap.free", 50.0}})));
+    EXPECT_FALSE(condition_holds(c, table({{"host.mem.available", 4.0}})))
+        << "an unknown headroom (not falling) is false";
+}
+
+TEST(CompoundCondition, ASingleComparisonStaysALeaf) {
+    auto c = host_ok("host.mem.available < 10%");
+    EXPECT_EQ(c.kind, Condition::Kind::compare);
+    EXPECT_FALSE(c.is_compound());
+    EXPECT_EQ(comparisons(c).size(), 1u);
+    EXPECT_EQ(c.text, "host.mem.available < 10%");
+}
+
+TEST(CompoundCondition, EqualityOperators) {
+    auto eq = parse_ok("memory.events.oom_kill == 0 and runtime > 1h");
+    ASSERT_EQ(eq.operands.size(), 2u);
+    EXPECT_EQ(eq.operands[0].op, Comparison::equal);
+    EXPECT_TRUE(condition_holds(eq.operands[0], 0.0));
+    EXPECT_FALSE(condition_holds(eq.operands[0], 1.0));
+    auto ne = parse_ok("memory.events.oom_kill != 0");
+    EXPECT_EQ(ne.op, Comparison::not_equal);
+    EXPECT_TRUE(condition_holds(ne, 2.0));
+    EXPECT_FALSE(condition_holds(ne, 0.0));
+    EXPECT_FALSE(condition_holds(ne, std::nullopt));
+    EXPECT_EQ(to_string(Comparison::equal), "==");
+    EXPECT_EQ(to_string(Comparison::not_equal), "!=");
+}
+
+TEST(CompoundCondition, HeartbeatMissedJoinsToo) {
+    auto c = parse_ok("heartbeat missed and runtime > 10m for 5s");
+    ASSERT_EQ(c.operands.size(), 2u);
+    EXPECT_EQ(c.operands[0].metric, "heartbeat missed");
+    EXPECT_EQ(c.operands[0].text, "heartbeat missed");
+    EXPECT_EQ(c.hold, 5s);
+    EXPECT_TRUE(mentions_metric(c, "heartbeat"));
+}
+
+// Every error class, each message complete in itself.
+TEST(CompoundCondition, ReportsEveryGrammarError) {
+    EXPECT_THAT(host_error("host.mem.available < 10% and"),
+                HasSubstr("'and' at the end: a comparison must follow it"));
+    EXPECT_THAT(host_error("host.mem.available < 10% or"),
+                HasSubstr("'or' at the end: a comparison must follow it"));
+    EXPECT_THAT(host_error("and host.mem.available < 10%"),
+                HasSubstr("expected a metric, not 'and'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% and or host.swap.free < 1%"),
+                HasSubstr("expected a metric, not 'or'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% and for 5s"),
+                HasSubstr("expected a metric, not 'for'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% for 5s and host.swap.free < 1%"),
+                HasSubstr("'for' binds to the whole condition and is written once, at its end; "
+                          "nothing may follow 'for 5s', not 'and'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% for 5s for 6s"),
+                HasSubstr("nothing may follow 'for 5s', not 'for'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% for"), HasSubstr("'for' needs a duration"));
+    EXPECT_THAT(host_error("host.mem.available < 10% for 2d"), HasSubstr("at most 1d, not 2d"));
+    EXPECT_THAT(host_error("host.mem.available < 10% and host.swap.free"),
+                HasSubstr("incomplete condition: a comparison (>, >=, <, <=, ==, !=) must follow "
+                          "'host.swap.free'"));
+    EXPECT_THAT(host_error("host.mem.available < and host.swap.free < 1%"),
+                HasSubstr("incomplete condition: a value must follow 'host.mem.available <'"));
+    EXPECT_THAT(host_error("host.mem.available = 10%"),
+                HasSubstr("expected a comparison (>, >=, <, <=, ==, !=) after "
+                          "'host.mem.available', not '='"));
+    EXPECT_THAT(host_error("host.mem.available < 10% nand host.swap.free < 1%"),
+                HasSubstr("unexpected 'nand' after 'host.mem.available < 10%': expected 'and', "
+                          "'or' or 'for'"));
+    EXPECT_THAT(host_error("host.mem.available < 10% and host.swap.fre < 1%"),
+                HasSubstr("unknown metric 'host.swap.fre'; known metrics: "));
+    EXPECT_THAT(host_error("host.mem.available < 10% and swap.in > 0"),
+                HasSubstr("'swap.in' is a worker metric"));
+    EXPECT_THAT(
+        host_error("host.mem.available < 10% and host.mem.headroom < 10%"),
+        HasSubstr("'host.mem.headroom' is measured in a duration (e.g. 90s, 2h), not '10%'"));
+    EXPECT_THAT(
+        host_error("(host.mem.available < 10% or host.swap.free < 1%) and host.swap.in > 0"),
+        HasSubstr("no parentheses in conditions: 'and' binds tighter than 'or'"));
+    EXPECT_THAT(host_error("host.mem.available<10%"),
+                HasSubstr("put spaces around the comparison: 'host.mem.available < 10%', not "
+                          "'host.mem.available<10%'"));
+    std::string many = "host.swap.in > 0";
+    for (int i = 0; i < 16; ++i) many += " or host.swap.in > 0";
+    EXPECT_THAT(host_error(many), HasSubstr("more than 16 comparisons in one condition"));
+    std::string sixteen = "host.swap.in > 0";
+    for (int i = 0; i < 15; ++i) sixteen += " or host.swap.in > 0";
+    EXPECT_EQ(comparisons(host_ok(sixteen)).size(), 16u);
+}
+
+TEST(HostMetrics, HeadroomAndSwapFree) {
+    HostSample s;
+    s.mem_total = 1000 * 1024 * 1024ull;
+    s.mem_available = 100 * 1024 * 1024ull;
+    const double mib_per_min = 60.0 * 1024 * 1024;
+    // Falling 20 MiB/s: 100 MiB last 5 s.
+    EXPECT_EQ(host_mem_headroom(s, -20 * mib_per_min), 5s);
+    EXPECT_FALSE(host_mem_headroom(s, 0.0)) << "steady: empty";
+    EXPECT_FALSE(host_mem_headroom(s, 3 * mib_per_min)) << "rising: empty";
+    EXPECT_FALSE(host_mem_headroom(s, std::nullopt)) << "no rate yet";
+    s.mem_available = 0;
+    EXPECT_EQ(host_mem_headroom(s, -1.0), 0s);
+
+    EXPECT_FALSE(host_swap_free_percent(s)) << "meminfo without swap lines";
+    s.swap_total = 0;
+    s.swap_free = 0;
+    EXPECT_EQ(host_swap_free_percent(s), 0.0) << "no swap: none free, as earlyoom counts it";
+    s.swap_total = 400;
+    s.swap_free = 100;
+    EXPECT_EQ(host_swap_free_percent(s), 25.0);
+
+    const HostMetric* headroom = find_host_metric("host.mem.headroom", MetricUnit::duration);
+    ASSERT_NE(headroom, nullptr);
+    EXPECT_EQ(headroom->info.journal_key, "HOST_MEM_HEADROOM_SECONDS");
+    s.mem_available = 100 * 1024 * 1024ull;
+    HostInputs in{s, std::nullopt, std::nullopt, -20 * mib_per_min};
+    EXPECT_EQ(headroom->measure(in), 5000.0);
+    const HostMetric* free_bytes = find_host_metric("host.swap.free", MetricUnit::bytes);
+    ASSERT_NE(free_bytes, nullptr);
+    EXPECT_EQ(free_bytes->measure(in), 100.0);
+    EXPECT_EQ(find_host_metric("host.swap.free", MetricUnit::percent)->measure(in), 25.0);
+    EXPECT_EQ(parse_condition("host.swap.free < 64M", RuleScope::host)->unit, MetricUnit::bytes);
 }
 
 }  // namespace

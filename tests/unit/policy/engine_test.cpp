@@ -614,5 +614,99 @@ TEST_F(HostPolicy, ThrottlingDoesNotMakeTheHostSettle) {
     EXPECT_EQ(out[1].second.action, Action::kill);
 }
 
+// A compound condition: the whole expression holds for its one `for`; the
+// decision shows every comparison with its value and journals each metric
+// and the expression.
+TEST(PolicyEngine, ACompoundConditionHoldsAsAWholeForItsFor) {
+    PolicyEngine engine;
+    engine.set_default_rules(
+        rules("- {name: hot, when: memory.current > 50% and memory.pressure.some.avg10 > 10% or "
+              "memory.current > 90% for 3s, action: kill}"));
+    Trace trace(engine);
+    trace.base().memory_current = 600 * MiB;  // > 50%, no pressure reading: false
+    trace.run(5s, [](long) {});
+    EXPECT_TRUE(trace.decisions().empty());
+    PsiReading psi;
+    psi.some.avg10 = 20.0;
+    trace.base().memory_pressure = psi;
+    trace.run(2s, [](long) {});
+    EXPECT_TRUE(trace.decisions().empty()) << "held 1s of 3s";
+    trace.base().memory_pressure.reset();  // false again: the clock stops
+    trace.step();
+    trace.base().memory_current = 950 * MiB;  // the other branch alone
+    trace.run(5s, [](long) {});
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    const Decision& d = trace.decisions()[0].second;
+    EXPECT_EQ(trace.decisions()[0].first, 11s);
+    EXPECT_EQ(d.reason,
+              "memory.current is 92.77% (> 50%) and memory.pressure.some.avg10 is unknown (> 10%) "
+              "or memory.current is 92.77% (> 90%) for 3s");
+    EXPECT_EQ(measurement(d, "MEMORY_CURRENT_PCT"), "92.77");
+    EXPECT_EQ(measurement(d, "CONDITION"),
+              "memory.current > 50% and memory.pressure.some.avg10 > 10% or memory.current > 90%");
+    EXPECT_EQ(measurement(d, "THRESHOLD"), "<absent>");
+    EXPECT_TRUE(d.for_memory);
+}
+
+// Case 1 of issue 25 in the engine: the batch job never settles (no
+// readiness, still loading), yet it is the one growing, and it is chosen.
+TEST_F(HostPolicy, TheLoadingGrowerGoesBeforeTheSteadyLargerServer) {
+    engine.set_host_rules(
+        rules("- {name: low, when: host.mem.available < 10%, action: kill}", RuleScope::host));
+    const TimePoint batch_start = clock.now() - 2s;
+    for (int i = 0; i <= 12; ++i) {
+        WorkerSample server;
+        server.time = clock.now();
+        server.signals_readiness = true;
+        server.ready_at = server.time - 10min;
+        server.memory_current = 380 * MiB;
+        server.memory_anon = 368 * MiB;
+        engine.evaluate("server", server, clock.now());
+        WorkerSample batch;
+        batch.time = clock.now();
+        batch.started_at = batch_start;  // no readiness signal: loading while it grows
+        batch.memory_current = (40 + 20 * i) * MiB;
+        batch.memory_anon = (36 + 20 * i) * MiB;
+        engine.evaluate("batch", batch, clock.now());
+        if (i < 12) clock.advance(1s);
+    }
+    ASSERT_EQ(engine.phase_of("batch"), WorkerPhase::loading);
+    auto out = host(5 * GiB, {{"server", 0, false}, {"batch", 0, false}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "batch");
+    EXPECT_EQ(measurement(out[0], "PHASE"), "loading");
+    EXPECT_EQ(measurement(out[0], "VICTIM_REASON"),
+              "growing 20.0 MiB/s (anon 276.0 MiB); others: server +0.0 MiB/s 368.0 MiB");
+    EXPECT_EQ(measurement(out[0], "VICTIM_GROWTH_BYTES_PER_SEC"), std::to_string(20 * MiB));
+    EXPECT_EQ(measurement(out[0], "VICTIM_ANON_BYTES"), std::to_string(276 * MiB));
+    EXPECT_NE(out[0].reason.find("victim 'batch' (priority 0): growing 20.0 MiB/s"),
+              std::string::npos)
+        << out[0].reason;
+}
+
+// host.mem.headroom in the engine: MemAvailable over the rate it fell in
+// the last 2 s; empty once it holds still.
+TEST_F(HostPolicy, HostHeadroomFollowsTheRecentFall) {
+    engine.set_host_rules(rules(
+        "- {name: falling, when: host.mem.available < 50% and host.mem.headroom < 30s for 2s, "
+        "action: log}",
+        RuleScope::host));
+    std::vector<Decision> out;
+    for (uint64_t avail : {45, 45, 45, 43, 41, 39, 37, 37, 37}) {  // GiB of 100
+        auto d = host(avail * GiB, {});
+        out.insert(out.end(), d.begin(), d.end());
+        clock.advance(1s);
+    }
+    // Falling 2 GiB/s over the last 2 s from the 5th sample (41 GiB: 20.5 s
+    // left) to the 7th: held 2 s there; the 8th falls only 1 GiB/s.
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(measurement(out[0], "HOST_MEM_HEADROOM_SECONDS"), "18.500");
+    EXPECT_EQ(measurement(out[0], "CONDITION"),
+              "host.mem.available < 50% and host.mem.headroom < 30s");
+    EXPECT_EQ(out[0].reason,
+              "host.mem.available is 37.00% (< 50%) and host.mem.headroom is 18s500ms (< 30s) "
+              "for 2s");
+}
+
 }  // namespace
 }  // namespace infervisor

@@ -266,18 +266,21 @@ TEST(Phases, ALeakFromTheStartNextToASteadyWorkerIsStoppedByTheHost) {
     // The tiny host of the field report: 1 GiB, 200 MB for the system, a
     // steady 300 MB worker and a worker leaking 20 MiB/s from its start under
     // a 600M cap; the caps add up to more than the host has. The leaker never
-    // stops loading, so only host rules can see it: the host-memory-low rule
-    // takes it (the largest), not the steady one, before MemAvailable is gone.
+    // stops loading, so only host rules can see it: host-memory-running-out
+    // (low and falling; issue 25 replaced the level-only host-memory-low of
+    // this test's first version) takes it (the grower), not the steady one,
+    // before MemAvailable is gone.
     Replay replay(1 * GiB, 200 * MiB);
     WorkerTrace steady{"steady", [](double t) { return 300.0 * MiB + noise(t); }, 400 * MiB};
     WorkerTrace leaker{"leaker", [](double t) { return 20.0 * MiB * t; }, 600 * MiB};
     auto fired = replay.run({steady, leaker}, 40);
     ASSERT_EQ(fired.size(), 1u) << ::testing::PrintToString(rules_of(fired));
-    EXPECT_EQ(fired[0].decision.rule, "host-memory-low");
+    EXPECT_EQ(fired[0].decision.rule, "host-memory-running-out");
     EXPECT_EQ(fired[0].decision.worker, "leaker");
     EXPECT_EQ(measurement(fired[0].decision, "PHASE"), "loading");
-    // 1 GiB - 200 - 300 = 524 MiB free at the start: under 10% at 21.1 s,
-    // gone at 26.2 s.
+    // 1 GiB - 200 - 300 = 524 MiB free at the start: under 25% at 13.4 s
+    // (the sample at 14 s, then its `for 8s`), under 10% at 21.1 s, gone at
+    // 26.2 s.
     EXPECT_LE(fired[0].t, 22);
 }
 

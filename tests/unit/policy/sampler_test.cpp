@@ -53,6 +53,7 @@ TEST(Sampler, ReadsAWholeWorkerCgroup) {
     EXPECT_EQ(s.cpu_usage_usec, 2500000u);
     EXPECT_EQ(s.swapin_pages, 17u) << "no pswpin: falls back to workingset_refault_anon";
     EXPECT_FALSE(s.swapout_pages);
+    EXPECT_EQ(s.memory_anon, 100u) << "memory.stat anon";
     EXPECT_TRUE(s.read_errors.empty());
     EXPECT_FALSE(s.started_at) << "the supervisor's fields are the caller's";
 }
@@ -104,7 +105,14 @@ TEST(Sampler, ReadsAHostFromProcfsFixture) {
     EXPECT_EQ(s.pswpout, 200u);
     EXPECT_EQ(s.mem_total, 1024000u);
     EXPECT_EQ(s.mem_available, 256000u);
+    EXPECT_FALSE(s.swap_total) << "not in this meminfo";
     EXPECT_TRUE(s.read_errors.empty());
+
+    dir.write("proc/meminfo",
+              "MemTotal: 1000 kB\nMemAvailable: 250 kB\nSwapTotal: 400 kB\nSwapFree: 100 kB\n");
+    s = sample_host(dir.path() / "proc", TimePoint{});
+    EXPECT_EQ(s.swap_total, 409600u);
+    EXPECT_EQ(s.swap_free, 102400u);
 }
 
 TEST(Sampler, ReadsThisHost) {

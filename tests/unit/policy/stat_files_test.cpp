@@ -27,8 +27,12 @@ TEST(StatFiles, ParsesMeminfoInBytes) {
         "MemTotal:       24683652 kB\n"
         "MemFree:        24099472 kB\n"
         "MemAvailable:   24295352 kB\n"
-        "HugePages_Total:       0\n");
+        "HugePages_Total:       0\n"
+        "SwapTotal:       1048572 kB\n"
+        "SwapFree:         524288 kB\n");
     EXPECT_EQ(m.mem_total, 24683652ull * 1024);
+    EXPECT_EQ(m.swap_total, 1048572ull * 1024);
+    EXPECT_EQ(m.swap_free, 524288ull * 1024);
     EXPECT_EQ(m.mem_available, 24295352ull * 1024);
     EXPECT_FALSE(parse_meminfo("MemTotal: 1 kB\n").mem_available);
 }

@@ -48,6 +48,54 @@ TEST(Victim, AtEqualPriorityARunawayBeforeALargerSteadyWorker) {
     EXPECT_EQ(pick_victim({steady, leaker}), 0u);
 }
 
+TEST(Victim, ALoadingGrowerBeforeTheSteadyLargerServer) {
+    // Issue 25, case 1: a steady 368 MiB server and a batch job that has
+    // no serving phase yet (no notify, no probes: loading while it grows)
+    // growing 20 MiB/s at 300 MiB. The grower is the cause and pays; its
+    // growth is over the recent window whatever its phase.
+    VictimView server = worker("server", 0, 380ull << 20);
+    server.memory_anon = 368ull << 20;
+    server.growth_bytes_per_min = 0.0;
+    VictimView batch = worker("batch", 0, 300ull << 20);  // no memory.growth: loading
+    batch.memory_anon = 298ull << 20;
+    batch.growth_bytes_per_min = 20.0 * 60 * (1 << 20);
+    std::vector<VictimView> both{server, batch};
+    ASSERT_EQ(pick_victim(both), 1u);
+    EXPECT_EQ(explain_victim(both, 1),
+              "growing 20.0 MiB/s (anon 298.0 MiB); others: server +0.0 MiB/s 368.0 MiB");
+    // Holding still, the larger one goes, and the journal says so.
+    batch.growth_bytes_per_min = 0.0;
+    both = {server, batch};
+    ASSERT_EQ(pick_victim(both), 0u);
+    EXPECT_EQ(explain_victim(both, 0),
+              "largest, none growing (anon 368.0 MiB); others: batch +0.0 MiB/s 298.0 MiB");
+}
+
+TEST(Victim, SizeIsAnonymousMemoryWhereKnown) {
+    // A server whose memory.current is mostly the page cache of its mmapped
+    // weights is smaller than it looks.
+    VictimView mmapper = worker("mmapper", 0, 900ull << 20);
+    mmapper.memory_anon = 100ull << 20;
+    VictimView heap = worker("heap", 0, 500ull << 20);
+    heap.memory_anon = 480ull << 20;
+    EXPECT_EQ(victim_size(mmapper), 100ull << 20);
+    EXPECT_EQ(pick_victim({mmapper, heap}), 1u);
+    mmapper.memory_anon.reset();
+    EXPECT_EQ(pick_victim({mmapper, heap}), 0u) << "without anon: memory.current";
+}
+
+TEST(Victim, TheReasonNamesPriorityProtectionAndUnknowns) {
+    VictimView low = worker("low", -1, 100ull << 20);
+    VictimView vault = worker("vault", -5, 900ull << 20, std::nullopt, true);
+    VictimView high = worker("high", 3, 800ull << 20);
+    std::vector<VictimView> all{low, vault, high};
+    ASSERT_EQ(pick_victim(all), 0u);
+    EXPECT_EQ(explain_victim(all, 0),
+              "lowest priority (-1), largest, none growing (memory 100.0 MiB); others: vault "
+              "protected priority -5, high growth unknown 800.0 MiB priority 3");
+    EXPECT_EQ(explain_victim({low}, 0), "the only candidate (memory 100.0 MiB)");
+}
+
 TEST(Victim, ThenName) { EXPECT_EQ(pick_victim({worker("b", 0, 100), worker("a", 0, 100)}), 1u); }
 
 TEST(Victim, NeverProtected) {

@@ -13,8 +13,9 @@
 # disabled for the leaker shows what the host rules alone do. Figures (not
 # asserted): time from the leak's start to the kill, the leaker's peak, pages
 # swapped out, the steady worker's worst gap between requests (served every
-# 200 ms) and its memory stall time (memory.pressure some total). Guest time
-# ~2 x 80 s.
+# 200 ms) and its memory stall time (memory.pressure some total), and the
+# time from the host crossing into danger (MemAvailable under 25% of
+# MemTotal, polled every half second) to the action. Guest time ~2 x 80 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -50,6 +51,19 @@ output_times() {
 		awk -v re="$2" '/^__REALTIME_TIMESTAMP=/ { t = substr($0, 22) } /^MESSAGE=/ && $0 ~ re { print t }'
 }
 
+# memwatch FILE: "REALTIME_US AVAILABLE_PCT" every half second, for figures.
+# Run in the background and killed when done: no assertion of the
+# scenario's may see its commands die.
+memwatch() {
+	trap - ERR
+	set +e
+	while :; do
+		awk -v t="$(date +%s%6N)" '/^MemTotal:/ { m = $2 } /^MemAvailable:/ { a = $2 }
+			END { printf "%s %.2f\n", t, 100 * a / m }' /proc/meminfo
+		sleep 0.5
+	done >"$1"
+}
+
 worst_gap_ms() { # WORKER: the longest time between two served requests
 	output_times "$1" 'served request' | awk 'NR > 1 && $1 - p > g { g = $1 - p } { p = $1 } END { print int(g / 1000) }'
 }
@@ -58,8 +72,11 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	local label=$1
 	install_infervisor
 	workers "${2:-}"
-	local swapped_before stall_before steady_pid
+	local swapped_before stall_before steady_pid watch=/run/vmtest-130-memwatch watcher
 	swapped_before=$(pswpout)
+	memwatch "$watch" &
+	watcher=$!
+	at_exit kill "$watcher"
 	fresh_daemon
 	wait_until 300 has_events steady ready 1
 	steady_pid=$(main_pid steady)
@@ -68,6 +85,7 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	local stall_after swapped_after
 	stall_after=$(stall_us steady)
 	swapped_after=$(pswpout)
+	kill "$watcher" 2>/dev/null || true
 
 	# The daemon ended it, before any OOM kill, and never touched steady.
 	assert_eq kill "$(event_field leaker policy-action ACTION | head -n1)" "leaker's first action"
@@ -86,9 +104,15 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	action=$(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o export |
 		sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
 	peak=$(event_field leaker exited MEMORY_PEAK | head -n1) # of the run that was acted on
+	local danger
+	danger=$(awk -v s="$leak_start" -v k="$action" '$1 >= s - 1000000 && $1 <= k && $2 < 25 { print $1; exit }' "$watch")
+	local from_danger="n/a (never under 25% before the action)"
+	[[ -z $danger ]] || from_danger="$(((action - danger) / 1000)) ms"
 	# The first "leaked" line comes 1 s after the leak began.
 	log "FIGURES $label: rule $rule; time to action $(((action - leak_start) / 1000 + 1000)) ms" \
-		"after the leak began; leaker peak $((peak / 1048576)) MiB;" \
+		"after the leak began;" \
+		"MemAvailable < 25% -> action $from_danger;" \
+		"leaker peak $((peak / 1048576)) MiB;" \
 		"pages swapped out $((swapped_after - swapped_before));" \
 		"steady: worst gap between requests $(worst_gap_ms steady) ms (every 200 ms)," \
 		"memory stall $(((stall_after - stall_before) / 1000)) ms"
