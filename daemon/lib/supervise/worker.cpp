@@ -284,7 +284,7 @@ void Worker::wait_for_lock(const Error& error) {
 
 Result<fs::path> Worker::prepare_credentials_and_notify(const WorkerIdentity& who) {
     // Installed only now that the start counts; finish_run removes them.
-    auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.gid);
+    auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.uid);
     if (!credentials) return credentials.error();
     if (!notify_) {
         auto sock =
