@@ -153,9 +153,10 @@ Result<void> Worker::kill(int sig) {
     if (pid_ == 0) return plain_error("worker '" + spec_.name + "' is not running");
     CgroupDir dir = cgroup();
     if (sig == SIGKILL) return dir.kill();
-    auto pids = dir.procs();
-    if (!pids) return pids.error();
-    for (pid_t pid : *pids) ::kill(pid, sig);
+    // Not read-then-kill(2): a pid freed and reused meanwhile would get the
+    // signal from root (process/pidfd.h).
+    auto sent = signal_listed([&dir] { return dir.procs(); }, sig);
+    if (!sent) return sent.error();
     return {};
 }
 
