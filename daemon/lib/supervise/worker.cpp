@@ -1,5 +1,6 @@
 #include "supervise/worker.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <syslog.h>
@@ -318,7 +319,7 @@ void Worker::restore_by_criu(RunSetup run) {
     launched_ = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
                                          run.checkpoints.staging, *credentials, std::nullopt});
     UniqueFd output = open_output();
-    if (!output) output.reset(::dup(STDERR_FILENO));
+    if (!output) output.reset(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0));
     set_state(WorkerState::starting);
     restoring_ = true;
     auto setup = std::make_shared<RunSetup>(std::move(run));
@@ -396,7 +397,8 @@ void Worker::watch_exit() {
 }
 
 void Worker::watch_notify() {
-    notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(notify_->fd()));
+    notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(
+        ctx_.io, ::fcntl(notify_->fd(), F_DUPFD_CLOEXEC, 0));
     notify_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
                               [this](const boost::system::error_code& ec) {
                                   if (ec) return;
