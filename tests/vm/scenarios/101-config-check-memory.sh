@@ -3,7 +3,10 @@
 # 6: three hostile checks in a row (a 939 KB text with 50,000 extra dirs)
 # once grew the mlockall'd daemon from 27 MB to 189 MB RSS for good. The
 # checks now run in a helper process with its own memory limit: the daemon's
-# RSS after them is what it was before (within a few MiB), and so is VmLck.
+# RSS after them is what it was before (within a few MiB). VmLck is logged,
+# not asserted: under mlockall(MCL_FUTURE | MCL_ONFAULT) it counts the
+# virtual size of locked mappings (e.g. the 64 MiB malloc arena a check's
+# thread reserves once), of which only the touched pages, in RSS, are locked.
 # 7: the credential paths of the text are looked at with nobody's rights:
 # a path in root's private dir gets the same answer whether it is missing,
 # a directory or a file.
@@ -68,7 +71,6 @@ hostile_checks_leave_the_daemons_memory_as_it_was() {
 	lck_after=$(status_kib "$pid" VmLck)
 	log "daemon VmRSS before ${rss_before} KiB, after ${rss_after} KiB; VmLck before ${lck_before} KiB, after ${lck_after} KiB"
 	assert_cmd test "$rss_after" -le $((rss_before + slack_kib))
-	assert_cmd test "$lck_after" -le $((lck_before + slack_kib))
 	assert_eq "$pid" "$(systemctl show -P MainPID infervisord)" "the same daemon"
 	# The daemon still checks: a valid text is valid.
 	assert_cmd as_nobody infervisorctl config check "$work/small.yaml"
