@@ -87,7 +87,9 @@ void add_config_command(CLI::App& app, CliContext& ctx) {
     check->add_option("FILE", *file, "The file ('-' for standard input)")->capture_default_str();
     check->add_flag("--json", ctx.json, "Print the daemon's verdict as JSON");
     check->footer(
-        "The running daemon checks the text with its own parser; nothing is applied.\n"
+        "The running daemon checks the text with its own parser, in a helper process\n"
+        "with your rights (credential files you cannot see are not reported);\n"
+        "nothing is applied.\n"
         "When the daemon is not running, infervisorctl checks it itself.\n"
         "Errors are printed as FILE:LINE:COLUMN: MESSAGE and the exit code is 1.\n\n"
         "Examples:\n  infervisorctl config check\n"

@@ -16,13 +16,29 @@ namespace {
 
 const char* env_or_null(const char* name) { return std::getenv(name); }
 
+// "less" or "less ARGS": the one pager whose secure mode we know.
+bool is_less(const std::string& command) {
+    return command == "less" || command.rfind("less ", 0) == 0 || command == "/usr/bin/less" ||
+           command.rfind("/usr/bin/less ", 0) == 0;
+}
+
 }  // namespace
+
+bool pager_secure_mode() {
+    if (const char* asked = env_or_null("SYSTEMD_PAGERSECURE")) {
+        std::string value = asked;
+        if (value == "0" || value == "no" || value == "false") return false;
+        if (value == "1" || value == "yes" || value == "true") return true;
+    }
+    return env_or_null("SUDO_UID") != nullptr || ::getuid() != ::geteuid();
+}
 
 std::string pager_command() {
     const char* command = env_or_null("SYSTEMD_PAGER");
     if (!command) command = env_or_null("PAGER");
     std::string chosen = command ? command : "less";
     if (chosen.find_first_not_of(" \t") == std::string::npos || chosen == "cat") return "";
+    if (pager_secure_mode() && !is_less(chosen)) return "";
     return chosen;
 }
 
@@ -42,6 +58,8 @@ void Pager::start() {
     if (pid == 0) {
         ::dup2(fds[0], STDIN_FILENO);
         ::setenv("LESS", "FRXMK", 0);
+        // Always, whatever the caller's environment says: no shell escapes.
+        ::setenv("LESSSECURE", "1", 1);
         ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }

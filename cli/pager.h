@@ -4,6 +4,13 @@
 // --no-pager. less gets LESS=FRXMK unless $LESS is set (quit when the text
 // fits on one screen, keep colours, leave the screen as it is).
 //
+// Secure mode, as systemd's: the pager always gets LESSSECURE=1, so that
+// less runs no shell (`!sh`), editor or log file: a sudoers rule that allows
+// only infervisorctl must not hand out a root shell. Under sudo (SUDO_UID
+// set) or set-uid (uid != euid), unless $SYSTEMD_PAGERSECURE is 0, a pager
+// other than less is not run at all (its command came from the caller's
+// environment); $SYSTEMD_PAGERSECURE=1 asks for that everywhere.
+//
 // Contract: start() is called before anything is printed; it replaces
 // stdout (fd 1) with a pipe to the pager. finish() (also run by the
 // destructor) flushes and closes that pipe and waits for the pager, so the
@@ -18,6 +25,8 @@ namespace infervisor::cli {
 
 // The pager command for this environment; "" for none.
 std::string pager_command();
+// Whether secure mode's stricter half applies (see above).
+bool pager_secure_mode();
 
 class Pager {
   public:

@@ -404,7 +404,7 @@ int check_config(const DaemonOptions& options) {
 
 int run_daemon(const DaemonOptions& options) {
     // Our own NSS lookups must not ask our own userdb server: it would wait
-    // for itself (supervise/userdb_server.h).
+    // for itself (services/userdb_server.h).
     ::setenv("SYSTEMD_BYPASS_USERDB", kUserDbService, 1);
     auto loaded = load_config(source_of(options));
     apply_overrides(options, loaded.config.daemon);

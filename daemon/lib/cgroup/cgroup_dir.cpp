@@ -6,7 +6,9 @@
 
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "base/file_io.h"
 
@@ -42,12 +44,26 @@ Result<void> CgroupDir::enable_controllers(const std::vector<std::string>& names
     return write("cgroup.subtree_control", line);
 }
 
+namespace {
+
+// A line of cgroup.procs: a positive pid, else nullopt. 0 and -1 must never
+// reach kill(2), where they mean "my process group" and "every process".
+std::optional<pid_t> pid_of_line(std::string_view line) {
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
+    if (ec != std::errc() || end != line.data() + line.size() || pid <= 0) return std::nullopt;
+    return pid;
+}
+
+}  // namespace
+
 Result<std::vector<pid_t>> CgroupDir::procs() const {
     auto text = read("cgroup.procs");
     if (!text) return text.error();
     std::vector<pid_t> out;
     std::istringstream in(*text);
-    for (pid_t pid; in >> pid;) out.push_back(pid);
+    for (std::string line; std::getline(in, line);)
+        if (auto pid = pid_of_line(line)) out.push_back(*pid);
     return out;
 }
 
@@ -55,11 +71,8 @@ std::vector<pid_t> CgroupDir::procs_up_to(size_t max) const {
     std::vector<pid_t> pids;
     std::ifstream in(path_ / "cgroup.procs");
     std::string line;
-    while (pids.size() < max && std::getline(in, line)) {
-        pid_t pid = 0;
-        auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
-        if (ec == std::errc() && end == line.data() + line.size() && pid > 0) pids.push_back(pid);
-    }
+    while (pids.size() < max && std::getline(in, line))
+        if (auto pid = pid_of_line(line)) pids.push_back(*pid);
     return pids;
 }
 

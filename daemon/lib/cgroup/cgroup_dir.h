@@ -35,6 +35,9 @@ class CgroupDir {
     // Writes "+a +b" to cgroup.subtree_control.
     Result<void> enable_controllers(const std::vector<std::string>& names) const;
 
+    // The pids of cgroup.procs. Lines that are not a positive pid are
+    // skipped (a fake or broken cgroupfs listing 0 or -1 must not make a
+    // caller signal its process group or every process).
     Result<std::vector<pid_t>> procs() const;
     // Up to `max` pids of cgroup.procs, read line by line (so a cgroup with a
     // huge number of processes costs no more than `max` lines); lines that

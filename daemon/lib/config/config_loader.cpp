@@ -76,7 +76,8 @@ LoadedConfig load_config(const ConfigSource& source) {
     return out;
 }
 
-LoadedConfig load_config_text(std::string_view text, const std::string& name) {
+LoadedConfig load_config_text(std::string_view text, const std::string& name,
+                              const ValidationOptions& options) {
     LoadedConfig out;
     out.errors.set_file(name);
     if (text.size() > limits::kMaxFileBytes) {
@@ -87,7 +88,7 @@ LoadedConfig load_config_text(std::string_view text, const std::string& name) {
     }
     ConfigParser parser;
     parser.parse(text, name, ConfigFileKind::main, out.config, out.errors);
-    validate_config(out.config, out.errors);
+    validate_config(out.config, out.errors, options);
     return out;
 }
 

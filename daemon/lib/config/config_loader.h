@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "config/config_validator.h"
 #include "config/daemon_config.h"
 #include "yaml/config_errors.h"
 
@@ -21,7 +22,10 @@ struct ConfigSource {
 struct LoadedConfig {
     Config config;
     ConfigErrors errors;
-    bool ok() const { return errors.empty(); }
+    // Not empty: the text could not be checked at all (its helper ran out
+    // of memory or time, services/config_check_helper.h); says why.
+    std::string not_checked;
+    bool ok() const { return errors.empty() && not_checked.empty(); }
 };
 
 // A missing main file is an error; a missing workers directory is not.
@@ -29,6 +33,8 @@ LoadedConfig load_config(const ConfigSource& source);
 
 // Parses and validates a single document given as text (a main file), for
 // `infervisorctl config check` over the socket.
-LoadedConfig load_config_text(std::string_view text, const std::string& name);
+// `options`: who checks (config_validator.h).
+LoadedConfig load_config_text(std::string_view text, const std::string& name,
+                              const ValidationOptions& options = {});
 
 }  // namespace infervisor

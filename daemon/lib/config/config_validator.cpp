@@ -18,8 +18,8 @@ namespace {
 class WorkerChecker {
   public:
     WorkerChecker(const WorkerSpec& spec, const SourceLocation& at, ConfigErrors& errors,
-                  AccountLookup& accounts)
-        : spec_(spec), at_(at), errors_(errors), accounts_(accounts) {}
+                  AccountLookup& accounts, const ValidationOptions& options)
+        : spec_(spec), at_(at), errors_(errors), accounts_(accounts), options_(options) {}
 
     void check() {
         check_command();
@@ -80,7 +80,8 @@ class WorkerChecker {
             if (!is_valid_credential_name(name))
                 fail("credential name '" + name +
                      "' must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'");
-            if (auto problem = credential_source_problem(source); !problem.empty())
+            if (auto problem = credential_source_problem(source, options_.as_caller);
+                !problem.empty())
                 fail("credential '" + name + "': " + problem);
         }
     }
@@ -121,6 +122,7 @@ class WorkerChecker {
     const SourceLocation& at_;
     ConfigErrors& errors_;
     AccountLookup& accounts_;
+    const ValidationOptions& options_;
 };
 
 // Reports a problem with the daemon setting `key` where it was written (the
@@ -210,7 +212,7 @@ bool is_cgroup_interface_name(const std::string& name) {
     return false;
 }
 
-void validate_config(const Config& config, ConfigErrors& errors) {
+void validate_config(const Config& config, ConfigErrors& errors, const ValidationOptions& options) {
     check_account_count(config, errors);
     SettingsChecker(config, errors).check();
     validate_rules(config.default_rules, errors);
@@ -244,7 +246,7 @@ void validate_config(const Config& config, ConfigErrors& errors) {
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, at, errors, accounts).check();
+        WorkerChecker(spec, at, errors, accounts, options).check();
         workdirs.push_back(spec.workdir);  // only well-named, unique workers
     }
     validate_workdir_specs(workdirs, paths, errors);

@@ -9,7 +9,16 @@
 
 namespace infervisor {
 
-void validate_config(const Config& config, ConfigErrors& errors);
+struct ValidationOptions {
+    // Who runs the check. false: the daemon itself (as root), loading its
+    // own files. true: a helper with the rights of the unprivileged user who
+    // asked (`infervisorctl config check`); the paths of the text are
+    // looked at with those rights only (credential_checks.h).
+    bool as_caller = false;
+};
+
+void validate_config(const Config& config, ConfigErrors& errors,
+                     const ValidationOptions& options = {});
 
 // Worker names become cgroup and file names: 1-64 of [A-Za-z0-9_.-], not
 // starting with '.' or '-', and not starting with a cgroup controller prefix

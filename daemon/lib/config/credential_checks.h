@@ -17,7 +17,11 @@ inline constexpr size_t kMaxCredentials = 64;
 bool is_valid_credential_name(std::string_view name);
 
 // Why `source` cannot be a credential file now (relative, missing, not a
-// regular file, too large), or empty.
-std::string credential_source_problem(const std::filesystem::path& source);
+// regular file, too large), or empty. The path is stat()ed with the rights
+// of the process that calls this. `as_caller`: it runs with the rights of
+// an unprivileged caller (a config-check helper, process/helper_process.h),
+// for whom "permission denied" says nothing about the file: then that is
+// not a problem (the daemon checks again, as root, when it loads the file).
+std::string credential_source_problem(const std::filesystem::path& source, bool as_caller = false);
 
 }  // namespace infervisor

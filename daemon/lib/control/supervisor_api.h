@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "control/peer_credentials.h"
 #include "metrics/history_ring.h"
 
 namespace infervisor {
@@ -211,8 +212,10 @@ class SupervisorApi {
     // Validates configuration text as a main config file named `name`, off
     // the event loop (any local user may ask, and the work is heavy); `done`
     // gets the verdict later, or a refusal at once when too many checks run.
+    // The check runs with the rights of `caller` (its uid, gid and groups):
+    // the paths named in the text are looked at as that user would see them.
     virtual void validate_config(const std::string& text, const std::string& name,
-                                 ValidateDone done) = 0;
+                                 const PeerCredentials& caller, ValidateDone done) = 0;
 
     // Acting: see the contract at the top of this file.
     virtual void start(const std::vector<std::string>& names, ActionDone done) = 0;

@@ -125,6 +125,7 @@ void VarlinkService::dispatch(const VarlinkCall& call, const PeerCredentials& pe
         return sink->fail(err::kMethodNotFound, {{"method", call.method}});
     }
     caller_privileged_ = policy_.may_change(peer);
+    caller_ = peer;
     if (method->changes_state) {
         if (!caller_privileged_) {
             log_denied(call, peer);
@@ -290,7 +291,7 @@ void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
     params.optional_string("file", file);
     if (rejected(params, sink)) return;
     supervisor_.validate_config(
-        text, file.value_or("<stdin>"),
+        text, file.value_or("<stdin>"), caller_,
         [weak = std::weak_ptr<ReplySink>(sink)](ValidationOutcome outcome) {
             auto target = weak.lock();
             if (!target) return;

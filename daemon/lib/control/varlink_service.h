@@ -93,6 +93,8 @@ class VarlinkService {
     // handler runs, read by handlers that return secrets (Get hides the
     // environment's values from everyone else).
     bool caller_privileged_ = false;
+    // Who that caller is (Validate checks with the caller's rights).
+    PeerCredentials caller_;
     static constexpr std::size_t kDeniedLogBurst = 5;
     static constexpr Duration kDeniedLogWindow = std::chrono::seconds(10);
     LogLimit denied_log_{kDeniedLogBurst, kDeniedLogWindow};

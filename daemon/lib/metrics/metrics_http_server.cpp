@@ -32,6 +32,9 @@ std::string plain(int code, std::string_view reason, std::string_view text) {
 // One connection: read the request head, answer, close.
 class Session : public std::enable_shared_from_this<Session> {
   public:
+    using Slot = MetricsHttpServer::Slot;
+    using Phase = MetricsHttpServer::Phase;
+
     Session(tcp::socket socket, MetricsHttpServer::Render render, std::shared_ptr<size_t> open)
         : socket_(std::move(socket)),
           timer_(socket_.get_executor()),
@@ -42,8 +45,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     ~Session() { --*open_; }
 
+    // The server keeps a weak reference; eviction closes the socket, and the
+    // pending handlers end the session.
+    const std::shared_ptr<Slot>& slot() const { return slot_; }
+
     void run() {
         auto self = shared_from_this();
+        std::weak_ptr<Session> weak = self;
+        slot_->evict = [weak] {
+            if (auto session = weak.lock()) session->close();
+        };
         timer_.expires_after(MetricsHttpServer::kDeadline);
         timer_.async_wait([self](const boost::system::error_code& ec) {
             if (!ec) self->close();
@@ -57,12 +68,14 @@ class Session : public std::enable_shared_from_this<Session> {
     void on_request(const boost::system::error_code& ec, size_t n) {
         if (ec == asio::error::not_found) return respond(plain(400, "Bad Request", "too long\n"));
         if (ec) return close();
+        slot_->phase = Phase::answering;
         std::string head(asio::buffers_begin(buffer_.data()),
                          asio::buffers_begin(buffer_.data()) + static_cast<long>(n));
         respond(metrics_http_reply(head, render_));
     }
 
     void respond(std::string text) {
+        slot_->phase = Phase::answering;
         reply_ = std::move(text);
         auto self = shared_from_this();
         asio::async_write(socket_, asio::buffer(reply_),
@@ -76,6 +89,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // client still sends until it closes (or the deadline), so that unread
     // request bytes do not turn the close into a reset that loses the reply.
     void linger() {
+        slot_->phase = Phase::answered;
         boost::system::error_code ignored;
         socket_.shutdown(tcp::socket::shutdown_send, ignored);
         auto self = shared_from_this();
@@ -98,6 +112,7 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::streambuf buffer_;
     MetricsHttpServer::Render render_;
     std::shared_ptr<size_t> open_;
+    std::shared_ptr<Slot> slot_ = std::make_shared<Slot>();
     std::string reply_;
     std::array<char, 1024> scratch_{};
 };
@@ -164,11 +179,16 @@ void MetricsHttpServer::accept() {
     acceptor_.async_accept([this, alive](const boost::system::error_code& ec, tcp::socket socket) {
         if (alive.expired() || !running_ || ec == asio::error::operation_aborted) return;
         if (!ec) {
-            if (*open_ >= kMaxConnections) {
+            // An evicted session ends on the loop's next turn: until then
+            // the count is one above the limit.
+            if (*open_ >= kMaxConnections && !evict_one()) {
                 boost::system::error_code ignored;
                 socket.close(ignored);
             } else {
-                std::make_shared<Session>(std::move(socket), render_, open_)->run();
+                auto session = std::make_shared<Session>(std::move(socket), render_, open_);
+                slots_.remove_if([](const std::weak_ptr<Slot>& s) { return s.expired(); });
+                slots_.push_back(session->slot());
+                session->run();
             }
             accept();
             return;
@@ -180,6 +200,25 @@ void MetricsHttpServer::accept() {
             if (!e && !alive.expired() && running_) accept();
         });
     });
+}
+
+bool MetricsHttpServer::evict_one() {
+    for (auto it = slots_.begin(); it != slots_.end();) {
+        auto slot = it->lock();
+        if (!slot) {
+            it = slots_.erase(it);
+            continue;
+        }
+        if (slot->phase != Phase::answering) {
+            slots_.erase(it);
+            spdlog::debug("metrics listener: {} connections open; closing the oldest idle one",
+                          *open_);
+            slot->evict();
+            return true;
+        }
+        ++it;
+    }
+    return false;
 }
 
 }  // namespace infervisor

@@ -5,8 +5,14 @@
 // rendered (the `render` callback returns the text of the last evaluation
 // round, rendered at most once per round), and every connection is bounded:
 // a request (line and headers) of at most kMaxRequest bytes, kDeadline for
-// the whole exchange (read, then write), at most kMaxConnections at once
-// (further ones are closed at once). One request per connection; the reply
+// the whole exchange (read, then write), at most kMaxConnections at once.
+// Held connections cannot starve the scraper (issue 26, defect 10: over
+// loopback every local user is 127.0.0.1, and 16 idle connections kept
+// Prometheus out): when all slots are taken, a new connection evicts the
+// oldest one that has not sent a complete request yet or has had its
+// answer; only when every slot is busy writing an answer is the new one
+// closed at once. A scraper sends its request as soon as it connects, so it
+// is never the oldest idle connection for long. One request per connection; the reply
 // says "Connection: close", and the server closes gracefully (it stops
 // sending, then drops what the client still sends until it closes, within
 // the deadline). GET/HEAD /metrics → 200 text/plain; version=0.0.4;
@@ -19,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -45,14 +52,27 @@ class MetricsHttpServer {
     boost::asio::ip::tcp::endpoint local_endpoint() const;
     size_t open_connections() const { return *open_; }
 
+    // What a connection is doing; only `answering` keeps its slot when a
+    // new connection needs one.
+    enum class Phase { awaiting_request, answering, answered };
+    struct Slot {
+        Phase phase = Phase::awaiting_request;
+        std::function<void()> evict;
+    };
+
   private:
     void accept();
+    // Closes the oldest evictable connection; false when there is none.
+    bool evict_one();
 
     Render render_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer retry_;
     std::shared_ptr<char> alive_ = std::make_shared<char>();
     std::shared_ptr<size_t> open_ = std::make_shared<size_t>(0);
+    // Every connection's slot, oldest first (expired ones are skipped and
+    // dropped as they are met).
+    std::list<std::weak_ptr<Slot>> slots_;
     bool running_ = false;
 };
 

@@ -73,12 +73,11 @@ HostSample sample_host(const fs::path& procfs, TimePoint now) {
         s.pswpin = find_counter(*vmstat, "pswpin");
         s.pswpout = find_counter(*vmstat, "pswpout");
     }
-    if (auto text = keep(read_file(procfs / "meminfo"), errors)) {
-        MemInfo info = parse_meminfo(*text);
-        s.mem_total = info.mem_total;
-        s.mem_available = info.mem_available;
-        s.swap_total = info.swap_total;
-        s.swap_free = info.swap_free;
+    if (auto info = keep(read_meminfo(procfs), errors)) {
+        s.mem_total = info->mem_total;
+        s.mem_available = info->mem_available;
+        s.swap_total = info->swap_total;
+        s.swap_free = info->swap_free;
     }
     return s;
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -143,6 +144,24 @@ void set_up_private_tmp(const ChildPlan& plan) noexcept {
         fail(plan, ChildStep::private_tmp);
 }
 
+// prlimit64 as a raw system call, as the credentials are changed: nothing
+// glibc might lock or allocate for.
+void set_rlimits(const ChildPlan& plan) noexcept {
+    struct {
+        unsigned long long cur, max;
+    } limit;
+    if (plan.address_space_limit != 0) {
+        limit.cur = limit.max = plan.address_space_limit;
+        if (::syscall(SYS_prlimit64, 0, RLIMIT_AS, &limit, nullptr) < 0)
+            fail(plan, ChildStep::set_rlimits);
+    }
+    if (plan.no_core_dump) {
+        limit.cur = limit.max = 0;
+        if (::syscall(SYS_prlimit64, 0, RLIMIT_CORE, &limit, nullptr) < 0)
+            fail(plan, ChildStep::set_rlimits);
+    }
+}
+
 }  // namespace
 
 void run_child(const ChildPlan& plan, bool join) noexcept {
@@ -155,6 +174,7 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     set_oom_score_adj(plan);
     install_stdio(plan);
     if (plan.private_tmp_tree >= 0) set_up_private_tmp(plan);
+    set_rlimits(plan);
     if (!plan.keep_supervisor_capabilities) drop_supervisor_capabilities(plan);
     if (plan.change_credentials) change_credentials(plan);
     if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

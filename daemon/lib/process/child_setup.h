@@ -35,6 +35,7 @@ enum class ChildStep : int {
     close_fds,
     execve,
     private_tmp,
+    set_rlimits,
 };
 
 // What the child writes to the error pipe when a step fails.
@@ -69,6 +70,9 @@ struct ChildPlan {
     // namespace is refused in the new one; a detached clone is neither.
     int private_tmp_tree = -1;
     int private_var_tmp_tree = -1;
+    // RLIMIT_AS in bytes, 0: inherit; RLIMIT_CORE 0 when no_core_dump.
+    unsigned long long address_space_limit = 0;
+    bool no_core_dump = false;
 };
 
 // Never returns. `join_cgroup`: write this process into plan.cgroup_fd's

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <ctime>
 #include <set>
 
 #include "base/unique_fd.h"
@@ -123,6 +124,29 @@ Result<void> DynamicUsers::release(const std::string& worker) const {
     if (::unlink((dir_ / worker).c_str()) < 0 && errno != ENOENT)
         return errno_error("remove " + (dir_ / worker).string());
     return {};
+}
+
+Result<std::map<std::string, uid_t>> DynamicUsersCache::list() {
+    struct stat st;
+    if (::stat(users_.dir().c_str(), &st) < 0) {
+        key_.reset();
+        if (errno == ENOENT) return std::map<std::string, uid_t>();
+        return errno_error("stat " + users_.dir().string());
+    }
+    auto ns = [](const timespec& t) {
+        return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+    };
+    Key key{ns(st.st_mtim), ns(st.st_ctim), static_cast<unsigned long long>(st.st_ino)};
+    if (key_ && *key_ == key && trusted_) return cached_;
+    auto fresh = users_.list();
+    if (!fresh) return fresh.error();
+    ++reads_;
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    trusted_ = ns(now) - key.mtime_ns > 1000000000LL;
+    key_ = key;
+    cached_ = std::move(*fresh);
+    return cached_;
 }
 
 Result<std::map<std::string, uid_t>> DynamicUsers::list() const {

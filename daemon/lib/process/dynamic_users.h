@@ -66,6 +66,35 @@ class DynamicUsers {
     TakenOnHost taken_;
 };
 
+// DynamicUsers::list() for a reader that any local user may drive as often
+// as they like (the userdb server, services/userdb_server.h): the store's
+// files are read again only when its directory has changed (every acquire
+// renames into it and every release unlinks from it, which changes its
+// mtime). A directory changed less than a second before it was read may
+// change again within the file system's timestamp granularity unseen, so
+// then the next call reads again. Costs one stat() per call otherwise.
+class DynamicUsersCache {
+  public:
+    explicit DynamicUsersCache(DynamicUsers users) : users_(std::move(users)) {}
+
+    Result<std::map<std::string, uid_t>> list();
+    // How often the files were read (tests).
+    std::size_t reads() const { return reads_; }
+
+  private:
+    struct Key {
+        long long mtime_ns = 0, ctime_ns = 0;
+        unsigned long long inode = 0;
+        bool operator==(const Key&) const = default;
+    };
+
+    DynamicUsers users_;
+    std::optional<Key> key_;
+    bool trusted_ = false;  // key_ is old enough to tell every change
+    std::map<std::string, uid_t> cached_;
+    std::size_t reads_ = 0;
+};
+
 // NSS says `id` is a user or a group.
 bool id_known_to_nss(uid_t id);
 

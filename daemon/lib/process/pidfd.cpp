@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "base/signal_names.h"
 #include "base/unique_fd.h"
@@ -48,6 +50,25 @@ Result<void> send_signal(int pidfd, int sig) {
     if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0U) < 0)
         return errno_error("send " + signal_name(sig) + " via pidfd");
     return {};
+}
+
+Result<std::size_t> signal_listed(const std::function<Result<std::vector<pid_t>>()>& list,
+                                  int sig) {
+    auto first = list();
+    if (!first) return first.error();
+    std::vector<std::pair<pid_t, UniqueFd>> opened;
+    for (pid_t pid : *first) {
+        if (pid <= 0) continue;
+        auto fd = open_pidfd(pid);
+        if (fd) opened.emplace_back(pid, std::move(*fd));  // else: gone already
+    }
+    auto second = list();
+    if (!second) return second.error();
+    std::set<pid_t> still(second->begin(), second->end());
+    std::size_t sent = 0;
+    for (const auto& [pid, fd] : opened)
+        if (still.count(pid) && send_signal(fd.get(), sig)) ++sent;
+    return sent;
 }
 
 Result<void> release_memory(int pidfd) {

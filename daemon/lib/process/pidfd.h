@@ -6,7 +6,10 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -30,6 +33,16 @@ Result<ExitStatus> wait_for_exit(int pidfd);
 // pidfd_send_signal. Succeeds (to no effect) on an exited but unreaped child;
 // ESRCH once it has been reaped.
 Result<void> send_signal(int pidfd, int sig);
+
+// Sends `sig` to every process that `list` names (e.g. a cgroup's
+// cgroup.procs) without the pid-reuse race of read-then-kill(2): each pid
+// is opened as a pidfd, then `list` is asked again, and only a pid that it
+// still names is signalled, through its pidfd. A process that exited and
+// whose pid went to someone else between the first listing and the pidfd is
+// not in the second listing (or, if the newcomer is listed, the pidfd names
+// the old process, which is gone: ESRCH, nothing sent). Pids <= 0 are never
+// signalled. Returns how many processes were signalled.
+Result<std::size_t> signal_listed(const std::function<Result<std::vector<pid_t>>()>& list, int sig);
 
 // process_mrelease (kernel 5.15+): frees the memory of a process that is being
 // killed right away instead of waiting for its exit to get scheduled, which

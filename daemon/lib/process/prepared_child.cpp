@@ -78,6 +78,8 @@ Result<void> prepare_child(const SpawnRequest& request, PreparedChild& child) {
         plan.oom_score_adj = child.oom_score_adj.c_str();
     }
     plan.max_fd = close_loop_bound();
+    plan.address_space_limit = request.address_space_limit;
+    plan.no_core_dump = request.no_core_dump;
     if (request.private_tmp_fd >= 0) {
         for (auto& tree : child.private_tmp_trees) {
             tree.reset(::open_tree(request.private_tmp_fd, "",
@@ -147,6 +149,9 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
             return "close inherited fds";
         case ChildStep::execve:
             return "execve";
+        case ChildStep::set_rlimits:
+            return "set RLIMIT_AS " + std::to_string(request.address_space_limit) +
+                   (request.no_core_dump ? " and RLIMIT_CORE 0" : "");
     }
     return "step " + std::to_string(static_cast<int>(step));
 }

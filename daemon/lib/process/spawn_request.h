@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -66,6 +67,14 @@ struct SpawnRequest {
     // CAP_SYS_CHROOT, CAP_SYS_TIME and CAP_SETPCAP leave the bounding set before exec. true only
     // for the daemon's own tools that need them (criu, which ptraces and restores workers).
     bool keep_supervisor_capabilities = false;
+
+    // RLIMIT_AS (soft and hard) of the new process in bytes; 0 leaves the
+    // daemon's. For short-lived helpers (process/helper_process.h): an
+    // allocation past it fails in the helper, never in the daemon.
+    std::uint64_t address_space_limit = 0;
+    // RLIMIT_CORE 0: a helper that crashes leaves no core file with the
+    // (untrusted, maybe secret) input it was given.
+    bool no_core_dump = false;
 };
 
 struct SpawnedProcess {

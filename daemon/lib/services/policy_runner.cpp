@@ -1,5 +1,6 @@
 #include "services/policy_runner.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -121,7 +122,8 @@ void PolicyRunner::start() {
     psi_.emplace(std::move(*trigger));
     spdlog::info("host memory PSI trigger: {}{}", format_psi_trigger(psi_->chosen),
                  psi_->rejected.empty() ? "" : " (kernel refused " + psi_->rejected + ")");
-    psi_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(psi_->fd.get()));
+    psi_watch_ = std::make_unique<asio::posix::stream_descriptor>(
+        ctx_.io, ::fcntl(psi_->fd.get(), F_DUPFD_CLOEXEC, 0));
     arm_psi();
 }
 

@@ -1,8 +1,11 @@
 #include "services/supervisor_service.h"
 
+#include <cstdlib>
+
 #include "base/signal_names.h"
 #include "cgroup/cgroup_stats.h"
 #include "config/config_loader.h"
+#include "services/config_check_helper.h"
 
 namespace infervisor {
 
@@ -154,6 +157,16 @@ SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor,
 
 SupervisorService::~SupervisorService() { ctx_.events.unsubscribe(recorder_); }
 
+ConfigCheckHelper SupervisorService::default_check_helper() {
+    ConfigCheckHelper helper;
+    helper.deadline = kCheckDeadline;
+    // As the daemon's own lookups (app/daemon.cpp): never ask our own
+    // userdb server, which would answer from the loop.
+    if (const char* bypass = std::getenv("SYSTEMD_BYPASS_USERDB"))
+        helper.environment.push_back(std::string("SYSTEMD_BYPASS_USERDB=") + bypass);
+    return helper;
+}
+
 WorkerStatus SupervisorService::status_of(const Worker& w) const {
     WorkerSnapshot snap = w.snapshot();
     WorkerStatus s;
@@ -218,13 +231,20 @@ std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) co
 }
 
 void SupervisorService::validate_config(const std::string& text, const std::string& name,
-                                        ValidateDone done) {
-    auto job = [text, name] { return load_config_text(text, name); };
+                                        const PeerCredentials& caller, ValidateDone done) {
+    // In a helper with the caller's rights (config_check_helper.h): the
+    // thread only waits for it, and what the check costs leaves with it.
+    HelperIdentity identity{caller.uid, caller.gid, caller.groups};
+    auto job = [text, name, identity, helper = check_helper_] {
+        return check_config_in_helper(text, name, identity, helper);
+    };
     auto answer = [done](ConfigLoadRunner::Status status, std::optional<LoadedConfig> loaded) {
         if (status == ConfigLoadRunner::Status::timed_out)
             return done(ValidationOutcome::refused("the check took longer than " +
                                                    format_duration(kCheckDeadline) +
                                                    " and was abandoned"));
+        if (!loaded->not_checked.empty())
+            return done(ValidationOutcome::refused(loaded->not_checked));
         done({true, loaded->errors.lines(), {}});
     };
     if (!checks_.run(job, answer))

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "control/supervisor_api.h"
+#include "services/config_check_helper.h"
 #include "services/config_load_runner.h"
 #include "supervise/supervisor.h"
 
@@ -36,8 +37,12 @@ class SupervisorService final : public SupervisorApi {
     // Where history() comes from (the daemon's MetricsCollector).
     using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
     void set_history_source(HistorySource source) { history_ = std::move(source); }
+    // Each check runs in a helper process as the caller (config_check_helper.h).
     void validate_config(const std::string& text, const std::string& name,
-                         ValidateDone done) override;
+                         const PeerCredentials& caller, ValidateDone done) override;
+    // Which binary and limits the checks' helpers use (tests: the built
+    // infervisord instead of /proc/self/exe).
+    void set_check_helper(ConfigCheckHelper helper) { check_helper_ = std::move(helper); }
     void start(const std::vector<std::string>& names, ActionDone done) override;
     void stop(const std::vector<std::string>& names, ActionDone done) override;
     void restart(const std::vector<std::string>& names, ActionDone done) override;
@@ -65,6 +70,8 @@ class SupervisorService final : public SupervisorApi {
     std::deque<ControlEvent> recent_;
     EventBus::SinkId recorder_ = 0;
     ConfigLoadRunner checks_;
+    ConfigCheckHelper check_helper_ = default_check_helper();
+    static ConfigCheckHelper default_check_helper();
 };
 
 // A journal Event as control clients see it.

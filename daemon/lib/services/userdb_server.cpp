@@ -39,8 +39,14 @@ struct Connection {
 
 struct UserDbServer::State {
     State(asio::io_context& io, Paths p, std::filesystem::path s)
-        : paths(std::move(p)), socket_path(std::move(s)), acceptor(io) {}
+        : paths(std::move(p)),
+          users(dynamic_users(paths)),
+          socket_path(std::move(s)),
+          acceptor(io) {}
     Paths paths;
+    // Any local user may ask as often as they like: the store's files are
+    // read only when it has changed (process/dynamic_users.h).
+    DynamicUsersCache users;
     std::filesystem::path socket_path;
     Protocol::acceptor acceptor;
     BoundSocket bound;
@@ -50,12 +56,13 @@ struct UserDbServer::State {
 
 namespace {
 
-std::string reply_text(const std::string& message, const Paths& paths) {
+std::string reply_text(const std::string& message, UserDbServer::State& state) {
     nlohmann::json call = nlohmann::json::parse(message, nullptr, false);
-    auto users = dynamic_users(paths).list();
+    auto users = state.users.list();
     std::map<std::string, uid_t> none;
     std::string out;
-    for (const auto& reply : answer_userdb_call(call, users ? *users : none, paths.state_dir)) {
+    for (const auto& reply :
+         answer_userdb_call(call, users ? *users : none, state.paths.state_dir)) {
         out += reply.dump();
         out.push_back('\0');
     }
@@ -81,7 +88,7 @@ asio::awaitable<void> serve(std::shared_ptr<UserDbServer::State> state,
         if (ec || !framer.feed({buffer.data(), n})) break;
         c->touch();
         while (auto message = framer.next()) {
-            std::string out = reply_text(*message, state->paths);
+            std::string out = reply_text(*message, *state);
             co_await asio::async_write(c->socket, asio::buffer(out),
                                        asio::redirect_error(asio::use_awaitable, ec));
             if (ec) break;

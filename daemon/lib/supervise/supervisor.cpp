@@ -75,6 +75,16 @@ void Supervisor::reap_leftover(const std::string& name) {
               {{"KILLED_PROCESSES", std::to_string(*killed)}, {"CGROUP", dir.path().string()}}});
 }
 
+namespace {
+
+OwnedDirs owned_dirs_of(const WorkerSpec& spec) {
+    OwnedDirs dirs{spec.workdir.workdir, {}};
+    for (const auto& extra : spec.workdir.extra_dirs) dirs.extra_dirs.push_back(extra.path);
+    return dirs;
+}
+
+}  // namespace
+
 void Supervisor::apply(const Config& config) {
     if (auto id = snapshots_.save(config.files))
         snapshot_id_ = *id;
@@ -84,7 +94,14 @@ void Supervisor::apply(const Config& config) {
             "its workers rather than adopt them",
             id.error().message());
     desired_.clear();
-    for (const auto& spec : config.workers) desired_.emplace(spec.name, spec);
+    for (const auto& spec : config.workers) {
+        desired_.emplace(spec.name, spec);
+        // What its uid owns beyond the default work dir, for the day it is
+        // removed (a later daemon must still know: uid_leftovers.h).
+        if (spec.user == kDynamicUser)
+            if (auto r = record_owned_dirs(ctx_.paths, spec.name, owned_dirs_of(spec)); !r)
+                spdlog::warn("{}: {}", spec.name, r.error().message());
+    }
     std::vector<std::string> to_retire;
     for (const auto& [name, worker] : workers_) {
         auto it = desired_.find(name);
@@ -156,9 +173,20 @@ void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
     auto known = removed_.find(name);
     WorkerSpec spec;
     spec.name = name;
-    if (known != removed_.end()) spec = known->second;
+    if (known != removed_.end()) {
+        spec = known->second;
+    } else if (auto had = dynamic_users(ctx_.paths).lookup(name)) {
+        // Removed before this daemon started: its dirs as last recorded
+        // (issue 26, defect 4: the custom work dir was forgotten, the default
+        // path "removed" and the uid freed with that dir still its own).
+        spec.user = kDynamicUser;
+        OwnedDirs recorded = recorded_owned_dirs(ctx_.paths, name);
+        spec.workdir.workdir = recorded.workdir;
+        for (const auto& extra : recorded.extra_dirs)
+            spec.workdir.extra_dirs.push_back(ExtraDirSpec{extra});
+    }
     uid_t uid = 0;  // a default work dir's parents are root's; else the stricter walk
-    if (known != removed_.end() && !spec.workdir.workdir.empty())
+    if (!spec.workdir.workdir.empty())
         if (auto had = known_uid(spec, ctx_.paths)) uid = *had;
     start_removal(spec, uid, std::move(done));
 }
@@ -174,20 +202,28 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
         return done(plain_error("work dir " + path.string() + " of removed worker '" + name +
                                 "' is not removed: it overlaps " + *user + ", which is in use"));
     removing_.insert(name);
+    // A uid of its own is cleaned up after too, before it may go to another
+    // worker (uid_leftovers.h); a shared user's files are that user's.
+    std::optional<uid_t> own_uid;
+    if (spec.user == kDynamicUser) own_uid = dynamic_users(paths).lookup(name);
+    OwnedDirs owned = owned_dirs_of(spec);
     background_.run<Result<WorkDirRemoval>>(
-        [workdir, uid, paths, path]() -> Result<WorkDirRemoval> {
+        [workdir, uid, paths, path, name, own_uid, owned]() -> Result<WorkDirRemoval> {
             std::error_code ec;
             bool existed = std::filesystem::symlink_status(path, ec).type() !=
                            std::filesystem::file_type::not_found;
             if (auto r = remove_unprepared_workdir(workdir, uid, paths); !r) return r.error();
-            return WorkDirRemoval{path, existed};
+            WorkDirRemoval removal{path, existed};
+            if (own_uid)
+                removal.cleanup =
+                    clean_up_after_uid(paths, name, *own_uid, owned, shared_temp_dirs(), true);
+            return removal;
         },
-        [this, name, why, done](Result<WorkDirRemoval> r) {
+        [this, name, why, done, own_uid](Result<WorkDirRemoval> r) {
             removing_.erase(name);
-            // Its files are gone: the worker's own uid may go to another worker.
-            if (r && !desired_.count(name))
-                if (auto freed = dynamic_users(ctx_.paths).release(name); !freed)
-                    spdlog::warn("{}: {}", name, freed.error().message());
+            // Its files are gone: the worker's own uid may go to another
+            // worker, unless something it owned is left.
+            if (r && !desired_.count(name) && own_uid) release_uid(name, *own_uid, r->cleanup);
             if (r && r->existed)
                 ctx_.events.emit(Event{EventKind::workdir_removed,
                                        name,
@@ -199,6 +235,26 @@ void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone do
                 !removing_.count(name))
                 create_and_start(it->second);
         });
+}
+
+void Supervisor::release_uid(const std::string& name, uid_t uid, const UidCleanup& cleanup) {
+    for (const auto& e : cleanup.errors)
+        spdlog::warn("{}: cleaning up after uid {}: {}", name, uid, e);
+    if (!cleanup.uid_may_be_freed()) {
+        std::string left;
+        for (const auto& p : cleanup.still_owned) left += (left.empty() ? "" : ", ") + p.string();
+        spdlog::warn("{}: uid {} stays reserved: {}", name, uid,
+                     left.empty() ? "not everything it owned could be removed"
+                                  : "it still owns " + left +
+                                        " (delete or chown it, then remove-workdir again)");
+        return;
+    }
+    if (auto freed = dynamic_users(ctx_.paths).release(name); !freed)
+        return spdlog::warn("{}: {}", name, freed.error().message());
+    forget_owned_dirs(ctx_.paths, name);
+    spdlog::info("{}: uid {} freed (checkpoints {}, {} temp entries, {} IPC objects removed)", name,
+                 uid, cleanup.checkpoints_removed ? "removed" : "none",
+                 cleanup.temp_entries_removed, cleanup.ipc_objects_removed);
 }
 
 std::optional<std::string> Supervisor::dir_in_use(const std::filesystem::path& dir) const {

@@ -19,6 +19,7 @@
 #include "supervise/admission_queue.h"
 #include "supervise/background_work.h"
 #include "supervise/config_snapshot.h"
+#include "supervise/uid_leftovers.h"
 #include "supervise/workdir_monitor.h"
 #include "supervise/worker.h"
 
@@ -61,6 +62,7 @@ class Supervisor {
     struct WorkDirRemoval {
         std::filesystem::path path;
         bool existed = false;
+        UidCleanup cleanup;  // for a worker with a uid of its own
     };
     using RemovalDone = std::function<void(Result<WorkDirRemoval>)>;
     // Deletes the work dir of a worker that is no longer configured
@@ -85,6 +87,9 @@ class Supervisor {
     // in ("worker 'b' work dir /srv/llama"), if any: such a dir is never removed,
     // whatever name it was asked for under (a renamed worker keeps its dir).
     std::optional<std::string> dir_in_use(const std::filesystem::path& dir) const;
+    // Frees a removed worker's own uid once `cleanup` says nothing it owned
+    // is left; else it stays reserved (journaled with what is left).
+    void release_uid(const std::string& name, uid_t uid, const UidCleanup& cleanup);
     std::optional<WorkDirMonitor::WorkerView> view_of(const std::string& name) const;
     std::vector<Worker*> configured_workers();  // for the admission queue
 

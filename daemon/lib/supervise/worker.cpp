@@ -1,5 +1,6 @@
 #include "supervise/worker.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <syslog.h>
@@ -161,9 +162,10 @@ Result<void> Worker::kill(int sig) {
     if (main_pid() == 0) return plain_error("worker '" + spec_.name + "' is not running");
     CgroupDir dir = cgroup();
     if (sig == SIGKILL) return dir.kill();
-    auto pids = dir.procs();
-    if (!pids) return pids.error();
-    for (pid_t pid : *pids) ::kill(pid, sig);
+    // Not read-then-kill(2): a pid freed and reused meanwhile would get the
+    // signal from root (process/pidfd.h).
+    auto sent = signal_listed([&dir] { return dir.procs(); }, sig);
+    if (!sent) return sent.error();
     return {};
 }
 
@@ -282,7 +284,7 @@ void Worker::wait_for_lock(const Error& error) {
 
 Result<fs::path> Worker::prepare_credentials_and_notify(const WorkerIdentity& who) {
     // Installed only now that the start counts; finish_run removes them.
-    auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.gid);
+    auto credentials = install_credentials(ctx_.paths, spec_.name, spec_.credentials, who.uid);
     if (!credentials) return credentials.error();
     if (!notify_) {
         auto sock =
@@ -315,7 +317,7 @@ void Worker::restore_by_criu(RunSetup run) {
     run_->launched = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
                                               run.checkpoints.staging, *credentials, std::nullopt});
     UniqueFd output = open_output();
-    if (!output) output.reset(::dup(STDERR_FILENO));
+    if (!output) output.reset(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0));
     set_state(WorkerState::starting,
               WorkerMove::launch);  // the run stays `launching` until criu is done
     auto setup = std::make_shared<RunSetup>(std::move(run));
@@ -392,7 +394,8 @@ void Worker::watch_exit() {
 }
 
 void Worker::watch_notify() {
-    notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, ::dup(notify_->fd()));
+    notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(
+        ctx_.io, ::fcntl(notify_->fd(), F_DUPFD_CLOEXEC, 0));
     notify_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
                               [this](const boost::system::error_code& ec) {
                                   if (ec) return;

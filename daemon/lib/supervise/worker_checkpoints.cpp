@@ -65,14 +65,19 @@ std::string WorkerCheckpoints::last_good() const {
     return store_->newest()->path.string();
 }
 
-Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid_t gid) {
-    auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
-    if (!store) return store.error();
-    store_.emplace(std::move(*store));
+void WorkerCheckpoints::set_staging_owner(uid_t uid, gid_t gid) {
     // criu writes the staging dir as root: the worker must not own it.
     bool criu = spec_.method == CheckpointMethod::criu;
     uid_ = criu ? 0 : uid;
     gid_ = criu ? 0 : gid;
+}
+
+Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid_t gid) {
+    auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
+    if (!store) return store.error();
+    store_.emplace(std::move(*store));
+    set_staging_owner(uid, gid);
+    bool criu = spec_.method == CheckpointMethod::criu;
     criu_restore_seconds_.reset();
     auto staging = store_->fresh_staging(uid_, gid_);
     if (!staging) return staging.error();
@@ -98,8 +103,10 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t
     auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
     if (!store) return store.error();
     store_.emplace(std::move(*store));
-    uid_ = uid;
-    gid_ = gid;
+    // As for a new run: an adopted criu worker's next staging dir is root's
+    // too (issue 26, defect 11: it was the worker's, and criu dumps were
+    // refused until the next run).
+    set_staging_owner(uid, gid);
     offered_.reset();
     return RunDirs{store_->staging_path(), std::nullopt};
 }

@@ -160,6 +160,9 @@ class WorkerCheckpoints {
     void empty_trash_in_background();
     void record_in_background(const StoredCheckpoint& published, std::optional<double> seconds,
                               std::string trigger);
+    // Who owns each new staging dir: the worker, or root for criu (which
+    // writes it as root). The one place that decides, for new and adopted runs.
+    void set_staging_owner(uid_t uid, gid_t gid);
 
     boost::asio::io_context& io_;
     const Clock& clock_;

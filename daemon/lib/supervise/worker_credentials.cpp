@@ -15,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-constexpr mode_t kDirMode = 0550;
-constexpr mode_t kFileMode = 0440;
+constexpr mode_t kDirMode = 0711;
+constexpr mode_t kFileMode = 0400;
 
 Result<UniqueFd> open_parent(const Paths& paths) {
     WalkOptions walk;
@@ -52,7 +52,7 @@ Result<std::string> read_source(const fs::path& source) {
 }
 
 Result<void> write_credential(int dir_fd, const std::string& name, const std::string& data,
-                              gid_t gid, const fs::path& shown) {
+                              uid_t uid, const fs::path& shown) {
     UniqueFd fd(
         ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400));
     if (!fd) return errno_error("create " + shown.string());
@@ -63,7 +63,7 @@ Result<void> write_credential(int dir_fd, const std::string& name, const std::st
         if (n < 0) return errno_error("write " + shown.string());
         done += static_cast<size_t>(n);
     }
-    if (::fchown(fd.get(), 0, gid) < 0 || ::fchmod(fd.get(), kFileMode) < 0)
+    if (::fchown(fd.get(), uid, 0) < 0 || ::fchmod(fd.get(), kFileMode) < 0)
         return errno_error("chown " + shown.string());
     return {};
 }
@@ -83,7 +83,7 @@ Result<void> remove_credentials(const Paths& paths, const std::string& worker) {
 
 Result<fs::path> install_credentials(const Paths& paths, const std::string& worker,
                                      const std::map<std::string, fs::path>& credentials,
-                                     gid_t gid) {
+                                     uid_t uid) {
     if (auto r = remove_credentials(paths, worker); !r) return r.error();
     if (credentials.empty()) return fs::path();
     fs::path dir = credentials_dir(paths, worker);
@@ -98,9 +98,9 @@ Result<fs::path> install_credentials(const Paths& paths, const std::string& work
             return plain_error("credential name '" + name + "' is not a plain file name");
         auto data = read_source(source);
         if (!data) return data.error();
-        if (auto r = write_credential(fd.get(), name, *data, gid, dir / name); !r) return r.error();
+        if (auto r = write_credential(fd.get(), name, *data, uid, dir / name); !r) return r.error();
     }
-    if (::fchown(fd.get(), 0, gid) < 0 || ::fchmod(fd.get(), kDirMode) < 0)
+    if (::fchown(fd.get(), 0, 0) < 0 || ::fchmod(fd.get(), kDirMode) < 0)
         return errno_error("chown " + dir.string());
     return dir;
 }

@@ -7,12 +7,17 @@
 // Contract: before each start, the daemon (root) reads each configured source
 // file (a regular file, at most kMaxCredentialSize bytes) and writes it to
 // <runtime_dir>/credentials/WORKER/NAME, replacing what an earlier run had
-// there. The directory is root's with mode 0550 and the files 0440, both in
-// the worker's primary group: the worker reads them and cannot change them;
-// no other user can (with a dynamic user that group is the worker's alone;
-// a named user's primary group is shared by its members). The worker learns
-// the directory from CREDENTIALS_DIRECTORY. The directory is removed when the
-// run ends. The parent <runtime_dir>/credentials is root's, 0711.
+// there. Each file is the worker's uid's with mode 0400 (group root), in a
+// directory that is root's with mode 0711: the worker reads its credentials
+// by name and can neither change them nor add files; no other uid can read
+// them, whatever the worker's group. Not its group's: `group:` may name a
+// group others are in (render, video), and a named user's primary group is
+// shared by its members (issue 26, defect 5: they were root:GROUP 0440).
+// The directory cannot be listed (systemd's services read credentials by
+// name too); a directory the worker owned would let it write into /run.
+// The worker learns the directory from CREDENTIALS_DIRECTORY. The directory
+// is removed when the run ends. The parent <runtime_dir>/credentials is
+// root's, 0711.
 #pragma once
 
 #include <sys/types.h>
@@ -34,7 +39,7 @@ std::filesystem::path credentials_dir(const Paths& paths, const std::string& wor
 // directory; with none configured, removes any left over and returns "".
 Result<std::filesystem::path> install_credentials(
     const Paths& paths, const std::string& worker,
-    const std::map<std::string, std::filesystem::path>& credentials, gid_t gid);
+    const std::map<std::string, std::filesystem::path>& credentials, uid_t uid);
 
 // Removes the worker's credentials directory (absent is fine).
 Result<void> remove_credentials(const Paths& paths, const std::string& worker);

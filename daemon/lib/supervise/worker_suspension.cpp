@@ -109,17 +109,45 @@ void WorkerSuspension::wait_frozen(int polls) {
         frozen_at_ = clock_.now();
         return start_reclaim(true);
     }
-    if (clock_.now() - *since_ >= kFreezeWait) {
-        spdlog::warn("{}: not frozen within {} ({}); reclaiming its memory anyway", worker_,
-                     format_duration(kFreezeWait),
-                     frozen ? "a task has not reached the freezer" : frozen.error().message());
-        return start_reclaim(false);
-    }
+    if (clock_.now() - *since_ >= kFreezeWait)
+        return give_up_freezing(frozen ? "a task has not reached the freezer"
+                                       : frozen.error().message());
     freeze_timer_.expires_after(std::chrono::milliseconds(std::min(5 << std::min(polls, 5), 100)));
     uint64_t generation = generation_;
     freeze_timer_.async_wait([this, polls, generation](const boost::system::error_code& ec) {
         if (!ec && generation == generation_ && phase_ == Phase::freezing) wait_frozen(polls + 1);
     });
+}
+
+// Issue 26, defect 10: a worker whose tasks do not all freeze keeps
+// running. Marked `suspended` with swap.max lifted and no watchdog or
+// probes, it would run unwatched, swapping past its swap_max. So the
+// suspension is given up: limits back, thawed, the Worker back to its
+// state (watchdog, probes), `resumed` journaled with SUSPEND_FAILED, and
+// the suspend answered as failed.
+void WorkerSuspension::give_up_freezing(const std::string& why) {
+    ++generation_;
+    restore_limits();
+    auto thawed = dir_->set_frozen(false);
+    std::string reason = "not frozen within " + format_duration(kFreezeWait) + " (" + why + ")";
+    Fields fields = {{"TRIGGER", "freeze-timeout"},
+                     {"SUSPENDED_BY", trigger_},
+                     {"SUSPEND_FAILED", reason},
+                     {"SUSPENDED_SECONDS", seconds_text(seconds_between(*since_, clock_.now()))}};
+    if (!thawed) fields.emplace_back("THAW_ERROR", thawed.error().message());
+    std::string message = "suspension (" + trigger_ + ") given up: " + reason +
+                          "; its limits are back and it runs on, watched as before";
+    phase_ = Phase::none;
+    trigger_.clear();
+    since_.reset();
+    if (thawed_) thawed_();
+    emit_(EventKind::resumed, message, std::move(fields));
+    answer_suspend({false, reason + "; the worker runs on"});
+    if (queued_resume_) {
+        auto finished = std::move(queued_resume_->second);
+        queued_resume_.reset();
+        if (finished) finished({true, "it was never suspended: " + reason});
+    }
 }
 
 void WorkerSuspension::start_reclaim(bool frozen) {

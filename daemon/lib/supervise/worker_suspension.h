@@ -4,8 +4,10 @@
 //
 //   suspend:  memory.swap.max lifted to "max" (the worker's pages must be
 //             allowed into swap, whatever its swap_max) → cgroup.freeze 1 →
-//             wait for cgroup.events `frozen 1` (up to kFreezeWait; a process
-//             stuck in the kernel may delay it, then it is reclaimed anyway)
+//             wait for cgroup.events `frozen 1` (up to kFreezeWait; a task
+//             that never reaches the freezer, e.g. stuck in the kernel, makes
+//             the suspension fail: limits back, thawed, `resumed` journaled
+//             with SUSPEND_FAILED, the worker watched as before)
 //             → memory reclaim on a background thread (cgroup/memory_reclaim.h,
 //             up to kReclaimDeadline) → `suspended` journaled with the bytes
 //             reclaimed and the seconds taken.
@@ -103,6 +105,7 @@ class WorkerSuspension {
     enum class Phase { none, freezing, reclaiming, suspended };
 
     void wait_frozen(int polls);
+    void give_up_freezing(const std::string& why);
     void start_reclaim(bool frozen);
     void on_reclaimed(const ReclaimResult& result, bool frozen);
     void thaw_and_report(std::string trigger, Finished finished);

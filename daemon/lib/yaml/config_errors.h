@@ -39,6 +39,9 @@ class ConfigErrors {
     void add(const YAML::Mark& at, std::string message);
     void add_at(std::string file, int line, int column, std::string message);
     void add_unplaced(std::string message);
+    // Counts `n` errors found elsewhere (a check in a helper process) but
+    // not kept.
+    void add_dropped(std::size_t n) { dropped_ += n; }
 
     bool empty() const { return errors_.empty(); }
     // The errors kept (the first kMaxKept).

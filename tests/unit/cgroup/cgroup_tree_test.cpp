@@ -125,5 +125,19 @@ TEST(CgroupDir, ReadsEventsAndProcs) {
     EXPECT_EQ(dir.memory_event("oom_group_kill"), 0);
 }
 
+// Issue 26, defect 10 (issue 27, defect 5): procs() fed kill(2) whatever the
+// file said; 0 is the caller's process group and -1 every process it may
+// signal. A fake (or broken) cgroupfs listing them must give neither.
+// (Deliberately no kill() here: without the guard it would SIGKILL every
+// process on the host.)
+TEST(CgroupDir, ProcsNeverListsAPidThatIsNotPositive) {
+    testing::TempDir fs;
+    fs.write("w/cgroup.procs", "0\n-1\n12\n 7\nx\n-99\n34\n");
+    CgroupDir dir(fs.path() / "w");
+    EXPECT_THAT(*dir.procs(), ElementsAre(12, 34));
+    fs.write("w/cgroup.procs", "0\n-1\n");
+    EXPECT_TRUE(dir.procs()->empty());
+}
+
 }  // namespace
 }  // namespace infervisor

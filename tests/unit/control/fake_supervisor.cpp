@@ -58,7 +58,8 @@ std::vector<ControlEvent> FakeSupervisor::recent_events(std::size_t limit) const
 }
 
 void FakeSupervisor::validate_config(const std::string& text, const std::string& name,
-                                     ValidateDone done) {
+                                     const PeerCredentials& caller, ValidateDone done) {
+    last_validation_caller = caller;
     if (!refuse_validation.empty()) return done(ValidationOutcome::refused(refuse_validation));
     done({true, bad_lines(text, name), {}});
 }

@@ -29,7 +29,8 @@ class FakeSupervisor : public SupervisorApi {
     // Every line that says "bad" is an error there; answered at once (or
     // refused with `refuse_validation` when that is set).
     void validate_config(const std::string& text, const std::string& name,
-                         ValidateDone done) override;
+                         const PeerCredentials& caller, ValidateDone done) override;
+    PeerCredentials last_validation_caller;  // of the last validate_config
     static std::vector<std::string> bad_lines(const std::string& text, const std::string& name);
     std::string refuse_validation;
 

@@ -125,6 +125,24 @@ TEST_F(InfervisorctlTest, LongOutputGoesThroughThePagerOnATerminal) {
     EXPECT_THAT(pipe.out, Not(HasSubstr("paged:")));
 }
 
+// Issue 26, defect 10: `less` without LESSSECURE lets a sudoers rule that
+// allows only infervisorctl escape to a root shell with `!sh`.
+TEST_F(InfervisorctlTest, ThePagerRunsInLessSecureMode) {
+    std::map<std::string, std::string> env = {
+        {"SYSTEMD_PAGER", "sh -c 'echo pager-sees-LESSSECURE=$LESSSECURE; cat'"},
+        {"SYSTEMD_PAGERSECURE", "0"},
+        {"LESSSECURE", "0"}};
+    auto paged = ctl({"status"}, {.stdout_on_pty = true, .env = env});
+    EXPECT_THAT(paged.out, HasSubstr("pager-sees-LESSSECURE=1"));
+    // Under sudo the caller's own pager command is not run as root at all.
+    std::map<std::string, std::string> sudo = {{"SYSTEMD_PAGER", "sed s/^/paged:/"},
+                                               {"SUDO_UID", "1000"}};
+    auto under_sudo = ctl({"status"}, {.stdout_on_pty = true, .env = sudo});
+    EXPECT_EQ(under_sudo.exit_code, 0);
+    EXPECT_THAT(under_sudo.out, HasSubstr("NAME"));
+    EXPECT_THAT(under_sudo.out, Not(HasSubstr("paged:")));
+}
+
 TEST_F(InfervisorctlTest, UnknownWorkersExitWith3) {
     auto status = ctl({"status", "llama", "nope"});
     EXPECT_EQ(status.exit_code, 3);

@@ -178,6 +178,16 @@ TEST_F(VarlinkServiceTest, ValidatesConfigText) {
     EXPECT_EQ(sink->last().parameters["errors"], json({"x:2:1: bad line"}));
 }
 
+// Issue 26, defect 7: the check runs with the caller's rights, so the
+// supervisor must learn who the caller is (uid, gid and groups).
+TEST_F(VarlinkServiceTest, ValidationIsAskedForWithTheCallersIdentity) {
+    peer = {kNobodyUid, 65533, 77, {100, 200}};
+    call("io.infervisor.supervisor.Validate", {{"config", "ok\n"}});
+    EXPECT_EQ(fake.last_validation_caller.uid, kNobodyUid);
+    EXPECT_EQ(fake.last_validation_caller.gid, 65533u);
+    EXPECT_EQ(fake.last_validation_caller.groups, (std::vector<gid_t>{100, 200}));
+}
+
 TEST_F(VarlinkServiceTest, AValidationThatCannotRunNowFailsWithItsReason) {
     fake.refuse_validation = "2 configuration checks are already running";
     auto sink = call("io.infervisor.supervisor.Validate", {{"config", "ok\n"}});

@@ -7,6 +7,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <thread>
+#include <vector>
 
 namespace infervisor {
 namespace {
@@ -106,6 +107,30 @@ TEST_F(MetricsHttpServerTest, ServesOthersWhileOneClientSaysNothing) {
     });
     EXPECT_THAT(reply, StartsWith("HTTP/1.0 200"));
     EXPECT_EQ(server_->open_connections(), 1u);  // the silent one, until its deadline
+}
+
+// Issue 26, defect 10: any local user holding kMaxConnections idle
+// connections (over loopback everyone is 127.0.0.1) kept Prometheus out:
+// the scrape was closed at once. Now the oldest idle connection gives way.
+TEST_F(MetricsHttpServerTest, IdleConnectionsCannotStarveTheScraper) {
+    asio::io_context client_io;
+    std::vector<tcp::socket> idle;
+    std::string reply;
+    boost::system::error_code oldest_ec;
+    serve_while([&] {
+        for (size_t i = 0; i < MetricsHttpServer::kMaxConnections; ++i) {
+            idle.emplace_back(client_io);
+            idle.back().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+        }
+        // Until the server holds them all, a scrape would get a slot anyway.
+        while (server_->open_connections() < MetricsHttpServer::kMaxConnections)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        reply = exchange("GET /metrics HTTP/1.0\r\n\r\n");
+        char byte;
+        idle.front().read_some(asio::buffer(&byte, 1), oldest_ec);  // closed by the server
+    });
+    EXPECT_THAT(reply, StartsWith("HTTP/1.0 200"));
+    EXPECT_EQ(oldest_ec, asio::error::eof);
 }
 
 TEST_F(MetricsHttpServerTest, StopClosesTheListeningSocket) {

@@ -1,8 +1,10 @@
 #include "process/dynamic_users.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <ctime>
 #include <set>
 
 #include "support/temp_dir.h"
@@ -73,6 +75,38 @@ TEST(DynamicUsers, IgnoresGarbageAndOutOfRangeFiles) {
     EXPECT_EQ(users.lookup("b"), std::nullopt);
     EXPECT_EQ(*users.acquire("b"), 100u);
     EXPECT_EQ(*users.acquire("a"), 101u);
+}
+
+// Issue 26, defect 10: the userdb socket (0666) read one file per dynamic
+// worker for every request of any local user. The cache reads them again
+// only when the store's directory has changed.
+TEST(DynamicUsersCache, ReadsTheStoreOnlyWhenItHasChanged) {
+    TempDir dir;
+    DynamicUsers users(dir.path() / "store", 70000, 70010, [](uid_t) { return false; });
+    ASSERT_TRUE(users.acquire("a").ok());
+    auto age_store = [&] {  // as if the last change were 10 s ago
+        timespec old[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 10, 0}};
+        ASSERT_EQ(::utimensat(AT_FDCWD, (dir.path() / "store").c_str(), old, 0), 0);
+    };
+    age_store();
+    DynamicUsersCache cache(users);
+    EXPECT_EQ(cache.list()->size(), 1u);
+    EXPECT_EQ(cache.list()->size(), 1u);
+    EXPECT_EQ(cache.reads(), 1u);  // unchanged: not read again
+
+    ASSERT_TRUE(users.acquire("b").ok());
+    EXPECT_EQ(cache.list()->count("b"), 1u);
+    EXPECT_EQ(cache.reads(), 2u);
+    (void)cache.list();  // changed just now: another change could hide in the same tick
+    EXPECT_EQ(cache.reads(), 3u);
+    age_store();
+    (void)cache.list();
+    (void)cache.list();
+    EXPECT_EQ(cache.reads(), 4u);
+
+    ASSERT_TRUE(users.release("a").ok());
+    EXPECT_EQ(cache.list()->count("a"), 0u);
+    EXPECT_EQ(cache.reads(), 5u);
 }
 
 }  // namespace

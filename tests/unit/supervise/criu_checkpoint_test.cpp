@@ -11,6 +11,7 @@
 
 #include <fstream>
 
+#include "config/config_loader.h"
 #include "supervisor_fixture.h"
 
 namespace infervisor::testing {
@@ -101,6 +102,50 @@ TEST_F(CriuCheckpoints, TheWorkersOwnCheckpointMessageIsIgnored) {
     EXPECT_EQ(count("own", K::checkpoint_failed), 0u);
     EXPECT_TRUE(fs::exists(written));  // not published: still in staging
     EXPECT_EQ(supervisor_->find("own")->state(), WorkerState::running);
+}
+
+// Issue 26, defect 11: after an adoption the next staging dir was made the
+// worker's (adopt_run took the worker's uid even in criu mode), so criu,
+// which writes it as root, refused every further dump until the next run.
+TEST_F(CriuCheckpoints, AnAdoptedWorkersNextStagingDirIsRootsToo) {
+    ASSERT_EQ(::chmod(dir_->path().c_str(), 0711), 0);
+    std::string script;
+    for (char c : std::string(kTcpWorker)) {  // a YAML double-quoted string
+        if (c == '\n')
+            script += "\\n";
+        else if (c == '"')
+            script += "\\\"";
+        else
+            script += c;
+    }
+    dir_->write("etc/infervisor.yaml",
+                "workers:\n  - name: talker\n    command: [/usr/bin/python3, -c, \"" + script +
+                    "\"]\n    user: dynamic\n    notify: true\n    memory: {max: 256M}\n"
+                    "    restart: {policy: never}\n    checkpoint: {method: criu, timeout: 60s}\n");
+    auto loaded = load_config(ConfigSource{dir_->path() / "etc/infervisor.yaml"});
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    supervisor_->apply(loaded.config);
+    run_until_event("talker", K::ready);
+    pid_t pid = supervisor_->find("talker")->snapshot().pid;
+
+    // The daemon ends without stopping anything; a new one adopts the worker.
+    supervisor_.reset();
+    events_.clear();
+    supervisor_ = std::make_unique<Supervisor>(*ctx_);
+    supervisor_->adopt_leftovers(loaded.config);
+    supervisor_->apply(loaded.config);
+    ASSERT_EQ(count("talker", K::adopted), 1u);
+    ASSERT_EQ(supervisor_->find("talker")->snapshot().pid, pid);
+
+    // A refused dump starts the staging dir afresh: as root's, not the worker's.
+    ASSERT_TRUE(supervisor_->find("talker")->checkpoint_by_policy(Then::park, "late").ok());
+    run_until_event("talker", K::checkpoint_failed);
+    EXPECT_EQ(field(*last("talker", K::checkpoint_failed), "REASON"), "criu-refused");
+    struct stat st;
+    ASSERT_EQ(::stat((store("talker") / "staging").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(st.st_gid, 0u);
+    run_until_event("talker", K::parked);
 }
 
 }  // namespace

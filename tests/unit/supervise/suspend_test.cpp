@@ -9,7 +9,9 @@
 
 #include "policy/rule_config.h"
 #include "services/policy_runner.h"
+#include "supervise/worker_suspension.h"
 #include "supervisor_fixture.h"
+#include "support/temp_dir.h"
 
 namespace infervisor::testing {
 namespace {
@@ -274,6 +276,54 @@ TEST_F(Suspension, AWorkerAHostRuleParkedBeforeTheDaemonStartedWaitsForResumeWhe
     EXPECT_EQ(field(*decision, "RULE"), "resume_when");
     EXPECT_EQ(field(*decision, "RESULT"), "done");
     EXPECT_EQ(count("high", K::exited), 0u);
+}
+
+// Issue 26, defect 10: a freeze that never completes (a task that never
+// reaches the freezer) used to be reclaimed "anyway" and reported as
+// suspended, with swap.max lifted and no watchdog or probes while its tasks
+// ran. On a fake cgroup whose cgroup.events never says `frozen 1`.
+TEST(WorkerSuspensionAlone, AFreezeThatNeverCompletesIsGivenUpAndTheLimitsComeBack) {
+    TempDir fs;
+    // Writes do not truncate (cgroupfs needs none): values are compared by
+    // their first bytes.
+    fs.write("w/memory.high", "max");
+    fs.write("w/memory.swap.max", "0");
+    fs.write("w/cgroup.freeze", "0");
+    fs.write("w/cgroup.events", "populated 1\nfrozen 0\n");
+    CgroupDir dir(fs.path() / "w");
+    boost::asio::io_context io;
+    FakeClock clock;
+    std::vector<std::pair<EventKind, WorkerSuspension::Fields>> events;
+    int thawed = 0;
+    WorkerSuspension suspension(
+        io, clock, "w",
+        [&](EventKind kind, std::string, WorkerSuspension::Fields fields) {
+            events.emplace_back(kind, std::move(fields));
+        },
+        [&] { ++thawed; });
+    std::optional<WorkerSuspension::Outcome> outcome;
+    ASSERT_TRUE(
+        suspension
+            .suspend(dir, "rule 'x'", [&](const WorkerSuspension::Outcome& o) { outcome = o; })
+            .ok());
+    EXPECT_EQ(slurp(fs.path() / "w/memory.swap.max"), "max");
+    EXPECT_EQ(slurp(fs.path() / "w/cgroup.freeze"), "1");
+    clock.advance(WorkerSuspension::kFreezeWait + std::chrono::seconds(1));
+    while (!outcome && io.run_one_for(std::chrono::seconds(5))) {
+    }
+    ASSERT_TRUE(outcome.has_value());
+    EXPECT_FALSE(outcome->ok);
+    EXPECT_THAT(outcome->detail, HasSubstr("not frozen within 10s"));
+    EXPECT_FALSE(suspension.active());
+    EXPECT_EQ(thawed, 1);  // the Worker is told: back to running, watched
+    EXPECT_EQ(slurp(fs.path() / "w/memory.swap.max").substr(0, 1), "0");
+    EXPECT_EQ(slurp(fs.path() / "w/cgroup.freeze"), "0");
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].first, EventKind::resumed);
+    bool failed_field = false;
+    for (const auto& [key, value] : events[0].second)
+        if (key == "SUSPEND_FAILED") failed_field = value.find("not frozen") != std::string::npos;
+    EXPECT_TRUE(failed_field);
 }
 
 }  // namespace

@@ -60,12 +60,13 @@ class WorkerIdentityTest : public SupervisorFixture {
     fs::path secret_;
 };
 
-// Runs `fn` in a child as uid/gid `id` (no supplementary groups): its exit
-// status is what it returns.
-int as_user(uid_t id, const std::function<int()>& fn) {
+// Runs `fn` in a child as uid `id` and gid `gid` (default: the same number;
+// no supplementary groups): its exit status is what it returns.
+int as_user(uid_t id, const std::function<int()>& fn, gid_t gid = static_cast<gid_t>(-1)) {
+    if (gid == static_cast<gid_t>(-1)) gid = id;
     pid_t pid = ::fork();
     if (pid == 0) {
-        if (::setgroups(0, nullptr) < 0 || ::setresgid(id, id, id) < 0 ||
+        if (::setgroups(0, nullptr) < 0 || ::setresgid(gid, gid, gid) < 0 ||
             ::setresuid(id, id, id) < 0)
             ::_exit(100);
         ::_exit(fn());
@@ -100,10 +101,12 @@ TEST_F(WorkerIdentityTest, EachWorkerRunsUnderItsOwnUidAndReadsOnlyItsOwnCredent
     fs::path creds = credentials_dir(ctx_->paths, "alpha");
     ASSERT_EQ(::stat(creds.c_str(), &st), 0);
     EXPECT_EQ(st.st_uid, 0u);
-    EXPECT_EQ(st.st_gid, alpha);
-    EXPECT_EQ(st.st_mode & 07777, 0550u);
+    EXPECT_EQ(st.st_gid, 0u);
+    EXPECT_EQ(st.st_mode & 07777, 0711u);
     ASSERT_EQ(::stat((creds / "token").c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, 0440u);
+    EXPECT_EQ(st.st_uid, alpha);
+    EXPECT_EQ(st.st_gid, 0u);
+    EXPECT_EQ(st.st_mode & 07777, 0400u);
 
     // The kernel keeps beta out of alpha's work dir and credentials, and
     // alpha may not change its own credentials.
@@ -127,6 +130,31 @@ TEST_F(WorkerIdentityTest, EachWorkerRunsUnderItsOwnUidAndReadsOnlyItsOwnCredent
     supervisor_->find("alpha")->stop([&] { stopped = true; });
     run_until([&] { return stopped; });
     EXPECT_FALSE(fs::exists(creds));
+}
+
+// Issue 26, defect 5: `group:` replaces a dynamic worker's primary group,
+// and its credentials were root:GROUP 0440, readable by every member of
+// that group (render, video on a GPU host). Now they are the uid's alone.
+TEST_F(WorkerIdentityTest, ADynamicWorkersCredentialsAreNotItsGroupsWhateverTheGroup) {
+    auto spec = reporter("epsilon");
+    spec.group = "nogroup";  // 65534 on Debian: a group others are in
+    auto group = ::getgrnam("nogroup");
+    if (!group) GTEST_SKIP() << "no group 'nogroup' on this host";
+    supervisor_->apply(config({spec}));
+    wait_for_report("epsilon");
+    EXPECT_EQ(report("epsilon", "seen"), "hf_secret");  // the worker reads it
+    uid_t worker = static_cast<uid_t>(std::stoul(report("epsilon", "uid")));
+    fs::path token = credentials_dir(ctx_->paths, "epsilon") / "token";
+    struct stat st;
+    ASSERT_EQ(::stat(token.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, worker);
+    EXPECT_NE(st.st_gid, group->gr_gid);
+    EXPECT_EQ(st.st_mode & 07077, 0u);  // nothing for group or others
+    // Another uid in the worker's group cannot read it.
+    auto cannot_read = [token] {
+        return ::open(token.c_str(), O_RDONLY) < 0 && errno == EACCES ? 0 : 1;
+    };
+    EXPECT_EQ(as_user(kDynamicUidLast, cannot_read, group->gr_gid), 0);
 }
 
 TEST_F(WorkerIdentityTest, AWorkerKeepsItsUidAcrossRestartsOfTheDaemon) {

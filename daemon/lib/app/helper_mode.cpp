@@ -1,0 +1,30 @@
+#include "app/helper_mode.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string_view>
+
+#include "base/unique_fd.h"
+#include "config/config_check_protocol.h"
+#include "process/helper_process.h"
+
+namespace infervisor {
+
+bool is_helper_mode(int argc, char** argv) {
+    return argc >= 2 && std::string_view(argv[1]) == kHelperModeFlag;
+}
+
+int run_helper_mode(int argc, char** argv) {
+    if (argc == 4 && std::string_view(argv[2]) == kConfigCheckHelper) {
+        UniqueFd answer(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+        if (!answer || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 1;
+        return run_helper_main(
+            [&] { return config_check_helper_main(STDIN_FILENO, answer.get(), argv[3]); });
+    }
+    std::fprintf(stderr, "infervisord: %s is for the daemon's own use\n", kHelperModeFlag);
+    return 2;
+}
+
+}  // namespace infervisor
