@@ -1,0 +1,171 @@
+// Worker: what policy rules and operators do to a running worker beyond
+// its start and stop: throttle, freeze, a kill or stop by a rule (with what
+// follows it), checkpoints, suspension and resume; admission of a start
+// (memory.reserve); and why a worker is in its state, for status displays.
+#include <spdlog/spdlog.h>
+
+#include "cgroup/cgroup_limits.h"
+#include "policy/metrics.h"
+#include "process/pidfd.h"
+#include "supervise/worker.h"
+
+namespace infervisor {
+
+namespace {
+
+std::string human_size(uint64_t bytes) {
+    return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
+}
+
+}  // namespace
+
+Result<void> Worker::throttle(uint64_t memory_high) {
+    if (main_pid() == 0) return plain_error("not running");
+    return write_memory_limit(cgroup(), MemoryLimit::high, memory_high);
+}
+
+Result<void> Worker::freeze() {
+    if (main_pid() == 0) return plain_error("not running");
+    return cgroup().set_frozen(true);
+}
+
+Result<void> Worker::kill_by_policy(Then then, std::string rule) {
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    run_->killed_by_policy = true;
+    run_->policy_then = then;
+    run_->policy_rule = std::move(rule);
+    auto r = cgroup().kill();
+    // Free the memory now rather than when the dying process gets scheduled:
+    // the host may be short of it.
+    if (r && run_->pidfd) release_memory_in_background(run_->pidfd->native_handle());
+    return r;
+}
+
+Result<void> Worker::stop_by_policy(Then then, std::string rule) {
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    run_->killed_by_policy = true;
+    run_->policy_then = then;
+    run_->policy_rule = std::move(rule);
+    begin_stop();
+    return {};
+}
+
+Result<void> Worker::checkpoint_by_policy(Then then, std::string rule) {
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
+    std::string trigger = "rule '" + rule + "'";
+    if (then == Then::keep_running)
+        return checkpoints_.request(trigger, "the worker keeps running", {});
+    auto after = [this, then, rule](const WorkerCheckpoints::Outcome& o) {
+        stop_after_checkpoint(then, rule, o);
+    };
+    return checkpoints_.request(trigger, "killing the worker", after, true, true);
+}
+
+// Written (or not usable): a clean stop. No answer in time: a kill.
+void Worker::stop_after_checkpoint(Then then, const std::string& rule,
+                                   const WorkerCheckpoints::Outcome& outcome) {
+    if (!live() || state_ == WorkerState::stopping) return;  // ended meanwhile
+    if (then == Then::park && outcome.published)
+        run_->checkpoint_for_park =
+            ParkedCheckpoint{outcome.detail, outcome.bytes, ctx_.clock.now()};
+    if (outcome.timed_out || outcome.kill)
+        (void)kill_by_policy(then, rule);
+    else
+        (void)stop_by_policy(then, rule);
+}
+
+Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
+    if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
+    if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");
+    return checkpoints_.request("infervisorctl", "the worker keeps running", std::move(finished));
+}
+
+Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished) {
+    if (state_ == WorkerState::suspended) return plain_error("already suspended");
+    if (!live() || (state_ != WorkerState::running && state_ != WorkerState::starting))
+        return plain_error("not running");
+    // Persisted again once reclaimed: what it will want back, for a daemon
+    // that adopts it suspended.
+    auto reclaimed = [this, finished = std::move(finished)](const WorkerSuspension::Outcome& o) {
+        if (state_ == WorkerState::suspended) persist();
+        if (finished) finished(o);
+    };
+    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed)); !r)
+        return r;
+    run_->resume_to = state_;
+    set_state(WorkerState::suspended, WorkerMove::suspend);
+    // A frozen worker sends no WATCHDOG=1 and no READY=1 and answers no
+    // probe: not its fault.
+    watchdog_timer_.cancel();
+    start_timer_.cancel();
+    if (probes_) probes_->run_ended();
+    return {};
+}
+
+Result<void> Worker::resume(std::string trigger, WorkerSuspension::Finished finished) {
+    if (state_ != WorkerState::suspended) return plain_error("not suspended");
+    return suspension_.resume(std::move(trigger), std::move(finished));
+}
+
+void Worker::on_thawed() {
+    if (state_ != WorkerState::suspended || !run_) return;
+    set_state(run_->resume_to, WorkerMove::thaw);
+    // The heartbeat is judged from now: the time frozen was not its silence.
+    if (run_->last_heartbeat) run_->last_heartbeat = ctx_.clock.now();
+    arm_watchdog();
+    arm_start_timeout();
+    // Probes start afresh: the gate again while loading, else readiness
+    // and liveness (their thresholds absorb the paging-in after a resume).
+    if (probes_) {
+        probes_->run_started(run_->launched);  // the gate again (an adopted run's first start)
+        if (state_ == WorkerState::running) probes_->loading_over();
+    }
+}
+
+// memory.reserve (policy/admission.h): a start that does not fit waits in
+// state `waiting` (the Supervisor's AdmissionQueue starts it again when
+// there is room); it does not count as a start.
+bool Worker::admitted() {
+    if (!spec_.memory.reserve || !ctx_.admission) return true;
+    AdmissionVerdict v = ctx_.admission(spec_);
+    auto fields = v.measurements;
+    if (waiting_since_) {
+        auto waited = std::chrono::duration_cast<Duration>(ctx_.clock.now() - *waiting_since_);
+        fields.emplace_back("WAITED_MS", std::to_string(waited.count()));
+    }
+    if (!v.fits && spec_.overcommit) {
+        fields.emplace_back("OVERCOMMIT", "1");
+        emit(EventKind::admitted,
+             "starts although it does not fit (admission: overcommit): " + v.reason,
+             std::move(fields));
+    } else if (v.fits && state_ == WorkerState::waiting) {
+        emit(EventKind::admitted, "admitted: " + v.reason, std::move(fields));
+    }
+    if (v.fits || spec_.overcommit) {
+        waiting_since_.reset();
+        return true;
+    }
+    waiting_reason_ = v.reason;
+    if (state_ != WorkerState::waiting) {
+        waiting_since_ = ctx_.clock.now();
+        set_state(WorkerState::waiting, WorkerMove::wait_for_room);
+        emit(EventKind::waiting, "waiting instead of starting: " + v.reason, std::move(fields));
+    }
+    return false;
+}
+
+std::string Worker::state_reason() const {
+    if (state_ == WorkerState::waiting) return waiting_reason_;
+    if (state_ == WorkerState::suspended) return suspension_.trigger();
+    if (state_ != WorkerState::parked || parked_rule_.empty()) return "";
+    std::string reason = "rule '" + parked_rule_ + "'";
+    if (const auto& c = parked_checkpoint_) {
+        Duration age = std::chrono::floor<std::chrono::seconds>(ctx_.clock.now() - c->written_at);
+        reason += "; checkpoint" + (c->bytes ? " of " + human_size(*c->bytes) : std::string()) +
+                  " written " + format_duration(std::max(age, Duration(0))) + " ago";
+    }
+    return reason;
+}
+
+}  // namespace infervisor
