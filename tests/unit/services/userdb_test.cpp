@@ -102,32 +102,28 @@ TEST(UserDbServer, AnswersOverItsSocketFromTheStore) {
 
     boost::asio::io_context io;
     UserDbServer server(io, paths);
+    // Asks for llama's record from another thread while the loop serves it.
+    auto ask_for_llama = [&] {
+        std::string reply;
+        std::atomic<bool> answered{false};
+        std::thread client([&] {
+            reply = ask(userdb_socket_path(paths),
+                        call("GetUserRecord", {{"userName", "infervisor-w-llama"}}).dump());
+            answered = true;
+        });
+        while (!answered) io.run_one_for(std::chrono::milliseconds(50));
+        client.join();
+        return reply;
+    };
     ASSERT_TRUE(server.listen().ok());
-    std::string reply;
-    std::atomic<bool> answered{false};
-    std::thread client([&] {
-        reply = ask(userdb_socket_path(paths),
-                    call("GetUserRecord", {{"userName", "infervisor-w-llama"}}).dump());
-        answered = true;
-    });
-    while (!answered) io.run_one_for(std::chrono::milliseconds(50));
-    client.join();
-    EXPECT_THAT(reply, HasSubstr("\"uid\":" + std::to_string(*uid)));
+    EXPECT_THAT(ask_for_llama(), HasSubstr("\"uid\":" + std::to_string(*uid)));
 
     server.stop();
     EXPECT_FALSE(std::filesystem::exists(userdb_socket_path(paths)));
 
     // A service may start again after a stop (a re-execution that failed).
     ASSERT_TRUE(server.listen().ok());
-    answered = false;
-    std::thread again([&] {
-        reply = ask(userdb_socket_path(paths),
-                    call("GetUserRecord", {{"userName", "infervisor-w-llama"}}).dump());
-        answered = true;
-    });
-    while (!answered) io.run_one_for(std::chrono::milliseconds(50));
-    again.join();
-    EXPECT_THAT(reply, HasSubstr("\"uid\":" + std::to_string(*uid)));
+    EXPECT_THAT(ask_for_llama(), HasSubstr("\"uid\":" + std::to_string(*uid)));
     server.stop();
 }
 
