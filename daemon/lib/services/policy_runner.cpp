@@ -318,10 +318,11 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::suspend:
             return worker.suspend(rule_trigger(d.rule));
         case Action::checkpoint:
-            if (d.for_memory && d.then != Then::keep_running) worker.expect_memory_room();
+            if (d.for_memory && d.then != Then::keep_running)
+                worker.expect_memory_room(d.scope == RuleScope::host);
             return worker.checkpoint_by_policy(d.then, d.rule);
         case Action::kill:
-            if (d.for_memory) worker.expect_memory_room();
+            if (d.for_memory) worker.expect_memory_room(d.scope == RuleScope::host);
             return worker.kill_by_policy(d.then, d.rule);
     }
     return {};

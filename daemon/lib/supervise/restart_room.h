@@ -5,12 +5,16 @@
 // restarted only once the host has room for the worker again: MemAvailable
 // (/proc/meminfo) of at least what it needs plus a reserve of 10% of
 // MemTotal, so that even at its need the host stays clear of the low-memory
-// host rule. What it needs is its serving baseline (memory.current when the
-// run began serving, worker_phase.h: what it takes to serve again; a leak's
-// peak is not), or, for a run that never served, the smaller of its
-// memory.max and the peak of its last run (whichever is known); at most 80%
-// of MemTotal: a worker capped above anything the host can ever offer is not
-// held forever.
+// host rule. What it needs: after a run that the host ran out of memory
+// under (a host rule's kill, a host-wide OOM kill), its peak: back at that
+// size the host would run out again; after a run ended for its own growth
+// (a rule on its own memory, an OOM kill at its memory.max), its serving
+// baseline (memory.current when the run began serving, worker_phase.h: what
+// it takes to serve again; a leak's peak is not). Its peak is the smaller of
+// its memory.max and the peak of its last run (whichever is known), and a
+// run that never served needs its peak either way. At most 80% of MemTotal:
+// a worker capped above anything the host can ever offer is not held
+// forever.
 //
 // The clock's backoff comes first; then the restart waits, re-reading
 // /proc/meminfo every kRoomPoll, and the journal says why

@@ -95,9 +95,14 @@ class Worker {
     Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
     // The policy action about to end this run acts for memory (a host rule,
     // a rule on a memory or swap metric): its restart waits until the host
-    // has room for the worker again (restart_room.h). Call before the kill.
-    void expect_memory_room() {
-        if (run_) run_->ended_for_memory = true;
+    // has room for the worker again (restart_room.h). A host rule ended it
+    // with the host out of memory at the worker's present size: its restart
+    // waits for room for its peak (`host_ran_out`), not only for what it
+    // took when it began serving. Call before the kill.
+    void expect_memory_room(bool host_ran_out) {
+        if (!run_) return;
+        run_->ended_for_memory = true;
+        run_->host_ran_out = host_ran_out;
     }
 
     // Adoption (adoption.h): takes over the run an earlier daemon started.

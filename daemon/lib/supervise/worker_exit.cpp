@@ -85,9 +85,19 @@ void Worker::end_run_watches() {
 
 void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
     room_needed_.reset();
-    if (reason.oom_killed() || (run_->killed_by_policy && run_->ended_for_memory))
-        room_needed_ =
-            run_->serving_baseline ? run_->serving_baseline : room_needed(spec_.memory.max, peak);
+    if (!reason.oom_killed() && !(run_->killed_by_policy && run_->ended_for_memory)) return;
+    std::optional<uint64_t> at_peak = room_needed(spec_.memory.max, peak);
+    // A host rule (or the kernel, host-wide) ended it when the host ran out
+    // with the worker at its peak: back at that size the host would run out
+    // again, whatever it took when it began serving. A run ended for its own
+    // growth (a leak above its baseline, an OOM kill at its memory.max) needs
+    // its serving baseline to serve again.
+    bool host_ran_out = (run_->killed_by_policy && run_->host_ran_out) ||
+                        (reason.oom_killed() && !reason.oom_at_own_limit());
+    if (host_ran_out && at_peak)
+        room_needed_ = std::max(*at_peak, run_->serving_baseline.value_or(0));
+    else
+        room_needed_ = run_->serving_baseline ? run_->serving_baseline : at_peak;
 }
 
 void Worker::journal_exit(const ExitReason& reason, std::optional<uint64_t> peak) {

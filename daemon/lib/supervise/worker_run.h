@@ -62,6 +62,7 @@ struct WorkerRun {
     std::string kill_reason;        // why a probe ended it, for ExitReason
     bool start_timed_out = false;   // no readiness within start_timeout
     bool ended_for_memory = false;  // Worker::expect_memory_room()
+    bool host_ran_out = false;      // ... by a host rule
     // Written for a `then: park` that has not happened yet.
     std::optional<ParkedCheckpoint> checkpoint_for_park;
 };

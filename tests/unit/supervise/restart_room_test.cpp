@@ -83,7 +83,7 @@ class RestartWaitsForRoom : public SupervisorFixture {
 
 TEST_F(RestartWaitsForRoom, AfterAKillForMemoryUntilTheHostHasRoom) {
     Worker& w = start_batch();
-    w.expect_memory_room();
+    w.expect_memory_room(true);
     ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
     run_until_event("batch", K::restart_waiting_for_memory);
     const Event* wait = last("batch", K::restart_waiting_for_memory);
@@ -110,13 +110,30 @@ TEST_F(RestartWaitsForRoom, AfterAKillForMemoryUntilTheHostHasRoom) {
 TEST_F(RestartWaitsForRoom, AServingWorkerNeedsRoomForItsBaselineNotItsLeak) {
     Worker& w = start_batch();
     w.set_phase("serving", 50 * MiB);  // as PolicyRunner reports it
-    w.expect_memory_room();
+    w.expect_memory_room(false);
     ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "near-the-cap").ok());
     run_until_event("batch", K::restart_waiting_for_memory);
     const Event* wait = last("batch", K::restart_waiting_for_memory);
     EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(50 * MiB));
     set_available(160 * MiB);  // 50 MiB + 102.4 MiB of reserve
     run_until_event("batch", K::started, 2);
+}
+
+// A host rule ended it because the host ran out with the worker at its
+// present size: back at that size the host would run out again, so its
+// restart waits for room for its peak (here its memory.max: the fixture's
+// cgroup has no memory.peak), not for the smaller size it began serving at.
+// (VM 132 saw the batch job restarted at once into the same exhaustion,
+// then OOM-killed by the kernel.)
+TEST_F(RestartWaitsForRoom, AfterAHostRuleKillTheRoomIsForItsPeakNotItsBaseline) {
+    Worker& w = start_batch();
+    w.set_phase("serving", 50 * MiB);
+    w.expect_memory_room(true);
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
+    run_until_event("batch", K::restart_waiting_for_memory);
+    const Event* wait = last("batch", K::restart_waiting_for_memory);
+    EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(600 * MiB));
+    EXPECT_EQ(count("batch", K::started), 1u);
 }
 
 TEST_F(RestartWaitsForRoom, AKillForSomethingElseRestartsOnTheClock) {
@@ -128,7 +145,7 @@ TEST_F(RestartWaitsForRoom, AKillForSomethingElseRestartsOnTheClock) {
 
 TEST_F(RestartWaitsForRoom, AnExplicitStartDoesNotWait) {
     Worker& w = start_batch();
-    w.expect_memory_room();
+    w.expect_memory_room(true);
     ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
     run_until_event("batch", K::restart_waiting_for_memory);
     w.start();
