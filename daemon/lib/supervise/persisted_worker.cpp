@@ -61,12 +61,29 @@ std::optional<bool> flag(std::string_view s) {
 
 Error bad(const std::string& what) { return plain_error("worker state file: " + what); }
 
+std::string time_list(const std::deque<TimePoint>& times) {
+    std::string out;
+    for (const auto& t : times) out += (out.empty() ? "" : ",") + std::to_string(to_ms(t));
+    return out;
+}
+
+// Parses time_list()'s form; nullopt when malformed or longer than `max`.
+std::optional<std::deque<TimePoint>> parse_time_list(std::string_view list, size_t max) {
+    std::deque<TimePoint> out;
+    while (!list.empty()) {
+        size_t comma = list.find(',');
+        auto ms = number<int64_t>(list.substr(0, comma));
+        if (!ms || out.size() == max) return std::nullopt;
+        out.push_back(from_ms(*ms));
+        list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string format_persisted_worker(const PersistedWorker& w) {
-    std::string starts;
-    for (const auto& t : w.restarts.starts)
-        starts += (starts.empty() ? "" : ",") + std::to_string(to_ms(t));
+    std::string starts = time_list(w.restarts.starts);
     std::string out = std::string(kVersionLine) + "\n";
     auto line = [&](std::string_view key, const std::string& value) {
         out += std::string(key) + "=" + one_line(value) + "\n";
@@ -85,6 +102,9 @@ std::string format_persisted_worker(const PersistedWorker& w) {
     line("last_start_ms", optional_time(w.restarts.last_start));
     line("consecutive_failures", std::to_string(w.restarts.consecutive_failures));
     line("total_restarts", std::to_string(w.restarts.total_restarts));
+    // Only when there are any: a file without it is what this format's
+    // first release wrote, and reads the same.
+    if (!w.host_kills.empty()) line("host_kills_ms", time_list(w.host_kills));
     line("last_exit", w.last_exit);
     line("status_text", w.status_text);
     line("suspended_by", w.suspended_by);
@@ -166,15 +186,9 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
         if (!w.policy_then) return bad("unknown policy_then");
     }
     w.policy_rule = get("policy_rule").value_or("");
-    std::string_view starts = get("starts_ms").value_or("");
-    while (!starts.empty()) {
-        size_t comma = starts.find(',');
-        auto ms = number<int64_t>(starts.substr(0, comma));
-        if (!ms) return bad("invalid starts_ms");
-        if (w.restarts.starts.size() == kMaxStarts) return bad("too many starts");
-        w.restarts.starts.push_back(from_ms(*ms));
-        starts = comma == std::string_view::npos ? "" : starts.substr(comma + 1);
-    }
+    auto starts = parse_time_list(get("starts_ms").value_or(""), kMaxStarts);
+    if (!starts) return bad("invalid starts_ms (or more than " + std::to_string(kMaxStarts) + ")");
+    w.restarts.starts = std::move(*starts);
     auto failures = count("consecutive_failures");
     auto total = count("total_restarts");
     if (!failures || *failures > 1'000'000 || !total)
@@ -184,6 +198,9 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
     w.last_exit = get("last_exit").value_or("");
     w.status_text = get("status_text").value_or("");
     // Optional: a file of an older daemon has none of these.
+    auto host_kills = parse_time_list(get("host_kills_ms").value_or(""), kMaxStarts);
+    if (!host_kills) return bad("invalid host_kills_ms");
+    w.host_kills = std::move(*host_kills);
     w.suspended_by = get("suspended_by").value_or("");
     if (get("suspended_since_ms")) {
         auto since = time("suspended_since_ms");

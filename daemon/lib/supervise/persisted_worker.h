@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -67,6 +68,9 @@ struct PersistedWorker {
     std::optional<Then> policy_then;
     std::string policy_rule;
     RestartHistory restarts;
+    // When the host last ran out of memory with it (host_kill_guard.h),
+    // oldest first; empty in a file of an older daemon.
+    std::deque<TimePoint> host_kills;
     std::string last_exit;
     std::string status_text;
     // state suspended (worker_suspension.h): who suspended it ("rule 'x'",

@@ -7,7 +7,9 @@
 // MemTotal, so that even at its need the host stays clear of the low-memory
 // host rule. What it needs: after a run that the host ran out of memory
 // under (a host rule's kill, a host-wide OOM kill), its peak: back at that
-// size the host would run out again; after a run ended for its own growth
+// size the host would run out again; if that run was still loading (it
+// never began serving), its memory.max: its peak is only how far the load
+// got; after a run ended for its own growth
 // (a rule on its own memory, an OOM kill at its memory.max), its serving
 // baseline (memory.current when the run began serving, worker_phase.h: what
 // it takes to serve again; a leak's peak is not). Its peak is the smaller of
@@ -36,6 +38,17 @@ inline constexpr Duration kRoomPoll{2000};
 // What a worker needs before it may restart; empty when neither is known.
 std::optional<uint64_t> room_needed(std::optional<uint64_t> memory_max,
                                     std::optional<uint64_t> last_peak);
+
+// How a run ended for memory, as far as its restart's room goes.
+struct EndedRun {
+    std::optional<uint64_t> memory_max;        // its cap
+    std::optional<uint64_t> peak;              // memory.peak of the run
+    std::optional<uint64_t> serving_baseline;  // empty: it never began serving
+    bool host_ran_out = false;                 // a host rule's kill, a host-wide OOM kill
+};
+
+// What it needs to restart (see above); empty when nothing is known.
+std::optional<uint64_t> room_needed_after(const EndedRun& run);
 
 struct RoomVerdict {
     bool fits = true;

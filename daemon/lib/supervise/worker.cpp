@@ -42,6 +42,7 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
     : ctx_(ctx),
       spec_(std::move(spec)),
       tracker_(spec_.restart, ctx.clock),
+      host_kills_(ctx.clock),
       stop_timer_(ctx.io),
       restart_timer_(ctx.io),
       watchdog_timer_(ctx.io),
@@ -143,7 +144,10 @@ void Worker::start() {
     if (state_ == WorkerState::starting || state_ == WorkerState::running) return;
     restart_timer_.cancel();
     // An operator asked: the start limit counts afresh.
-    if (state_ == WorkerState::failed || state_ == WorkerState::parked) tracker_.reset();
+    if (state_ == WorkerState::failed || state_ == WorkerState::parked) {
+        tracker_.reset();
+        host_kills_.reset();
+    }
     launch();
 }
 
@@ -152,6 +156,7 @@ void Worker::restart() {
         state_ == WorkerState::parked || state_ == WorkerState::backoff ||
         state_ == WorkerState::waiting) {
         tracker_.reset();
+        host_kills_.reset();
         restart_timer_.cancel();
         launch();
         return;

@@ -24,6 +24,7 @@
 #include "policy/rule_spec.h"
 #include "process/spawn_request.h"
 #include "supervise/exit_reason.h"
+#include "supervise/host_kill_guard.h"
 #include "supervise/persisted_worker.h"
 #include "supervise/restart_tracker.h"
 #include "supervise/worker_checkpoints.h"
@@ -255,7 +256,10 @@ class Worker {
     void kill_for_probe(ProbeRole role, const ProbeChange& change);
     void arm_start_timeout();
     void on_start_timeout();
-    void park(const ExitReason& reason, const WorkerRun& ended);
+    // Parks the worker after its run ended: `rule` (its `then: park`; empty
+    // when no rule parked it) is recorded, `why` says what parked it.
+    void park(const ExitReason& reason, const WorkerRun& ended, const std::string& rule,
+              const std::string& why, std::vector<std::pair<std::string, std::string>> fields = {});
     void on_thawed();
     void stop_after_checkpoint(Then then, const std::string& rule,
                                const WorkerCheckpoints::Outcome& outcome);
@@ -281,6 +285,9 @@ class Worker {
     // resume writes its configured limits). False when it cannot be kept
     // frozen: then it runs, with its configured limits written.
     bool adopt_suspension(const PersistedWorker& persisted, WorkerState run_state);
+    // What an earlier daemon counted and said of the worker: restart and
+    // host-kill counts, the last exit, the status text, the config snapshot.
+    void take_over_history(const PersistedWorker& persisted);
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
     std::string cgroup_path_in_proc() const;
@@ -288,6 +295,7 @@ class Worker {
     WorkerContext& ctx_;
     WorkerSpec spec_;
     RestartTracker tracker_;
+    HostKillGuard host_kills_;  // parks a worker the host keeps running out with
     WorkerState state_ = WorkerState::stopped;
 
     std::optional<NotifySocket> notify_;
@@ -302,7 +310,8 @@ class Worker {
     // The current run, from its launch to its end (worker_run.h); empty
     // between runs.
     std::optional<WorkerRun> run_;
-    // The rule that parked the worker (state parked only).
+    // The rule that parked the worker (state parked only; empty when the
+    // host kills parked it, host_kills_).
     std::string parked_rule_;
     std::optional<ParkedCheckpoint> parked_checkpoint_;  // state parked only
     std::unique_ptr<WorkerProbes> probes_;               // null without probes

@@ -36,6 +36,7 @@ PersistedWorker Worker::persisted() const {
     }
     p.policy_rule = policy_rule();
     p.restarts = tracker_.history();
+    p.host_kills = host_kills_.history();
     p.last_exit = last_exit_;
     p.status_text = status_text_;
     p.checkpoint = parked_checkpoint_;
@@ -85,11 +86,16 @@ Result<void> Worker::rebind_after_adoption() {
     return {};
 }
 
-void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
+void Worker::take_over_history(const PersistedWorker& p) {
     tracker_.restore(p.restarts);
+    host_kills_.restore(p.host_kills);
     last_exit_ = p.last_exit;
     status_text_ = p.status_text;
     config_snapshot_ = p.config_snapshot;
+}
+
+void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
+    take_over_history(p);
     run_.emplace();  // the run the earlier daemon started
     run_->stage = WorkerRun::Stage::live;
     run_->pid = p.pid;
@@ -187,10 +193,7 @@ bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
 }
 
 void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
-    tracker_.restore(p.restarts);
-    last_exit_ = p.last_exit;
-    status_text_ = p.status_text;
-    config_snapshot_ = p.config_snapshot;
+    take_over_history(p);
     run_.emplace();  // the run that ended unwatched, to be wound up
     run_->stage = WorkerRun::Stage::exiting;
     run_->pid = p.pid;
@@ -239,10 +242,7 @@ void Worker::adopt_exited(const PersistedWorker& p, bool restart_policy) {
 }
 
 void Worker::restore(const PersistedWorker& p) {
-    tracker_.restore(p.restarts);
-    last_exit_ = p.last_exit;
-    status_text_ = p.status_text;
-    config_snapshot_ = p.config_snapshot;
+    take_over_history(p);
     switch (p.state) {
         case WorkerState::failed:
             return set_state(p.state, WorkerMove::adopt);

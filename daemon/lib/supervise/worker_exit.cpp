@@ -24,6 +24,13 @@ std::string human_size(uint64_t bytes) {
     return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
 }
 
+// The run ended because the host ran out of memory: a host rule's kill, or
+// the kernel's OOM kill below the worker's own memory.max.
+bool ended_as_the_host_ran_out(const ExitReason& reason, const WorkerRun& run) {
+    return (run.killed_by_policy && run.host_ran_out) ||
+           (reason.oom_killed() && !reason.oom_at_own_limit());
+}
+
 }  // namespace
 
 void Worker::on_exit() {
@@ -86,18 +93,10 @@ void Worker::end_run_watches() {
 void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
     room_needed_.reset();
     if (!reason.oom_killed() && !(run_->killed_by_policy && run_->ended_for_memory)) return;
-    std::optional<uint64_t> at_peak = room_needed(spec_.memory.max, peak);
-    // A host rule (or the kernel, host-wide) ended it when the host ran out
-    // with the worker at its peak: back at that size the host would run out
-    // again, whatever it took when it began serving. A run ended for its own
-    // growth (a leak above its baseline, an OOM kill at its memory.max) needs
-    // its serving baseline to serve again.
-    bool host_ran_out = (run_->killed_by_policy && run_->host_ran_out) ||
-                        (reason.oom_killed() && !reason.oom_at_own_limit());
-    if (host_ran_out && at_peak)
-        room_needed_ = std::max(*at_peak, run_->serving_baseline.value_or(0));
-    else
-        room_needed_ = run_->serving_baseline ? run_->serving_baseline : at_peak;
+    room_needed_ = room_needed_after({.memory_max = spec_.memory.max,
+                                      .peak = peak,
+                                      .serving_baseline = run_->serving_baseline,
+                                      .host_ran_out = ended_as_the_host_ran_out(reason, *run_)});
 }
 
 void Worker::journal_exit(const ExitReason& reason, std::optional<uint64_t> peak) {
@@ -170,7 +169,28 @@ void Worker::finish_run(const ExitReason& reason) {
     }
     // A run a policy rule ended counts as a failure; its `then` may park the
     // worker or force a restart that the restart policy would not make.
-    if (ended.policy_then == Then::park) return park(reason, ended);
+    if (ended.policy_then == Then::park) {
+        std::string rule =
+            ended.policy_rule.empty() ? "a policy rule" : "rule '" + ended.policy_rule + "'";
+        return park(reason, ended, ended.policy_rule,
+                    rule + " ended the run (" + reason.describe() + ") with then: park");
+    }
+    // The host ran out with it again and again: restarting it would only
+    // run the host out once more, at the cost of another model load. No rule
+    // parked it (resume_when starts only what a rule's `then: park` parked),
+    // so none is recorded; the last rule is in the journal.
+    if (ended_as_the_host_ran_out(reason, ended) && host_kills_.record_kill())
+        return park(
+            reason, ended, "",
+            "the host ran out of memory with it " + std::to_string(kHostKillsToPark) +
+                " times within " + format_duration(kHostKillWindow) + " (the last: " +
+                (ended.policy_rule.empty() ? "" : "rule '" + ended.policy_rule + "', ") +
+                reason.describe() + "), so it is not restarted into the same host",
+            {{"HOST_KILLS", std::to_string(kHostKillsToPark)},
+             {"LAST_RULE", ended.policy_rule},
+             {"HOST_KILL_WINDOW_S",
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::seconds>(kHostKillWindow).count())}});
     RestartVerdict verdict =
         tracker_.on_exit(ended.killed_by_policy ? ExitClass::failure : reason.exit_class());
     if (ended.policy_then == Then::restart &&
@@ -193,13 +213,13 @@ void Worker::finish_run(const ExitReason& reason) {
     }
 }
 
-void Worker::park(const ExitReason& reason, const WorkerRun& ended) {
+void Worker::park(const ExitReason& reason, const WorkerRun& ended, const std::string& rule,
+                  const std::string& why, std::vector<std::pair<std::string, std::string>> fields) {
     parked_checkpoint_ = ended.checkpoint_for_park;
-    parked_rule_ = ended.policy_rule;
+    parked_rule_ = rule;
     set_state(WorkerState::parked, WorkerMove::end_run);
-    std::string rule = parked_rule_.empty() ? "a policy rule" : "rule '" + parked_rule_ + "'";
-    std::vector<std::pair<std::string, std::string>> fields = {{"RULE", parked_rule_},
-                                                               {"LAST_EXIT", reason.describe()}};
+    fields.emplace_back("RULE", parked_rule_);
+    fields.emplace_back("LAST_EXIT", reason.describe());
     std::string checkpointed;
     if (parked_checkpoint_) {
         fields.emplace_back("CHECKPOINT", parked_checkpoint_->path);
@@ -207,8 +227,8 @@ void Worker::park(const ExitReason& reason, const WorkerRun& ended) {
                        " (checkpointed: its next start restores it)";
     }
     emit(EventKind::parked,
-         "parked: " + rule + " ended the run (" + reason.describe() + ") with then: park" +
-             checkpointed + "; not restarting until `infervisorctl start " + spec_.name + "`",
+         "parked: " + why + checkpointed + "; not restarting until `infervisorctl start " +
+             spec_.name + "`",
          std::move(fields));
 }
 

@@ -32,6 +32,7 @@ PersistedWorker full() {
     w.restarts.last_start = t0 + 5s;
     w.restarts.consecutive_failures = 2;
     w.restarts.total_restarts = 7;
+    w.host_kills = {t0 + 2s, t0 + 4s};
     w.last_exit = "exited with code 3";
     w.status_text = "serving = 12 req/s";
     w.suspended_by = "rule 'host-thrash'";
@@ -124,6 +125,25 @@ TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
         auto garbled = parse_persisted_worker(older + bad);
         EXPECT_FALSE(garbled.ok()) << bad;
     }
+}
+
+// The host kills (host_kill_guard.h) are new in this release: a file
+// without them reads as none; a garbled list is an error.
+TEST(PersistedWorker, HostKillsAreOptionalButNeverGarbled) {
+    std::string text = format_persisted_worker(full());
+    EXPECT_THAT(text, HasSubstr("host_kills_ms=3600002000,3600004000\n"));
+    std::string older;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos) + 1;
+        std::string line = text.substr(pos, end - pos);
+        if (line.rfind("host_kills_ms=", 0) != 0) older += line;
+        pos = end;
+    }
+    auto back = parse_persisted_worker(older);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_TRUE(back->host_kills.empty());
+    for (const char* bad : {"host_kills_ms=12,soon\n", "host_kills_ms=,\n", "host_kills_ms=-\n"})
+        EXPECT_FALSE(parse_persisted_worker(older + bad).ok()) << bad;
 }
 
 TEST(PersistedWorker, ANewlineInAStatusTextCannotForgeAField) {

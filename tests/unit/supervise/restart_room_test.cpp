@@ -27,6 +27,19 @@ TEST(RestartRoom, NeedIsTheSmallerOfCapAndPeak) {
     EXPECT_EQ(room_needed(std::nullopt, std::nullopt), std::nullopt);
 }
 
+TEST(RestartRoom, WhatARunEndedForMemoryNeeds) {
+    // Its own growth (a leak): what it took to serve; never served: its peak.
+    EXPECT_EQ(room_needed_after({600 * MiB, 450 * MiB, 200 * MiB, false}), 200 * MiB);
+    EXPECT_EQ(room_needed_after({600 * MiB, 450 * MiB, std::nullopt, false}), 450 * MiB);
+    // The host ran out with it serving: its peak, at least its baseline.
+    EXPECT_EQ(room_needed_after({600 * MiB, 450 * MiB, 200 * MiB, true}), 450 * MiB);
+    EXPECT_EQ(room_needed_after({600 * MiB, 150 * MiB, 200 * MiB, true}), 200 * MiB);
+    // ... with it still loading: its peak is how far the load got; its cap.
+    EXPECT_EQ(room_needed_after({600 * MiB, 346 * MiB, std::nullopt, true}), 600 * MiB);
+    EXPECT_EQ(room_needed_after({std::nullopt, 346 * MiB, std::nullopt, true}), 346 * MiB);
+    EXPECT_EQ(room_needed_after({std::nullopt, std::nullopt, std::nullopt, true}), std::nullopt);
+}
+
 TEST(RestartRoom, WaitsOnATraceUntilNeedPlusReserveIsAvailable) {
     // The tiny host: 1 GiB; the batch worker peaked at 500 MiB when a host
     // rule stopped it. The host recovers as the survivors page back in.
@@ -75,6 +88,7 @@ class RestartWaitsForRoom : public SupervisorFixture {
         auto spec = example("batch", {});
         spec.memory.max = 600 * MiB;
         spec.restart.mode = RestartMode::always;
+        spec.restart.backoff_initial = 100ms;
         supervisor_->apply(config({spec}));
         run_until_event("batch", K::started);
         return *supervisor_->find("batch");
@@ -134,6 +148,54 @@ TEST_F(RestartWaitsForRoom, AfterAHostRuleKillTheRoomIsForItsPeakNotItsBaseline)
     const Event* wait = last("batch", K::restart_waiting_for_memory);
     EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(600 * MiB));
     EXPECT_EQ(count("batch", K::started), 1u);
+}
+
+// No kill loop: a worker the host runs out with three times within the
+// window is parked, not restarted into the same host once more; an
+// operator's start counts afresh.
+TEST_F(RestartWaitsForRoom, TheThirdHostKillWithinTheWindowParksIt) {
+    set_available(900 * MiB);  // room for each restart at once
+    Worker& w = start_batch();
+    for (size_t kill = 1; kill <= kHostKillsToPark; ++kill) {
+        run_until_event("batch", K::ready, kill);
+        w.expect_memory_room(true);
+        ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
+        run_until_event("batch", K::exited, kill);
+    }
+    run_until_event("batch", K::parked);
+    EXPECT_EQ(w.state(), WorkerState::parked);
+    EXPECT_EQ(count("batch", K::started), kHostKillsToPark);
+    const Event* parked = last("batch", K::parked);
+    EXPECT_THAT(parked->message,
+                HasSubstr("the host ran out of memory with it 3 times within 30m (the last: rule "
+                          "'host-memory-low', killed by SIGKILL)"));
+    EXPECT_THAT(parked->message, HasSubstr("infervisorctl start batch"));
+    EXPECT_EQ(field(*parked, "HOST_KILLS"), "3");
+    EXPECT_EQ(field(*parked, "LAST_RULE"), "host-memory-low");
+    // No rule parked it: resume_when leaves it to the operator.
+    EXPECT_EQ(field(*parked, "RULE"), "");
+    EXPECT_EQ(w.policy_rule(), "");
+    EXPECT_EQ(w.state_reason(), "the host ran out of memory with it 3 times within 30m");
+
+    w.start();  // the operator's: it runs, and the count starts over
+    run_until_event("batch", K::ready, kHostKillsToPark + 1);
+    w.expect_memory_room(true);
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "host-memory-low").ok());
+    run_until_event("batch", K::started, kHostKillsToPark + 2);
+    EXPECT_EQ(count("batch", K::parked), 1u);
+}
+
+// Kills for something else never count toward it.
+TEST_F(RestartWaitsForRoom, KillsForTheWorkersOwnGrowthAreNoHostKills) {
+    set_available(900 * MiB);
+    Worker& w = start_batch();
+    for (size_t kill = 1; kill <= kHostKillsToPark; ++kill) {
+        run_until_event("batch", K::ready, kill);
+        w.expect_memory_room(false);
+        ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "near-the-cap").ok());
+        run_until_event("batch", K::started, kill + 1);
+    }
+    EXPECT_EQ(count("batch", K::parked), 0u);
 }
 
 TEST_F(RestartWaitsForRoom, AKillForSomethingElseRestartsOnTheClock) {
