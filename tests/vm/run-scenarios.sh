@@ -9,6 +9,9 @@
 # scenario, say) is recorded as `FAIL <script name>: exited with status N`.
 # Prints `N passed, N failed` at the end; exits non-zero on any failure.
 #
+# Each script's guest time goes to $VMTEST_RESULTS/timings.txt ("SECONDS
+# NAME" lines), which run-all sums up.
+#
 # A script may leave a short account of what went on in
 # $VMTEST_RESULTS/digest.txt (infervisor.sh's dump_state does); when the
 # script failed, it is added to $VMTEST_RESULTS/failure-digest.txt under the
@@ -20,13 +23,17 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "${BASH_SOURCE[0]%/*}/lib.sh"
 
+rm -f "$VMTEST_RESULTS/timings.txt"
 for script in "$@"; do
 	name=$(basename -- "$script" .sh)
 	echo "=== $name"
 	read -r _ failed_before < <(vmtest_counts)
 	rm -f "$VMTEST_RESULTS/digest.txt"
+	started=$SECONDS
 	bash -- "$script"
 	rc=$?
+	# Guest seconds per script, for run-all's summary of the slowest.
+	echo "$((SECONDS - started)) $name" >>"$VMTEST_RESULTS/timings.txt"
 	read -r _ failed_after < <(vmtest_counts)
 	if ((rc != 0 && failed_after == failed_before)); then
 		scenario "$name"
