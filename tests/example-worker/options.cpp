@@ -25,6 +25,8 @@ Lifecycle (times count from process start):
   --serve-interval-ms N     every N ms print "NAME: served request K (rss=X MiB)" and send
                             STATUS=served K requests (default 1000)
                             If $WATCHDOG_USEC is set, WATCHDOG=1 is sent every half of it.
+  --heartbeat-ms N          send WATCHDOG=1 every N ms whatever $WATCHDOG_USEC says (a
+                            worker that sends heartbeats on its own)
 
 Health endpoint, for HTTP probes:
   --http-port N             listen on 127.0.0.1:N; GET /health answers 503 while loading and
@@ -186,6 +188,8 @@ bool parse_valued(ArgCursor& args, Options& o) {
         o.leak_max_mb = parse_long(opt, args.value());
     else if (opt == "--spin-after-ms")
         o.spin_after_ms = parse_long(opt, args.value());
+    else if (opt == "--heartbeat-ms")
+        o.heartbeat_ms = parse_long(opt, args.value());
     else if (opt == "--crash-after-ms")
         o.crash_after_ms = parse_long(opt, args.value());
     else if (opt == "--exit-code")

@@ -15,6 +15,7 @@ struct Options {
     long leak_after_ms = 0;  // --leak-after-ms: serve steadily this long before leaking
     long leak_max_mb = 0;    // --leak-max-mb: stop leaking there (0: never)
     std::optional<long> spin_after_ms;
+    std::optional<long> heartbeat_ms;  // --heartbeat-ms: WATCHDOG=1 this often, asked or not
     std::optional<long> crash_after_ms;
     int exit_code = 1;
     bool abort = false;

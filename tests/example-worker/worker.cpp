@@ -70,7 +70,9 @@ Worker::Worker(Options options)
     : options_(std::move(options)),
       notifier_(std::getenv("NOTIFY_SOCKET")),
       start_(Clock::now()),
-      watchdog_interval_(watchdog_from_environment()) {}
+      watchdog_interval_(options_.heartbeat_ms && *options_.heartbeat_ms > 0
+                             ? std::chrono::microseconds(*options_.heartbeat_ms * 1000)
+                             : watchdog_from_environment()) {}
 
 void Worker::say(const char* format, ...) {
     std::printf("%s: ", options_.name.c_str());

@@ -117,7 +117,8 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_stop(map, spec, errors);
     map.get_bool("notify", spec.notify);
     map.get_bool("private_tmp", spec.private_tmp);
-    map.get_duration("watchdog", spec.watchdog, Required::no, 24h);
+    // Given (here or in defaults): that watchdog, none learned.
+    if (map.get_duration("watchdog", spec.watchdog, Required::no, 24h)) spec.learn_watchdog = false;
     map.get_duration("start_timeout", spec.start_timeout, Required::no, 24h);
     map.get_int("priority", spec.priority, -1000, 1000);
     map.get_bool("protected", spec.is_protected);

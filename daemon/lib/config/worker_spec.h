@@ -88,6 +88,10 @@ struct WorkerSpec {
     Duration start_timeout = 10min;
     // 0 = off. Otherwise the worker must send WATCHDOG=1 at least this often.
     Duration watchdog = 0ms;
+    // No `watchdog:` given: a worker that sends WATCHDOG=1 on its own is
+    // held to the pace it has shown (supervise/learned_watchdog.h).
+    // `watchdog: 0s` turns that off.
+    bool learn_watchdog = true;
     // Health probes (startup, readiness, liveness); see probe/probe_spec.h.
     ProbesSpec probes;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.

@@ -59,6 +59,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::adopted, "adopted", "1b17809b4dda4292b509d5e398fe4796", LOG_NOTICE},
     {EventKind::tmp_file_protected, "tmp-file-protected", "38c0e33ec3d545ab988cb0439bca7efe",
      LOG_INFO},
+    {EventKind::watchdog_learned, "watchdog-learned", "e50cc6a9608d42728be088f7699a0a6b",
+     LOG_NOTICE},
 };
 
 const KindInfo& info(EventKind kind) {

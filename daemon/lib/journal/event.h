@@ -47,11 +47,12 @@ enum class EventKind {
     waiting,             // its memory.reserve does not fit: it waits instead of starting
     admitted,            // a waiting worker's reserve fits now: it starts
     tmp_file_protected,  // a file a worker sharing the host's /tmp holds there is kept from aging
+    watchdog_learned,    // a worker that sends WATCHDOG=1 unasked is held to its pace
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::tmp_file_protected;
+inline constexpr EventKind kLastEventKind = EventKind::watchdog_learned;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

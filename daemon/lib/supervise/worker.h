@@ -244,6 +244,9 @@ class Worker {
     void empty_cgroup_then_finish(const ExitReason& reason);
     void on_notify_readable();
     void handle_notify(const NotifyDatagram& datagram);
+    void on_heartbeat();  // WATCHDOG=1
+    // The configured watchdog, else the learned one once armed.
+    std::optional<Duration> watchdog_timeout() const;
     void arm_watchdog();
     void on_watchdog_expired();
     // Loading waits for READY=1 (notify workers) and for the gate probe.

@@ -75,10 +75,7 @@ void Worker::handle_notify(const NotifyDatagram& d) {
     if (!msg) return reject(msg.error().what);
     if (const auto* status = msg->get("STATUS")) status_text_ = status->substr(0, 256);
     if (!run_) return;  // what follows concerns a run
-    if (msg->has("WATCHDOG", "1")) {
-        run_->last_heartbeat = ctx_.clock.now();
-        arm_watchdog();
-    }
+    if (msg->has("WATCHDOG", "1")) on_heartbeat();
     if (msg->has("READY", "1") && state_ == WorkerState::starting) {
         run_->ready_notified = true;
         if (!loading_gated()) enter_running("READY=1");
@@ -149,9 +146,34 @@ void Worker::kill_for_probe(ProbeRole role, const ProbeChange& change) {
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
+void Worker::on_heartbeat() {
+    TimePoint now = ctx_.clock.now();
+    run_->last_heartbeat = now;
+    if (spec_.watchdog.count() <= 0 && spec_.learn_watchdog) {
+        bool was_armed = run_->learned_watchdog.armed();
+        auto timeout = run_->learned_watchdog.on_heartbeat(now);
+        if (timeout && !was_armed)
+            emit(EventKind::watchdog_learned,
+                 "sends WATCHDOG=1 on its own (at most " +
+                     format_duration(run_->learned_watchdog.longest_interval()) +
+                     " apart): held to it, a run without one for " + format_duration(*timeout) +
+                     " is ended (`watchdog: 0s` turns this off)",
+                 {{"WATCHDOG_MS", ms(*timeout)},
+                  {"HEARTBEAT_INTERVAL_MS", ms(run_->learned_watchdog.longest_interval())}});
+    }
+    arm_watchdog();
+}
+
+std::optional<Duration> Worker::watchdog_timeout() const {
+    if (spec_.watchdog.count() > 0) return spec_.watchdog;
+    if (run_ && run_->learned_watchdog.armed()) return run_->learned_watchdog.timeout();
+    return std::nullopt;
+}
+
 void Worker::arm_watchdog() {
-    if (spec_.watchdog.count() <= 0 || main_pid() == 0) return;
-    watchdog_timer_.expires_after(spec_.watchdog);
+    auto timeout = watchdog_timeout();
+    if (!timeout || main_pid() == 0) return;
+    watchdog_timer_.expires_after(*timeout);
     watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) on_watchdog_expired();
     });
@@ -159,15 +181,19 @@ void Worker::arm_watchdog() {
 
 void Worker::on_watchdog_expired() {
     if (!live() || state_ == WorkerState::stopping || state_ == WorkerState::suspended) return;
+    auto timeout = watchdog_timeout();
+    if (!timeout) return;
+    bool learned = spec_.watchdog.count() <= 0;
     run_->killed_by_policy = true;
     emit(EventKind::policy_action,
-         "watchdog: no WATCHDOG=1 for " + format_duration(spec_.watchdog) + "; killing the worker",
-         {{"RULE", "watchdog"},
+         "watchdog: no WATCHDOG=1 for " + format_duration(*timeout) +
+             (learned ? " (the pace it had shown)" : "") + "; killing the worker",
+         {{"RULE", learned ? "learned-watchdog" : "watchdog"},
           {"ACTION", "kill"},
           {"THEN", "worker_policy"},
           {"DRY_RUN", "0"},
           {"RESULT", "done"},
-          {"WATCHDOG_MS", ms(spec_.watchdog)}});
+          {"WATCHDOG_MS", ms(*timeout)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 

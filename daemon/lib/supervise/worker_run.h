@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "policy/rule_spec.h"
 #include "process/spawn_request.h"
+#include "supervise/learned_watchdog.h"
 #include "supervise/persisted_worker.h"
 #include "supervise/worker_state.h"
 
@@ -49,6 +50,7 @@ struct WorkerRun {
     bool ready_notified = false;              // READY=1 in this run
     bool gate_passed = false;                 // the gate probe passed in this run
     std::optional<TimePoint> last_heartbeat;  // last WATCHDOG=1
+    LearnedWatchdog learned_watchdog;         // without a configured watchdog
     std::string phase;                        // the policy engine's, for displays
     std::optional<uint64_t> serving_baseline;
     WorkerState resume_to = WorkerState::running;  // suspended: the state it was frozen in

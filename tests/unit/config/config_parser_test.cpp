@@ -66,6 +66,8 @@ TEST(ConfigParser, ParsesEveryWorkerField) {
     EXPECT_EQ(w.stop_timeout, std::chrono::seconds(10));
     EXPECT_TRUE(w.notify);
     EXPECT_EQ(w.watchdog, std::chrono::seconds(30));
+    EXPECT_FALSE(w.learn_watchdog);            // given: none learned
+    EXPECT_TRUE(c.workers[1].learn_watchdog);  // not given: learned
     EXPECT_EQ(c.worker_locations[0].line, 8);
     EXPECT_EQ(c.worker_locations[0].column, 5);
     // Defaults apply; everything else keeps the built-in default.

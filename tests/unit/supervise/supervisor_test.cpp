@@ -220,6 +220,37 @@ TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
     EXPECT_EQ(field(*last("spinner", K::policy_action), "RULE"), "watchdog");
 }
 
+// No `watchdog:`: a worker that sends WATCHDOG=1 on its own (every 100ms
+// here) is held to it once it has sent three; when it spins, the learned
+// watchdog (at least 10s) ends the run. With `watchdog: 0s` it runs on.
+TEST_F(Lifecycle, AWorkerThatSendsHeartbeatsUnaskedIsHeldToThem) {
+    auto spec = example("beater", {"--heartbeat-ms", "100", "--spin-after-ms", "1500"});
+    spec.restart.mode = RestartMode::never;
+    ASSERT_TRUE(spec.learn_watchdog);
+    supervisor_->apply(config({spec}));
+    run_until_event("beater", K::exited);
+    EXPECT_THAT(kinds_of("beater"), ElementsAre(K::started, K::ready, K::watchdog_learned,
+                                                K::policy_action, K::exited));
+    const Event* learned = last("beater", K::watchdog_learned);
+    EXPECT_EQ(field(*learned, "WATCHDOG_MS"), "10000");  // 5 x ~100ms is under the minimum
+    EXPECT_THAT(learned->message, HasSubstr("`watchdog: 0s` turns this off"));
+    const Event* kill = last("beater", K::policy_action);
+    EXPECT_EQ(field(*kill, "RULE"), "learned-watchdog");
+    EXPECT_THAT(kill->message, HasSubstr("no WATCHDOG=1 for 10s (the pace it had shown)"));
+}
+
+TEST_F(Lifecycle, WatchdogZeroTurnsTheLearnedOneOff) {
+    // Ten heartbeats, then its own exit: never armed, so nothing can end it.
+    auto spec = example("beater", {"--heartbeat-ms", "100", "--crash-after-ms", "1000"});
+    spec.restart.mode = RestartMode::never;
+    spec.learn_watchdog = false;  // `watchdog: 0s`
+    supervisor_->apply(config({spec}));
+    run_until_event("beater", K::exited);
+    EXPECT_EQ(count("beater", K::watchdog_learned), 0u);
+    EXPECT_EQ(count("beater", K::policy_action), 0u);
+    EXPECT_EQ(field(*last("beater", K::exited), "EXIT_CODE"), "1");  // its own crash
+}
+
 TEST_F(Lifecycle, LeftoverCgroupsOfAnEarlierRunAreReaped) {
     CgroupDir stale = tree_->worker("stale");
     ASSERT_TRUE(stale.create().ok());

@@ -2,7 +2,8 @@
 # Policy rules on a real kernel: a memory-growth rule kills a worker leaking
 # ~20 MiB/s under a 1 GiB cap before the kernel's OOM killer would, and parks
 # it while its sibling keeps serving; a worker that stops sending heartbeats is
-# killed by its watchdog and restarted by its policy; in dry-run mode the same
+# killed by its watchdog and restarted by its policy, and so is one with no
+# watchdog configured that sent heartbeats unasked; in dry-run mode the same
 # growth rule only journals what it would do.
 #
 # The guest has 1 GiB of RAM in all, less than the leaker's cap, so the rule
@@ -139,6 +140,29 @@ watchdog_kills_a_silent_worker_and_restarts_it() {
 	systemctl stop infervisord # the spinning restarts eat a CPU
 }
 run_scenario watchdog-kills-a-silent-worker-and-restarts-it watchdog_kills_a_silent_worker_and_restarts_it
+
+# Issue 25: a worker configured as the README shows (a command and a cap; no
+# notify, no watchdog), under the shipped main config, that sends WATCHDOG=1
+# on its own every 500ms and then spins at 100% CPU is held to its pace: the
+# learned watchdog (10s, its minimum) ends the run and the policy restarts it.
+learned_watchdog_ends_a_worker_that_stops_its_heartbeats() {
+	install_infervisor
+	[[ ! -e $main_config_saved ]] || cp "$main_config_saved" "$main_config" # the shipped one
+	use_workers policy.yaml <<-YAML
+		workers:
+		  - name: beater
+		    command: [$ivd_example_worker, --heartbeat-ms, "500", --spin-after-ms, "6000"]
+		    memory: {max: 64M}
+	YAML
+	fresh_daemon
+	wait_until 600 has_events beater started 2
+	assert_contains "$(event_sequence beater)" \
+		"started ready watchdog-learned policy-action:learned-watchdog exited restarting started" "beater's events"
+	assert_eq 10000 "$(event_field beater watchdog-learned WATCHDOG_MS | head -n1)" "the learned timeout"
+	assert_eq SIGKILL "$(event_field beater exited EXIT_SIGNAL | head -n1)" "exit signal"
+	systemctl stop infervisord # the spinning restarts eat a CPU
+}
+run_scenario a-worker-that-sends-heartbeats-unasked-is-held-to-them learned_watchdog_ends_a_worker_that_stops_its_heartbeats
 
 dry_run_journals_but_does_not_kill() {
 	install_infervisor
