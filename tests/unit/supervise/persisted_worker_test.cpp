@@ -44,6 +44,19 @@ PersistedWorker full() {
     return w;
 }
 
+// A state file as an older daemon wrote it: without the lines that start
+// with `prefix`.
+std::string without_lines_starting(const std::string& text, const std::string& prefix) {
+    std::string out;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos) + 1;
+        std::string line = text.substr(pos, end - pos);
+        if (line.rfind(prefix, 0) != 0) out += line;
+        pos = end;
+    }
+    return out;
+}
+
 TEST(PersistedWorker, RoundTripsEveryField) {
     PersistedWorker w = full();
     auto back = parse_persisted_worker(format_persisted_worker(w));
@@ -106,14 +119,7 @@ TEST(PersistedWorker, AVersion1FileAsWrittenTodayStaysReadable) {
 // An older daemon wrote no suspension fields: its file still reads (who
 // suspended the worker is then unknown), and a garbled one is refused.
 TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
-    std::string text = format_persisted_worker(full());
-    std::string older;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t end = text.find('\n', pos) + 1;
-        std::string line = text.substr(pos, end - pos);
-        if (line.rfind("suspended_", 0) != 0) older += line;
-        pos = end;
-    }
+    std::string older = without_lines_starting(format_persisted_worker(full()), "suspended_");
     auto back = parse_persisted_worker(older);
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(back->suspended_by, "");
@@ -132,13 +138,7 @@ TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
 TEST(PersistedWorker, HostKillsAreOptionalButNeverGarbled) {
     std::string text = format_persisted_worker(full());
     EXPECT_THAT(text, HasSubstr("host_kills_ms=3600002000,3600004000\n"));
-    std::string older;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t end = text.find('\n', pos) + 1;
-        std::string line = text.substr(pos, end - pos);
-        if (line.rfind("host_kills_ms=", 0) != 0) older += line;
-        pos = end;
-    }
+    std::string older = without_lines_starting(text, "host_kills_ms=");
     auto back = parse_persisted_worker(older);
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_TRUE(back->host_kills.empty());
