@@ -127,7 +127,9 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
          {{"signal", signal_name(s.stop_signal)}, {"timeout", format_duration(s.stop_timeout)}}},
         {"notify", s.notify},
         {"private_tmp", s.private_tmp},
-        {"watchdog", format_duration(s.watchdog)},
+        // "learned": none given, so one it sends unasked holds it to its pace.
+        {"watchdog", s.watchdog.count() <= 0 && s.learn_watchdog ? std::string("learned")
+                                                                 : format_duration(s.watchdog)},
         {"checkpoint",
          {{"signal", signal_name(s.checkpoint.signal)},
           {"timeout", format_duration(s.checkpoint.timeout)},
