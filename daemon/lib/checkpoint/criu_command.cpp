@@ -1,9 +1,62 @@
 #include "checkpoint/criu_command.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
 namespace infervisor {
+
+namespace {
+
+std::string id_list(const std::vector<gid_t>& ids) {
+    std::string out;
+    for (gid_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+    return out;
+}
+
+// Decimal ids separated by `sep` (blanks for /proc, commas for the record);
+// nullopt when any is not one. At most 65536 (NGROUPS_MAX).
+std::optional<std::vector<gid_t>> parse_ids(const std::string& text, char sep) {
+    std::vector<gid_t> out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        if (text[pos] == sep || (sep == ' ' && text[pos] == '\t')) {
+            ++pos;
+            continue;
+        }
+        size_t end = pos;
+        while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+        if (end == pos || end - pos > 10 || out.size() == 65536) return std::nullopt;
+        unsigned long long v = std::stoull(text.substr(pos, end - pos));
+        if (v > 0xffffffffull) return std::nullopt;
+        out.push_back(static_cast<gid_t>(v));
+        pos = end;
+        if (pos < text.size() && text[pos] != sep && !(sep == ' ' && text[pos] == '\t'))
+            return std::nullopt;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string ProcessIdentity::describe() const {
+    return "uid " + std::to_string(uid) + " gid " + std::to_string(gid) + " groups " +
+           (groups.empty() ? "none" : id_list(groups));
+}
+
+std::optional<ProcessIdentity> parse_process_identity(const std::string& status) {
+    std::optional<std::vector<gid_t>> uids, gids, groups;
+    std::istringstream in(status);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("Uid:", 0) == 0) uids = parse_ids(line.substr(4), ' ');
+        if (line.rfind("Gid:", 0) == 0) gids = parse_ids(line.substr(4), ' ');
+        if (line.rfind("Groups:", 0) == 0) groups = parse_ids(line.substr(7), ' ');
+    }
+    if (!uids || uids->empty() || !gids || gids->empty() || !groups) return std::nullopt;
+    std::sort(groups->begin(), groups->end());
+    return ProcessIdentity{uids->front(), gids->front(), std::move(*groups)};
+}
 
 std::string format_criu_record(const CriuRecord& record) {
     std::string out;
@@ -12,6 +65,9 @@ std::string format_criu_record(const CriuRecord& record) {
         if (target.find('\n') != std::string::npos) continue;
         out += "stdio" + std::to_string(fd) + "=" + target + "\n";
     }
+    if (const auto& id = record.identity)
+        out += "uid=" + std::to_string(id->uid) + "\ngid=" + std::to_string(id->gid) +
+               "\ngroups=" + id_list(id->groups) + "\n";
     return out;
 }
 
@@ -20,7 +76,11 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     bool any = false;
     std::istringstream in(text);
     std::string line;
+    std::optional<std::vector<gid_t>> uid, gid, groups;
     while (std::getline(in, line)) {
+        if (line.rfind("uid=", 0) == 0) uid = parse_ids(line.substr(4), ',');
+        if (line.rfind("gid=", 0) == 0) gid = parse_ids(line.substr(4), ',');
+        if (line.rfind("groups=", 0) == 0) groups = parse_ids(line.substr(7), ',');
         if (line.size() < 7 || line.compare(0, 5, "stdio") != 0 || line[6] != '=') continue;
         if (line[5] < '0' || line[5] > '2') continue;
         size_t fd = static_cast<size_t>(line[5] - '0');
@@ -29,6 +89,11 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
         any = true;
     }
     if (!any) return std::nullopt;
+    // All three, one id each for uid and gid, or no identity at all.
+    if (uid && gid && groups && uid->size() == 1 && gid->size() == 1) {
+        std::sort(groups->begin(), groups->end());
+        record.identity = ProcessIdentity{uid->front(), gid->front(), std::move(*groups)};
+    }
     return record;
 }
 

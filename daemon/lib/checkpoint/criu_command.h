@@ -43,10 +43,30 @@ inline constexpr char kCriuDumpLog[] = "dump.log";
 inline constexpr char kCriuRestoreLog[] = "restore.log";
 inline constexpr char kCriuCheckLog[] = "check.log";
 
-// What /proc/PID/fd/{0,1,2} of the dumped main process pointed to
-// ("socket:[1732]", "pipe:[88]", "/dev/null"); empty when unknown.
+// Whom a process runs as: its real uid and gid and its supplementary
+// groups (sorted), as /proc/PID/status says.
+struct ProcessIdentity {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;
+
+    bool operator==(const ProcessIdentity&) const = default;
+    std::string describe() const;  // "uid 61234 gid 61234 groups 44,109"
+};
+
+// The Uid:, Gid: and Groups: lines of a /proc/PID/status text; nullopt when
+// one is missing or malformed.
+std::optional<ProcessIdentity> parse_process_identity(const std::string& status);
+
+// What the daemon records beside a criu image (root's file in root's dir):
+// what /proc/PID/fd/{0,1,2} of the dumped main process pointed to
+// ("socket:[1732]", "pipe:[88]", "/dev/null"; empty when unknown), and
+// whom it ran as. criu restores the identity in the image; the record is how
+// the daemon knows it without parsing criu's images, so that an image of
+// another identity is never restored as this worker (issue 26, defect 2).
 struct CriuRecord {
-    std::vector<std::string> stdio;  // index = fd
+    std::vector<std::string> stdio;           // index = fd
+    std::optional<ProcessIdentity> identity;  // empty in a record of an older daemon
 
     bool operator==(const CriuRecord&) const = default;
 };

@@ -12,6 +12,8 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include <algorithm>
+
 #include "base/file_io.h"
 #include "base/signal_names.h"
 #include "cgroup/cgroup_limits.h"
@@ -269,7 +271,9 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     workdir.worker = spec_.name;  // specs built in code may leave it empty
     auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
     if (!dirs) return dirs.error();
-    auto checkpoints = checkpoints_.prepare_run(who->uid, who->gid);
+    std::vector<gid_t> groups = who->supplementary_groups;
+    std::sort(groups.begin(), groups.end());
+    auto checkpoints = checkpoints_.prepare_run({who->uid, who->gid, std::move(groups)});
     if (!checkpoints) return checkpoints.error();
     return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints)};
 }

@@ -72,7 +72,9 @@ void WorkerCheckpoints::set_staging_owner(uid_t uid, gid_t gid) {
     gid_ = criu ? 0 : gid;
 }
 
-Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid_t gid) {
+Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessIdentity& who) {
+    uid_t uid = who.uid;
+    gid_t gid = who.gid;
     auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
     if (!store) return store.error();
     store_.emplace(std::move(*store));
@@ -88,7 +90,17 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(uid_t uid, gid
     std::optional<CriuRecord> record;
     if (auto dir = store_->dup_dir())
         record = read_criu_record(dir->get(), CheckpointStore::sequence_name(offered_->sequence));
-    if (record && criu) {
+    if (record && criu && record->identity != who) {
+        // criu would bring back the identity in the image: not this
+        // worker's (a config change, or an image of a removed worker whose
+        // uid another has now). Refused: the run starts fresh.
+        emit_(EventKind::checkpoint_failed,
+              "criu image " + offered_->path.string() + " not restored: it was dumped as " +
+                  (record->identity ? record->identity->describe() : "an unrecorded identity") +
+                  ", the worker now runs as " + who.describe() + "; starting fresh",
+              {{"CHECKPOINT", offered_->path.string()}, {"METHOD", "criu"}});
+        offered_.reset();
+    } else if (record && criu) {
         dirs.criu_restore = offered_->path;
         dirs.criu_record = std::move(*record);
     } else if (record) {

@@ -99,9 +99,11 @@ class WorkerCheckpoints {
     void set_spec(const CheckpointSpec& spec) { spec_ = spec; }
     void set_process_lookup(ProcessLookup lookup) { lookup_ = std::move(lookup); }
 
-    // Before a run: a fresh staging dir owned by uid:gid and the newest
-    // complete checkpoint. Then run_started() once the process exists.
-    Result<RunDirs> prepare_run(uid_t uid, gid_t gid);
+    // Before a run of `who`: a fresh staging dir owned by its uid:gid and the
+    // newest complete checkpoint (a criu image only if it was dumped as `who`;
+    // else checkpoint-failed says why and the run starts fresh). Then
+    // run_started() once the process exists.
+    Result<RunDirs> prepare_run(const ProcessIdentity& who);
     void run_started(Signaller signaller);
     // For a run an earlier daemon started (adoption): its staging dir is
     // kept as it is (the worker may be writing into it) and nothing is

@@ -121,6 +121,14 @@ WorkerCriu::DumpOutcome dump_now(const WorkerCriu::Dump& d, const std::atomic<bo
         criu_checked = true;
     }
     CriuRecord record;
+    // Whom the image runs as, read before the dump (criu keeps it): what a
+    // restore is checked against.
+    record.identity = parse_process_identity(
+        head_of_proc_file(d.procfs / std::to_string(d.pid) / "status", 16384));
+    if (!record.identity)
+        return {plain_error("cannot read whom pid " + std::to_string(d.pid) + " runs as (" +
+                            (d.procfs / std::to_string(d.pid) / "status").string() + ")"),
+                true};
     record.stdio.resize(3);
     for (const auto& p : view->processes)
         if (p.pid == d.pid)

@@ -84,6 +84,42 @@ TEST(CriuCommand, RecordRoundTrips) {
     EXPECT_EQ(parse_criu_record(text), record);
 }
 
+// Whom the image runs as (issue 26, defect 2): recorded, and read back
+// whole or not at all.
+TEST(CriuCommand, RecordKeepsTheIdentity) {
+    CriuRecord record{{"/dev/null"}, ProcessIdentity{61234, 61234, {44, 109}}};
+    std::string text = format_criu_record(record);
+    EXPECT_EQ(text, "stdio0=/dev/null\nuid=61234\ngid=61234\ngroups=44,109\n");
+    EXPECT_EQ(parse_criu_record(text), record);
+    CriuRecord none{{"/dev/null"}, ProcessIdentity{61234, 61234, {}}};
+    EXPECT_EQ(parse_criu_record(format_criu_record(none)), none);
+    // An older daemon's record, or a partial or garbled one: no identity.
+    for (const char* older : {"stdio0=/dev/null\n", "stdio0=/dev/null\nuid=1\ngid=1\n",
+                              "stdio0=/dev/null\nuid=1,2\ngid=1\ngroups=\n",
+                              "stdio0=/dev/null\nuid=x\ngid=1\ngroups=\n",
+                              "stdio0=/dev/null\nuid=1\ngid=1\ngroups=3,-4\n",
+                              "stdio0=/dev/null\nuid=99999999999\ngid=1\ngroups=\n"}) {
+        auto parsed = parse_criu_record(older);
+        ASSERT_TRUE(parsed) << older;
+        EXPECT_FALSE(parsed->identity) << older;
+    }
+}
+
+TEST(CriuCommand, ProcessIdentityIsReadFromProcStatus) {
+    std::string status =
+        "Name:\tworker\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t61234\t61234\t61234\t61234\n"
+        "Gid:\t61235\t61235\t61235\t61235\nFDSize:\t64\nGroups:\t109 44 \nNStgid:\t9\n";
+    auto id = parse_process_identity(status);
+    ASSERT_TRUE(id);
+    EXPECT_EQ(*id, (ProcessIdentity{61234, 61235, {44, 109}}));
+    EXPECT_EQ(id->describe(), "uid 61234 gid 61235 groups 44,109");
+    auto no_groups = parse_process_identity("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n");
+    ASSERT_TRUE(no_groups);
+    EXPECT_EQ(no_groups->describe(), "uid 0 gid 0 groups none");
+    EXPECT_FALSE(parse_process_identity("Uid:\t1\t1\t1\t1\nGroups:\t\n"));  // no Gid:
+    EXPECT_FALSE(parse_process_identity("Uid:\tx\nGid:\t1\nGroups:\t\n"));
+}
+
 TEST(CriuCommand, RecordDropsNewlinesAndIgnoresJunk) {
     CriuRecord record{{"/dev/null", "/tmp/a\nstdio2=socket:[1]", "pipe:[3]"}};
     auto parsed = parse_criu_record(format_criu_record(record));

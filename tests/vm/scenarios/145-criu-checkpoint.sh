@@ -10,6 +10,9 @@
 #     reload without that rule starts it again: its in-memory served count
 #     goes on from where the dump froze it (not from a file: it is never given INFERVISOR_RESTORE_FROM), as a
 #     child of the daemon, in its own fresh cgroup with its limits;
+#  1b. an image dumped under another identity than the worker's now (a
+#     supplementary group added after the dump) is not restored: the run
+#     starts fresh, and checkpoint-failed says why;
 #  2. a worker with an established TCP connection is refused by the preflight
 #     (criu would need --tcp-established): the journal says why, and the
 #     fallback is the kill a late cooperative worker gets.
@@ -167,6 +170,38 @@ a_rule_dumps_the_worker_and_the_restart_restores_it() {
 	log "restored pid $pid: $(grep -E '^(Uid|CapBnd):' "/proc/$pid/status" | tr '\n\t' '  ')"
 }
 run_scenario a-rule-dumps-the-worker-with-criu-and-the-restart-restores-it a_rule_dumps_the_worker_and_the_restart_restores_it
+
+# Issue 26, defect 2: criu restores the identity in its image. After a dump,
+# the worker's configuration gives it another identity (here one more
+# supplementary group): its image is not restored (checkpoint-failed says
+# as whom it was dumped and as whom the worker runs now), and the run starts
+# fresh, with the new identity.
+an_image_of_another_identity_is_not_restored() {
+	install_infervisor
+	use_criu_dropin
+	rm -rf "${store:?}/frozen"
+	frozen_worker '      - {name: dump-it, when: "runtime > 4s", action: checkpoint, then: park}' |
+		use_workers criu.yaml
+	fresh_daemon
+	wait_until 300 has_events frozen parked 1
+	frozen_worker | sed 's/^    memory: {max: 96M}$/    memory: {max: 96M}\n    supplementary_groups: [video]/' |
+		use_workers criu.yaml
+	systemctl reload infervisord
+	wait_until 300 has_events frozen started 2
+	wait_until 120 has_events frozen ready 2
+	assert_contains "$(event_sequence frozen)" "parked:dump-it checkpoint-failed started ready" "frozen's events"
+	assert_eq 0 "$(event_count frozen checkpoint-restoring)" "restores begun"
+	local refused
+	refused=$(ivd_journal INFERVISOR_WORKER=frozen INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)
+	log "refused: $refused"
+	assert_contains "$refused" "not restored: it was dumped as uid"
+	assert_contains "$refused" "groups none, the worker now runs as uid"
+	assert_contains "$refused" "starting fresh"
+	local pid
+	pid=$(main_pid frozen)
+	assert_word "$(awk '/^Groups:/ { $1 = ""; print }' "/proc/$pid/status")" 44 "the new run's groups"
+}
+run_scenario an-image-of-another-identity-is-not-restored an_image_of_another_identity_is_not_restored
 
 an_established_tcp_connection_is_refused_and_the_worker_killed() {
 	install_infervisor
