@@ -156,7 +156,7 @@ a_rule_dumps_the_worker_and_the_restart_restores_it() {
 	assert_eq "$(systemctl show -P MainPID infervisord)" "$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")" "parent"
 	assert_eq $((96 << 20)) "$(cat "$cgroup/memory.max")" "memory.max"
 	assert_eq 32 "$(cat "$cgroup/pids.max")" "pids.max"
-	assert_word "$pid" "$(cat "$cgroup/cgroup.procs")"
+	assert_word "$(cat "$cgroup/cgroup.procs")" "$pid" "the restored pid in the cgroup"
 	local served
 	served=$(served_count frozen)
 	wait_until 120 served_more_than frozen $((served + 2))
