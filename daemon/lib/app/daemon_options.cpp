@@ -37,7 +37,9 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // --help and --version: 0. Any usage error: 2, as infervisord(8)
+        // says (CLI11's own codes, 105 to 109, tell a caller nothing).
+        return app.exit(e) == 0 ? 0 : 2;
     }
     return o;
 }
