@@ -5,7 +5,9 @@
 #include <iterator>
 #include <memory>
 
+#include "base/file_io.h"
 #include "commands.h"
+#include "config/config_limits.h"
 #include "config/config_loader.h"
 #include "control/varlink_message.h"
 
@@ -17,12 +19,15 @@ using nlohmann::json;
 
 std::optional<std::string> read_text(CliContext& ctx, const std::string& file) {
     if (file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-        ctx.fail(kFailure, "cannot read " + file);
+    // As the daemon reads a configuration file: a regular file, not too
+    // large, and the reason when it cannot be read.
+    auto text = read_regular_file(file, config_limits::kMaxFileBytes,
+                                  "a configuration file (put workers into drop-in files)");
+    if (!text) {
+        ctx.fail(kFailure, "cannot read " + file + ": " + text.error().message());
         return std::nullopt;
     }
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return std::move(*text);
 }
 
 // The verdict of this client's own copy of the parser, in the shape of the

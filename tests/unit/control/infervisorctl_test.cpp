@@ -283,7 +283,14 @@ TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {
     auto in = ctl({"config", "check", "-"}, {.stdin_text = "bad\n"});
     EXPECT_EQ(in.exit_code, 1);
     EXPECT_THAT(in.out, HasSubstr("<stdin>:1:1: bad line"));
-    EXPECT_EQ(ctl({"config", "check", (dir.path() / "missing.yaml").string()}).exit_code, 1);
+    // A file it cannot read: the reason, not only "cannot read" (and a
+    // directory once ended the client with an uncaught exception).
+    auto missing = ctl({"config", "check", (dir.path() / "missing.yaml").string()});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_THAT(missing.err, HasSubstr("missing.yaml: No such file or directory"));
+    auto a_dir = ctl({"config", "check", dir.path().string()});
+    EXPECT_EQ(a_dir.exit_code, 1);
+    EXPECT_THAT(a_dir.err, HasSubstr("is not a regular file"));
 }
 
 TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
