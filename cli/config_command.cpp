@@ -1,6 +1,5 @@
 // config check [FILE]
 #include <cerrno>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>

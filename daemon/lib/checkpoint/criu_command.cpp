@@ -1,6 +1,7 @@
 #include "checkpoint/criu_command.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <sstream>
 
@@ -14,30 +15,29 @@ std::string id_list(const std::vector<gid_t>& ids) {
     return out;
 }
 
-// Decimal ids separated by `sep` (blanks for /proc, commas for the record);
-// nullopt when any is not one. At most 65536 (NGROUPS_MAX).
-std::optional<std::vector<gid_t>> parse_ids(const std::string& text, char sep) {
+// Decimal ids separated by any of `seps` (blanks in /proc, commas in the
+// record); nullopt when any is not a 32-bit id. At most 65536 (NGROUPS_MAX).
+std::optional<std::vector<gid_t>> parse_ids(std::string_view text, std::string_view seps) {
     std::vector<gid_t> out;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        if (text[pos] == sep || (sep == ' ' && text[pos] == '\t')) {
-            ++pos;
-            continue;
-        }
-        size_t end = pos;
-        while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
-        if (end == pos || end - pos > 10 || out.size() == 65536) return std::nullopt;
-        unsigned long long v = std::stoull(text.substr(pos, end - pos));
-        if (v > 0xffffffffull) return std::nullopt;
-        out.push_back(static_cast<gid_t>(v));
-        pos = end;
-        if (pos < text.size() && text[pos] != sep && !(sep == ' ' && text[pos] == '\t'))
+    for (size_t pos = text.find_first_not_of(seps); pos != std::string_view::npos;
+         pos = text.find_first_not_of(seps, pos)) {
+        size_t end = std::min(text.find_first_of(seps, pos), text.size());
+        uint32_t id = 0;
+        auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + end, id);
+        if (ec != std::errc() || ptr != text.data() + end || out.size() == 65536)
             return std::nullopt;
+        out.push_back(static_cast<gid_t>(id));
+        pos = end;
     }
     return out;
 }
 
 }  // namespace
+
+ProcessIdentity ProcessIdentity::of(uid_t uid, gid_t gid, std::vector<gid_t> groups) {
+    std::sort(groups.begin(), groups.end());
+    return ProcessIdentity{uid, gid, std::move(groups)};
+}
 
 std::string ProcessIdentity::describe() const {
     return "uid " + std::to_string(uid) + " gid " + std::to_string(gid) + " groups " +
@@ -49,13 +49,13 @@ std::optional<ProcessIdentity> parse_process_identity(const std::string& status)
     std::istringstream in(status);
     std::string line;
     while (std::getline(in, line)) {
-        if (line.rfind("Uid:", 0) == 0) uids = parse_ids(line.substr(4), ' ');
-        if (line.rfind("Gid:", 0) == 0) gids = parse_ids(line.substr(4), ' ');
-        if (line.rfind("Groups:", 0) == 0) groups = parse_ids(line.substr(7), ' ');
+        std::string_view l = line;
+        if (l.starts_with("Uid:")) uids = parse_ids(l.substr(4), " \t");
+        if (l.starts_with("Gid:")) gids = parse_ids(l.substr(4), " \t");
+        if (l.starts_with("Groups:")) groups = parse_ids(l.substr(7), " \t");
     }
     if (!uids || uids->empty() || !gids || gids->empty() || !groups) return std::nullopt;
-    std::sort(groups->begin(), groups->end());
-    return ProcessIdentity{uids->front(), gids->front(), std::move(*groups)};
+    return ProcessIdentity::of(uids->front(), gids->front(), std::move(*groups));
 }
 
 std::string format_criu_record(const CriuRecord& record) {
@@ -78,9 +78,10 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     std::string line;
     std::optional<std::vector<gid_t>> uid, gid, groups;
     while (std::getline(in, line)) {
-        if (line.rfind("uid=", 0) == 0) uid = parse_ids(line.substr(4), ',');
-        if (line.rfind("gid=", 0) == 0) gid = parse_ids(line.substr(4), ',');
-        if (line.rfind("groups=", 0) == 0) groups = parse_ids(line.substr(7), ',');
+        std::string_view l = line;
+        if (l.starts_with("uid=")) uid = parse_ids(l.substr(4), ",");
+        if (l.starts_with("gid=")) gid = parse_ids(l.substr(4), ",");
+        if (l.starts_with("groups=")) groups = parse_ids(l.substr(7), ",");
         if (line.size() < 7 || line.compare(0, 5, "stdio") != 0 || line[6] != '=') continue;
         if (line[5] < '0' || line[5] > '2') continue;
         size_t fd = static_cast<size_t>(line[5] - '0');
@@ -90,10 +91,8 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     }
     if (!any) return std::nullopt;
     // All three, one id each for uid and gid, or no identity at all.
-    if (uid && gid && groups && uid->size() == 1 && gid->size() == 1) {
-        std::sort(groups->begin(), groups->end());
-        record.identity = ProcessIdentity{uid->front(), gid->front(), std::move(*groups)};
-    }
+    if (uid && gid && groups && uid->size() == 1 && gid->size() == 1)
+        record.identity = ProcessIdentity::of(uid->front(), gid->front(), std::move(*groups));
     return record;
 }
 

@@ -50,6 +50,9 @@ struct ProcessIdentity {
     gid_t gid = 0;
     std::vector<gid_t> groups;
 
+    // The one way to make one: the groups sorted, so that == compares sets.
+    static ProcessIdentity of(uid_t uid, gid_t gid, std::vector<gid_t> groups);
+
     bool operator==(const ProcessIdentity&) const = default;
     std::string describe() const;  // "uid 61234 gid 61234 groups 44,109"
 };

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <string>
 
 #include "base/clock.h"
 
@@ -35,12 +36,21 @@ class HostKillGuard {
     // An operator's explicit start counts afresh.
     void reset() { kills_.clear(); }
 
+    // Parked for it: kHostKillsToPark kills recorded since the last reset
+    // (however old they are now).
+    bool tripped() const { return kills_.size() >= kHostKillsToPark; }
+    // What parked it, in words: "the host ran out of memory with it 3 times
+    // within 30m".
+    static std::string verdict();
+
     // The kills that can still count, oldest first, for the state file; and
     // taking over an earlier daemon's (at most kHostKillsToPark are kept).
     std::deque<TimePoint> history() const { return kills_; }
     void restore(std::deque<TimePoint> kills);
 
   private:
+    void keep_last();  // only the last kHostKillsToPark can make a verdict
+
     const Clock& clock_;
     std::deque<TimePoint> kills_;  // the last ones, oldest first
 };

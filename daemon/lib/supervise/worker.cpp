@@ -12,8 +12,6 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
-#include <algorithm>
-
 #include "base/file_io.h"
 #include "base/signal_names.h"
 #include "cgroup/cgroup_limits.h"
@@ -271,9 +269,8 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     workdir.worker = spec_.name;  // specs built in code may leave it empty
     auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
     if (!dirs) return dirs.error();
-    std::vector<gid_t> groups = who->supplementary_groups;
-    std::sort(groups.begin(), groups.end());
-    auto checkpoints = checkpoints_.prepare_run({who->uid, who->gid, std::move(groups)});
+    auto checkpoints = checkpoints_.prepare_run(
+        ProcessIdentity::of(who->uid, who->gid, who->supplementary_groups));
     if (!checkpoints) return checkpoints.error();
     return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints)};
 }

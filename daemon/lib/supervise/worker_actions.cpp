@@ -159,10 +159,7 @@ std::string Worker::state_reason() const {
     if (state_ == WorkerState::waiting) return waiting_reason_;
     if (state_ == WorkerState::suspended) return suspension_.trigger();
     if (state_ != WorkerState::parked) return "";
-    if (parked_rule_.empty() && host_kills_.history().size() >= kHostKillsToPark)
-        return "the host ran out of memory with it " + std::to_string(kHostKillsToPark) +
-               " times within " + format_duration(kHostKillWindow);
-    if (parked_rule_.empty()) return "";
+    if (parked_rule_.empty()) return host_kills_.tripped() ? HostKillGuard::verdict() : "";
     std::string reason = "rule '" + parked_rule_ + "'";
     if (const auto& c = parked_checkpoint_) {
         Duration age = std::chrono::floor<std::chrono::seconds>(ctx_.clock.now() - c->written_at);

@@ -73,12 +73,10 @@ void WorkerCheckpoints::set_staging_owner(uid_t uid, gid_t gid) {
 }
 
 Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessIdentity& who) {
-    uid_t uid = who.uid;
-    gid_t gid = who.gid;
     auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
     if (!store) return store.error();
     store_.emplace(std::move(*store));
-    set_staging_owner(uid, gid);
+    set_staging_owner(who.uid, who.gid);
     bool criu = spec_.method == CheckpointMethod::criu;
     criu_restore_seconds_.reset();
     auto staging = store_->fresh_staging(uid_, gid_);

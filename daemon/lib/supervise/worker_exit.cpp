@@ -182,8 +182,7 @@ void Worker::finish_run(const ExitReason& reason) {
     if (ended_as_the_host_ran_out(reason, ended) && host_kills_.record_kill())
         return park(
             reason, ended, "",
-            "the host ran out of memory with it " + std::to_string(kHostKillsToPark) +
-                " times within " + format_duration(kHostKillWindow) + " (the last: " +
+            HostKillGuard::verdict() + " (the last: " +
                 (ended.policy_rule.empty() ? "" : "rule '" + ended.policy_rule + "', ") +
                 reason.describe() + "), so it is not restarted into the same host",
             {{"HOST_KILLS", std::to_string(kHostKillsToPark)},
