@@ -45,3 +45,4 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l width -x -
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l height -x -d 'Rows of the memory chart'
 complete -c infervisorctl -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from check' -a check -d 'Check a configuration file'
 complete -c infervisorctl -n '__fish_seen_subcommand_from check' -F
+complete -c infervisorctl -n '__fish_seen_subcommand_from check' -l workers-dir -x -a '(__fish_complete_directories)' -d 'The drop-ins to check with it'

@@ -17,11 +17,11 @@ bool is_helper_mode(int argc, char** argv) {
 }
 
 int run_helper_mode(int argc, char** argv) {
-    if (argc == 4 && std::string_view(argv[2]) == kConfigCheckHelper) {
+    if (argc == 3 && std::string_view(argv[2]) == kConfigCheckHelper) {
         UniqueFd answer(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
         if (!answer || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 1;
         return run_helper_main(
-            [&] { return config_check_helper_main(STDIN_FILENO, answer.get(), argv[3]); });
+            [&] { return config_check_helper_main(STDIN_FILENO, answer.get()); });
     }
     std::fprintf(stderr, "infervisord: %s is for the daemon's own use\n", kHelperModeFlag);
     return 2;

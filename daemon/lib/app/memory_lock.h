@@ -21,6 +21,11 @@ namespace infervisor {
 // both): with a finite limit, MCL_FUTURE would turn later allocations into
 // failures once the limit is reached, so nothing is locked then and the
 // error says why.
+//
+// A locked heap keeps what it once held in RAM, so large blocks get
+// mappings of their own (returned to the kernel when freed) and the heap's
+// free top is given back above 128 KiB: memory used for a moment (a
+// hostile `config check` text, a large reply) does not stay locked.
 Result<void> lock_own_memory();
 
 }  // namespace infervisor

@@ -41,14 +41,53 @@ bool write_all(int fd, const std::string& data) {
 
 }  // namespace
 
-int config_check_helper_main(int in_fd, int out_fd, const std::string& name) {
-    auto text = read_bounded(in_fd, config_limits::kMaxFileBytes);
-    if (!text) return 1;
+int config_check_helper_main(int in_fd, int out_fd) {
+    auto request = read_bounded(in_fd, config_limits::kMaxTotalBytes);
+    if (!request || request->size() > config_limits::kMaxTotalBytes) return 1;
+    auto texts = decode_config_check_request(*request);
+    if (!texts) return 1;
+    request.reset();  // its memory back before the check
     ValidationOptions options;
     options.as_caller = ::geteuid() != 0;
-    // An over-long text is refused by load_config_text itself.
-    auto loaded = load_config_text(*text, name, options);
+    // Texts over a limit are refused by load_config_texts itself.
+    auto loaded = load_config_texts(*texts, options);
     return write_all(out_fd, encode_config_check_reply(loaded.errors)) ? 0 : 1;
+}
+
+namespace {
+
+json to_json(const ConfigText& text) { return {{"file", text.file}, {"text", text.text}}; }
+
+std::optional<ConfigText> text_from(const json& j) {
+    if (!j.is_object() || j.size() != 2 || !j.value("file", json()).is_string() ||
+        !j.value("text", json()).is_string())
+        return std::nullopt;
+    return ConfigText{j["file"].get<std::string>(), j["text"].get<std::string>()};
+}
+
+}  // namespace
+
+std::string encode_config_check_request(const ConfigTexts& texts) {
+    json dropins = json::array();
+    for (const auto& d : texts.dropins) dropins.push_back(to_json(d));
+    return json{{"main", to_json(texts.main)}, {"dropins", std::move(dropins)}}.dump(
+        -1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<ConfigTexts> decode_config_check_request(std::string_view request) {
+    json parsed = json::parse(request, nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("main") || !parsed.contains("dropins") ||
+        !parsed["dropins"].is_array())
+        return std::nullopt;
+    auto main = text_from(parsed["main"]);
+    if (!main) return std::nullopt;
+    ConfigTexts texts{std::move(*main), {}};
+    for (const auto& d : parsed["dropins"]) {
+        auto dropin = text_from(d);
+        if (!dropin) return std::nullopt;
+        texts.dropins.push_back(std::move(*dropin));
+    }
+    return texts;
 }
 
 std::string encode_config_check_reply(const ConfigErrors& errors) {

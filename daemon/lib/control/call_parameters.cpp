@@ -41,6 +41,25 @@ void CallParameters::string_list(const char* key, std::vector<std::string>& out)
     }
 }
 
+void CallParameters::optional_string_records(const char* key,
+                                             const std::vector<std::string>& fields,
+                                             std::vector<StringRecord>& out) {
+    auto v = claim(key);
+    out.clear();
+    if (!v) return;
+    if (!v->is_array()) return reject(key);
+    for (const auto& item : *v) {
+        if (!item.is_object() || item.size() != fields.size()) return reject(key);
+        StringRecord record;
+        for (const auto& field : fields) {
+            auto member = item.find(field);
+            if (member == item.end() || !member->is_string()) return reject(key);
+            record[field] = member->get<std::string>();
+        }
+        out.push_back(std::move(record));
+    }
+}
+
 void CallParameters::optional_integer(const char* key, std::optional<int64_t>& out, int64_t min,
                                       int64_t max) {
     auto v = claim(key);

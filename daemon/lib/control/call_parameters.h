@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -22,6 +23,11 @@ class CallParameters {
     void optional_string(const char* key, std::optional<std::string>& out);
     // A non-empty array of strings.
     void string_list(const char* key, std::vector<std::string>& out);
+    // An array of objects that have exactly the members `fields`, each a
+    // string (a record), or null/absent (empty).
+    using StringRecord = std::map<std::string, std::string>;
+    void optional_string_records(const char* key, const std::vector<std::string>& fields,
+                                 std::vector<StringRecord>& out);
     // An integer in [min, max], or null/absent.
     void optional_integer(const char* key, std::optional<int64_t>& out, int64_t min, int64_t max);
 

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/config_texts.h"
 #include "control/peer_credentials.h"
 #include "metrics/history_ring.h"
 
@@ -209,13 +210,14 @@ class SupervisorApi {
                                                  std::size_t /*limit*/) const {
         return std::nullopt;
     }
-    // Validates configuration text as a main config file named `name`, off
-    // the event loop (any local user may ask, and the work is heavy); `done`
-    // gets the verdict later, or a refusal at once when too many checks run.
-    // The check runs with the rights of `caller` (its uid, gid and groups):
-    // the paths named in the text are looked at as that user would see them.
-    virtual void validate_config(const std::string& text, const std::string& name,
-                                 const PeerCredentials& caller, ValidateDone done) = 0;
+    // Validates a configuration given as its files' texts (a main file and
+    // its drop-ins), off the event loop (any local user may ask, and the
+    // work is heavy); `done` gets the verdict later, or a refusal at once
+    // when too many checks run. The check runs with the rights of `caller`
+    // (its uid, gid and groups): the paths named in the texts are looked at
+    // as that user would see them.
+    virtual void validate_config(ConfigTexts texts, const PeerCredentials& caller,
+                                 ValidateDone done) = 0;
 
     // Acting: see the contract at the top of this file.
     virtual void start(const std::vector<std::string>& names, ActionDone done) = 0;

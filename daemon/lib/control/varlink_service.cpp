@@ -285,13 +285,17 @@ void VarlinkService::remove_workdir(const VarlinkCall& call, const Sink& sink) {
 
 void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
     CallParameters params(call.parameters);
-    std::string text;
+    ConfigTexts texts;
     std::optional<std::string> file;
-    params.string("config", text, true);
+    std::vector<CallParameters::StringRecord> dropins;
+    params.string("config", texts.main.text, true);
     params.optional_string("file", file);
+    params.optional_string_records("dropins", {"file", "config"}, dropins);
     if (rejected(params, sink)) return;
+    texts.main.file = file.value_or("<stdin>");
+    for (auto& d : dropins) texts.dropins.push_back({std::move(d["file"]), std::move(d["config"])});
     supervisor_.validate_config(
-        text, file.value_or("<stdin>"), caller_,
+        std::move(texts), caller_,
         [weak = std::weak_ptr<ReplySink>(sink)](ValidationOutcome outcome) {
             auto target = weak.lock();
             if (!target) return;

@@ -4,12 +4,12 @@
 
 namespace infervisor {
 
-LoadedConfig check_config_in_helper(const std::string& text, const std::string& name,
-                                    const HelperIdentity& caller, const ConfigCheckHelper& helper) {
+LoadedConfig check_config_in_helper(const ConfigTexts& texts, const HelperIdentity& caller,
+                                    const ConfigCheckHelper& helper) {
     HelperRequest request;
-    request.argv = {helper.program, kHelperModeFlag, kConfigCheckHelper, name};
+    request.argv = {helper.program, kHelperModeFlag, kConfigCheckHelper};
     request.environment = helper.environment;
-    request.input = text;
+    request.input = encode_config_check_request(texts);
     request.identity = caller;
     request.memory_limit = helper.memory_limit;
     request.deadline = helper.deadline;

@@ -1,4 +1,4 @@
-// check_config_in_helper: `infervisorctl config check` text checked in a
+// check_config_in_helper: `infervisorctl config check` texts checked in a
 // helper process (process/helper_process.h) with the caller's rights.
 //
 // Why not in the daemon (issue 26, defects 6 and 7): any local user may ask
@@ -39,7 +39,7 @@ struct ConfigCheckHelper {
 // The result's `errors` are the verdict; `not_checked` says why there is
 // none (the helper ran out of memory or time, or did not start). `config`
 // stays empty: the caller needs only the verdict.
-LoadedConfig check_config_in_helper(const std::string& text, const std::string& name,
-                                    const HelperIdentity& caller, const ConfigCheckHelper& helper);
+LoadedConfig check_config_in_helper(const ConfigTexts& texts, const HelperIdentity& caller,
+                                    const ConfigCheckHelper& helper);
 
 }  // namespace infervisor

@@ -58,6 +58,7 @@ bool ConfigLoadRunner::run(Job job, Done done) {
         } catch (const std::exception& e) {  // std::bad_alloc, a bug: an answer all the same
             loaded->errors.add_unplaced(std::string("internal error while checking: ") + e.what());
         }
+        job = nullptr;  // what it holds (a text to check) is garbage now, too
         // Give the job's garbage back to the system where the allocator can;
         // what it keeps is reused by this thread's next job.
         ::malloc_trim(0);

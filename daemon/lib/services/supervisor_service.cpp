@@ -232,13 +232,13 @@ std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) co
     return {recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end()};
 }
 
-void SupervisorService::validate_config(const std::string& text, const std::string& name,
-                                        const PeerCredentials& caller, ValidateDone done) {
+void SupervisorService::validate_config(ConfigTexts texts, const PeerCredentials& caller,
+                                        ValidateDone done) {
     // In a helper with the caller's rights (config_check_helper.h): the
     // thread only waits for it, and what the check costs leaves with it.
     HelperIdentity identity{caller.uid, caller.gid, caller.groups};
-    auto job = [text, name, identity, helper = check_helper_] {
-        return check_config_in_helper(text, name, identity, helper);
+    auto job = [texts = std::move(texts), identity, helper = check_helper_] {
+        return check_config_in_helper(texts, identity, helper);
     };
     auto answer = [done](ConfigLoadRunner::Status status, std::optional<LoadedConfig> loaded) {
         if (status == ConfigLoadRunner::Status::timed_out)
@@ -249,7 +249,7 @@ void SupervisorService::validate_config(const std::string& text, const std::stri
             return done(ValidationOutcome::refused(loaded->not_checked));
         done({true, loaded->errors.lines(), {}});
     };
-    if (!checks_.run(job, answer))
+    if (!checks_.run(std::move(job), std::move(answer)))
         done(ValidationOutcome::refused(std::to_string(kMaxChecks) +
                                         " configuration checks are already running (the "
                                         "limit); try again when they are done"));

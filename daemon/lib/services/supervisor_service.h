@@ -38,8 +38,8 @@ class SupervisorService final : public SupervisorApi {
     using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
     void set_history_source(HistorySource source) { history_ = std::move(source); }
     // Each check runs in a helper process as the caller (config_check_helper.h).
-    void validate_config(const std::string& text, const std::string& name,
-                         const PeerCredentials& caller, ValidateDone done) override;
+    void validate_config(ConfigTexts texts, const PeerCredentials& caller,
+                         ValidateDone done) override;
     // Which binary and limits the checks' helpers use (tests: the built
     // infervisord instead of /proc/self/exe).
     void set_check_helper(ConfigCheckHelper helper) { check_helper_ = std::move(helper); }

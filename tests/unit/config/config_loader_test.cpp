@@ -57,6 +57,55 @@ TEST(ConfigLoader, MissingMainFileIsAnError) {
     EXPECT_THAT(loaded.errors.format(), HasSubstr("No such file or directory"));
 }
 
+// Issue 27, point 2: `config check` sends the texts of the main file and its
+// drop-ins; checked as texts they get the verdict the files get.
+TEST(ConfigLoader, TextsReadFromFilesLoadAsTheFilesDo) {
+    testing::TempDir dir;
+    dir.write("main.yaml", "workers:\n  - {name: a, command: [/bin/a], memory: {max: 1G}}\n");
+    dir.write("workers.d/x.yaml", "log_level: debug\n");
+    dir.write("workers.d/y.yaml",
+              "workers:\n  - {name: a, command: [/bin/a], memory: {max: 1G}}\n");
+    ConfigSource source{dir.path() / "main.yaml", {}};
+    ConfigErrors read_errors;
+    auto texts = read_config_texts(source, read_errors);
+    EXPECT_TRUE(read_errors.empty()) << read_errors.format();
+    ASSERT_EQ(texts.dropins.size(), 2u);
+    EXPECT_EQ(texts.dropins[0].file, (dir.path() / "workers.d/x.yaml").string());
+    auto from_texts = load_config_texts(texts, {}, read_errors);
+    auto from_files = load_config(source);
+    ASSERT_EQ(from_files.errors.all().size(), 2u) << from_files.errors.format();
+    EXPECT_EQ(from_texts.errors.lines(), from_files.errors.lines());
+}
+
+TEST(ConfigLoader, AnUnreadableDropinIsAnErrorAndTheOthersAreRead) {
+    testing::TempDir dir;
+    dir.write("main.yaml", "");
+    dir.write("workers.d/b.yaml",
+              "workers:\n  - {name: b, command: [/bin/b], memory: {max: 1G}}\n");
+    std::filesystem::create_directories(dir.path() / "workers.d/a.yaml");
+    ConfigErrors errors;
+    auto texts = read_config_texts({dir.path() / "main.yaml", {}}, errors);
+    ASSERT_EQ(texts.dropins.size(), 1u);
+    EXPECT_THAT(errors.format(), HasSubstr("workers.d/a.yaml: cannot read: "));
+    EXPECT_THAT(errors.format(), HasSubstr("not a regular file"));
+}
+
+// Texts from a caller are held to the limits files are held to.
+TEST(ConfigLoader, TextsFromACallerAreHeldToTheFileLimits) {
+    ConfigTexts many{{"m.yaml", ""}, {}};
+    many.dropins.assign(1025, ConfigText{"d.yaml", ""});
+    EXPECT_THAT(load_config_texts(many).errors.format(),
+                HasSubstr("m.yaml: its workers directory holds more than 1024 *.yaml files"));
+    ConfigTexts large{{"m.yaml", ""}, {}};
+    large.dropins.assign(9, ConfigText{"d.yaml", std::string(1 << 20, '#')});
+    EXPECT_THAT(load_config_texts(large).errors.format(),
+                HasSubstr("d.yaml: not read: the configuration files together are larger than 8 "
+                          "MiB"));
+    ConfigTexts one{{"m.yaml", ""}, {{"d.yaml", std::string((1 << 20) + 1, '#')}}};
+    EXPECT_THAT(load_config_texts(one).errors.format(),
+                HasSubstr("d.yaml: the configuration text is larger than 1024 KiB"));
+}
+
 TEST(ConfigLoader, ShippedConfigAndExampleWorkersAreValid) {
     // etc/infervisor.yaml is what a package installs; the demo workers
     // (configured into the build dir) are what the README's demo runs, and

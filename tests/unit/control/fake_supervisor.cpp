@@ -57,11 +57,14 @@ std::vector<ControlEvent> FakeSupervisor::recent_events(std::size_t limit) const
     return {first, events_.end()};
 }
 
-void FakeSupervisor::validate_config(const std::string& text, const std::string& name,
-                                     const PeerCredentials& caller, ValidateDone done) {
+void FakeSupervisor::validate_config(ConfigTexts texts, const PeerCredentials& caller,
+                                     ValidateDone done) {
     last_validation_caller = caller;
     if (!refuse_validation.empty()) return done(ValidationOutcome::refused(refuse_validation));
-    done({true, bad_lines(text, name), {}});
+    auto errors = bad_lines(texts.main.text, texts.main.file);
+    for (const auto& d : texts.dropins)
+        for (auto& e : bad_lines(d.text, d.file)) errors.push_back(std::move(e));
+    done({true, std::move(errors), {}});
 }
 
 std::vector<std::string> FakeSupervisor::bad_lines(const std::string& text,

@@ -26,10 +26,10 @@ class FakeSupervisor : public SupervisorApi {
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(std::size_t limit) const override;
-    // Every line that says "bad" is an error there; answered at once (or
-    // refused with `refuse_validation` when that is set).
-    void validate_config(const std::string& text, const std::string& name,
-                         const PeerCredentials& caller, ValidateDone done) override;
+    // Every line (of every text) that says "bad" is an error there;
+    // answered at once (or refused with `refuse_validation` when that is set).
+    void validate_config(ConfigTexts texts, const PeerCredentials& caller,
+                         ValidateDone done) override;
     PeerCredentials last_validation_caller;  // of the last validate_config
     static std::vector<std::string> bad_lines(const std::string& text, const std::string& name);
     std::string refuse_validation;

@@ -276,7 +276,7 @@ TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {
     auto bad = dir.write("bad.yaml", "ok\nbad\n");
     auto r = ctl({"config", "check", good.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_THAT(r.out, HasSubstr("OK"));
+    EXPECT_EQ(r.out, good.string() + ": OK\n");  // no workers.d next to it: no drop-ins
     auto b = ctl({"config", "check", bad.string()});
     EXPECT_EQ(b.exit_code, 1);
     EXPECT_THAT(b.out, HasSubstr(bad.string() + ":2:1: bad line"));
@@ -291,6 +291,42 @@ TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {
     auto a_dir = ctl({"config", "check", dir.path().string()});
     EXPECT_EQ(a_dir.exit_code, 1);
     EXPECT_THAT(a_dir.err, HasSubstr("is not a regular file"));
+}
+
+// Issue 27, point 2: `config check MAIN` said OK while a drop-in next to it
+// was broken. The drop-ins the daemon would read are checked with it.
+TEST_F(InfervisorctlTest, ConfigCheckChecksTheDropinsTheDaemonWouldRead) {
+    testing::TempDir dir;
+    auto main = dir.write("main.yaml", "ok\n");
+    dir.write("workers.d/10-a.yaml", "ok\n");
+    dir.write("workers.d/20-b.yaml", "ok\nbad\n");
+    auto r = ctl({"config", "check", main.string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr((dir.path() / "workers.d/20-b.yaml").string() + ":2:1: bad line"));
+    dir.write("workers.d/20-b.yaml", "ok\n");
+    auto ok = ctl({"config", "check", main.string()});
+    EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+    EXPECT_THAT(ok.out, HasSubstr(main.string() + " with 2 drop-in(s) from " +
+                                  (dir.path() / "workers.d").string() + ": OK"));
+    // Others with --workers-dir; from standard input only with it.
+    dir.write("next/a.yaml", "bad\n");
+    auto next =
+        ctl({"config", "check", "--workers-dir", (dir.path() / "next").string(), main.string()});
+    EXPECT_EQ(next.exit_code, 1);
+    EXPECT_THAT(next.out, HasSubstr("next/a.yaml:1:1: bad line"));
+    auto alone = ctl({"config", "check", "-"}, {.stdin_text = "ok\n"});
+    EXPECT_EQ(alone.out, "<stdin>: OK\n");
+    auto typo = ctl({"config", "check", "--workers-dir", (dir.path() / "nxt").string(), "-"},
+                    {.stdin_text = "ok\n"});
+    EXPECT_EQ(typo.exit_code, 1);
+    EXPECT_THAT(typo.err, HasSubstr("nxt: No such file or directory"));
+    // A drop-in it cannot read is an error, with the reason.
+    std::filesystem::create_directories(dir.path() / "workers.d/30-c.yaml");
+    auto unreadable = ctl({"config", "check", "--json", main.string()});
+    EXPECT_EQ(unreadable.exit_code, 1);
+    auto verdict = json::parse(unreadable.out);
+    EXPECT_EQ(verdict["valid"], false);
+    EXPECT_THAT(verdict["errors"][0].get<std::string>(), HasSubstr("30-c.yaml: cannot read: "));
 }
 
 TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
@@ -308,6 +344,11 @@ TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
     EXPECT_EQ(verdict["valid"], false);
     ASSERT_FALSE(verdict["errors"].empty());
     EXPECT_THAT(verdict["errors"][0].get<std::string>(), HasSubstr(bad.string() + ":1:"));
+    // The drop-ins too: this one may only define workers.
+    auto dropin = dir.write("workers.d/a.yaml", "log_level: debug\n");
+    auto d = run_ctl({no_daemon[0], no_daemon[1], "config", "check", good.string()});
+    EXPECT_EQ(d.exit_code, 1);
+    EXPECT_THAT(d.out, HasSubstr(dropin.string() + ":1:1: unknown key 'log_level'"));
 }
 
 TEST_F(InfervisorctlTest, EventsPastAndFollowed) {

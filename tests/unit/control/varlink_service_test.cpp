@@ -178,6 +178,21 @@ TEST_F(VarlinkServiceTest, ValidatesConfigText) {
     EXPECT_EQ(sink->last().parameters["errors"], json({"x:2:1: bad line"}));
 }
 
+TEST_F(VarlinkServiceTest, ValidatesTheDropinsWithTheMainFile) {
+    json dropins = json::array({{{"file", "d/a.yaml"}, {"config", "bad\n"}}});
+    auto sink = call("io.infervisor.supervisor.Validate",
+                     {{"config", "ok\n"}, {"file", "x"}, {"dropins", dropins}});
+    EXPECT_EQ(sink->last().parameters["errors"], json({"d/a.yaml:1:1: bad line"}));
+    for (const json& bad : {json(5), json::array({"a"}), json::array({{{"file", "a"}}}),
+                            json::array({{{"file", "a"}, {"config", 1}}}),
+                            json::array({{{"file", "a"}, {"config", ""}, {"x", ""}}})}) {
+        auto refused =
+            call("io.infervisor.supervisor.Validate", {{"config", ""}, {"dropins", bad}});
+        EXPECT_EQ(refused->last().error, "org.varlink.service.InvalidParameter") << bad.dump();
+        EXPECT_EQ(refused->last().parameters["parameter"], "dropins") << bad.dump();
+    }
+}
+
 // Issue 26, defect 7: the check runs with the caller's rights, so the
 // supervisor must learn who the caller is (uid, gid and groups).
 TEST_F(VarlinkServiceTest, ValidationIsAskedForWithTheCallersIdentity) {

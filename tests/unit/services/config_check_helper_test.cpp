@@ -25,6 +25,9 @@ ConfigCheckHelper built_daemon() {
     return helper;
 }
 
+// A main file's text, without drop-ins.
+ConfigTexts alone(std::string text, std::string name) { return {{name, text}, {}}; }
+
 const HelperIdentity kRoot{0, 0, {}};
 const HelperIdentity kNobody{65534, 65534, {}};
 
@@ -48,15 +51,30 @@ TEST(ConfigCheckHelper, TheVerdictIsTheOneTheDaemonWouldReach) {
         "    memory: {max: 1G, high: 2G}\n"
         "    restart: {polcy: always}\n";
     auto here = load_config_text(text, "mine.yaml");
-    auto there = check_config_in_helper(text, "mine.yaml", kRoot, built_daemon());
+    auto there = check_config_in_helper(alone(text, "mine.yaml"), kRoot, built_daemon());
     ASSERT_EQ(there.not_checked, "");
     ASSERT_FALSE(here.errors.empty());
     EXPECT_EQ(there.errors.lines(), here.errors.lines());
 
-    auto valid =
-        check_config_in_helper(worker_with_credentials({}), "ok.yaml", kRoot, built_daemon());
+    auto valid = check_config_in_helper(alone(worker_with_credentials({}), "ok.yaml"), kRoot,
+                                        built_daemon());
     EXPECT_EQ(valid.not_checked, "");
     EXPECT_TRUE(valid.errors.empty()) << valid.errors.format();
+}
+
+// Issue 27, point 2: the drop-ins are checked with the main file.
+TEST(ConfigCheckHelper, TheDropinsAreCheckedWithTheMainFile) {
+    ConfigTexts texts{
+        {"main.yaml", "workers:\n  - {name: a, command: [/bin/a], memory: {max: 1G}}\n"},
+        {{"d/x.yaml", "log_level: debug\n"},
+         {"d/y.yaml", "workers:\n  - {name: a, command: [/bin/a], memory: {max: 1G}}\n"}}};
+    auto here = load_config_texts(texts);
+    auto there = check_config_in_helper(texts, kRoot, built_daemon());
+    ASSERT_EQ(there.not_checked, "");
+    ASSERT_EQ(there.errors.all().size(), 2u) << there.errors.format();
+    EXPECT_EQ(there.errors.lines(), here.errors.lines());
+    EXPECT_EQ(there.errors.all()[0].file, "d/x.yaml");
+    EXPECT_EQ(there.errors.all()[1].file, "d/y.yaml");
 }
 
 TEST(ConfigCheckHelper, ManyErrorsKeepTheirCount) {
@@ -65,7 +83,7 @@ TEST(ConfigCheckHelper, ManyErrorsKeepTheirCount) {
         text += "  - {name: w" + std::to_string(i) + ", command: [relative], memory: {max: 1G}}\n";
     auto here = load_config_text(text, "many.yaml");
     ASSERT_GT(here.errors.dropped(), 0u);
-    auto there = check_config_in_helper(text, "many.yaml", kRoot, built_daemon());
+    auto there = check_config_in_helper(alone(text, "many.yaml"), kRoot, built_daemon());
     ASSERT_EQ(there.not_checked, "");
     EXPECT_EQ(there.errors.count(), here.errors.count());
     EXPECT_EQ(there.errors.lines(), here.errors.lines());
@@ -77,11 +95,11 @@ TEST(ConfigCheckHelper, AHostileTextPastTheHelpersMemoryLimitIsRefusedCleanly) {
     // space and needs about 90 MiB for 50,000 extra dirs.
     helper.memory_limit = std::uint64_t{48} << 20;
     // A small text fits; 50,000 extra dirs (~1 MiB) do not.
-    auto small =
-        check_config_in_helper(testing::config_with_extra_dirs(10), "small.yaml", kRoot, helper);
+    auto small = check_config_in_helper(alone(testing::config_with_extra_dirs(10), "small.yaml"),
+                                        kRoot, helper);
     EXPECT_EQ(small.not_checked, "");
-    auto big =
-        check_config_in_helper(testing::config_with_extra_dirs(50000), "big.yaml", kRoot, helper);
+    auto big = check_config_in_helper(alone(testing::config_with_extra_dirs(50000), "big.yaml"),
+                                      kRoot, helper);
     EXPECT_EQ(big.not_checked, "the check ran out of memory (its limit is 48M)");
     EXPECT_TRUE(big.errors.empty());
 }
@@ -89,8 +107,8 @@ TEST(ConfigCheckHelper, AHostileTextPastTheHelpersMemoryLimitIsRefusedCleanly) {
 TEST(ConfigCheckHelper, PastItsDeadlineTheCheckIsRefused) {
     auto helper = built_daemon();
     helper.deadline = std::chrono::milliseconds(1);
-    auto result = check_config_in_helper(testing::config_with_unknown_groups(5000), "slow.yaml",
-                                         kRoot, helper);
+    auto result = check_config_in_helper(
+        alone(testing::config_with_unknown_groups(5000), "slow.yaml"), kRoot, helper);
     EXPECT_EQ(result.not_checked, "the check was killed after its deadline of 1ms");
 }
 
@@ -107,13 +125,13 @@ TEST(ConfigCheckHelper, CredentialPathsAreLookedAtWithTheCallersRights) {
         worker_with_credentials({(dir.path() / "missing").string(), subdir.string(),
                                  present.string(), "/nonexistent-infervisor-test/token"});
 
-    auto as_root = check_config_in_helper(text, "c.yaml", kRoot, built_daemon());
+    auto as_root = check_config_in_helper(alone(text, "c.yaml"), kRoot, built_daemon());
     ASSERT_EQ(as_root.not_checked, "");
     std::string root_said = as_root.errors.format();
     EXPECT_NE(root_said.find("missing: No such file or directory"), std::string::npos) << root_said;
     EXPECT_NE(root_said.find("subdir is not a regular file"), std::string::npos) << root_said;
 
-    auto as_nobody = check_config_in_helper(text, "c.yaml", kNobody, built_daemon());
+    auto as_nobody = check_config_in_helper(alone(text, "c.yaml"), kNobody, built_daemon());
     ASSERT_EQ(as_nobody.not_checked, "");
     std::string nobody_said = as_nobody.errors.format();
     EXPECT_EQ(nobody_said.find(dir.path().string()), std::string::npos) << nobody_said;
