@@ -52,12 +52,15 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
     add_names_command(
         app, ctx, "start", "io.infervisor.supervisor.Start",
         "Start workers; waits until they run (or are ready)",
+        "Exits 1 naming the first worker that did not start, and why (its command\n"
+        "failed, it ended before it was ready, it waits for room on the host...).\n"
         "Examples:\n  infervisorctl start llama\n  infervisorctl start llama whisper");
     add_names_command(app, ctx, "stop", "io.infervisor.supervisor.Stop",
                       "Stop workers; waits until they have stopped",
                       "Examples:\n  infervisorctl stop llama");
     add_names_command(app, ctx, "restart", "io.infervisor.supervisor.Restart",
                       "Stop, then start workers; waits until they run again",
+                      "Waits for each new run to be ready; fails as start does.\n"
                       "Examples:\n  infervisorctl restart llama whisper");
     add_names_command(app, ctx, "checkpoint", "io.infervisor.supervisor.Checkpoint",
                       "Ask workers for a checkpoint; waits until each is written",

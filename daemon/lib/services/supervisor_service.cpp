@@ -1,6 +1,7 @@
 #include "services/supervisor_service.h"
 
 #include <cstdlib>
+#include <map>
 
 #include "base/signal_names.h"
 #include "cgroup/cgroup_stats.h"
@@ -12,11 +13,6 @@ namespace infervisor {
 namespace {
 
 constexpr size_t kRecentEvents = 1000;
-
-bool settled(WorkerState s) {
-    return s == WorkerState::running || s == WorkerState::failed || s == WorkerState::parked ||
-           s == WorkerState::suspended || s == WorkerState::waiting || s == WorkerState::stopped;
-}
 
 // For actions on several workers that each settle later: answers `done`
 // once, with the first failure, or success when every worker has settled.
@@ -269,36 +265,66 @@ std::optional<std::vector<Worker*>> SupervisorService::resolve(
     return out;
 }
 
-void SupervisorService::when_settled(std::vector<std::string> names, ActionDone done) {
-    auto check = [this, names]() {
-        for (const auto& n : names) {
-            Worker* w = supervisor_.find(n);
-            if (w && !settled(w->state())) return false;
+void SupervisorService::start_and_watch(const std::vector<Worker*>& workers, StartWatch::Kind kind,
+                                        ActionDone done) {
+    struct Watches {
+        std::vector<std::string> names;  // in the order asked for
+        std::map<std::string, StartWatch> by_name;
+        ActionDone done;
+        EventBus::SinkId sink = 0;
+    };
+    auto watches = std::make_shared<Watches>();
+    watches->done = std::move(done);
+    for (Worker* w : workers)
+        if (watches->by_name.emplace(w->name(), StartWatch(kind)).second)
+            watches->names.push_back(w->name());
+    // Answers once every watch is decided (the first failure, in the order
+    // asked for); true when it did.
+    auto answer_if_decided = [watches] {
+        for (const auto& [name, watch] : watches->by_name)
+            if (!watch.decided()) return false;
+        for (const auto& name : watches->names) {
+            const auto& watch = watches->by_name.at(name);
+            if (!watch.started()) {
+                watches->done(ActionOutcome::failure(name, watch.why()));
+                return true;
+            }
         }
+        watches->done(ActionOutcome::success());
         return true;
     };
-    if (check()) return done(ActionOutcome::success());
-    auto id = std::make_shared<EventBus::SinkId>(0);
-    *id = ctx_.events.subscribe([this, check, done, id](const Event&) {
-        if (*id == 0 || !check()) return;
-        ctx_.events.unsubscribe(*id);
-        *id = 0;
-        done(ActionOutcome::success());
+    // Subscribed before the requests: a start may succeed or fail at once.
+    watches->sink = ctx_.events.subscribe([this, watches, answer_if_decided](const Event& e) {
+        if (watches->sink == 0) return;
+        if (e.kind == EventKind::config_reloaded) {
+            for (auto& [name, watch] : watches->by_name)
+                if (!supervisor_.find(name)) watch.on_removed();
+        } else if (auto it = watches->by_name.find(e.worker); it != watches->by_name.end()) {
+            it->second.on_event(e);
+        }
+        if (!answer_if_decided()) return;
+        ctx_.events.unsubscribe(watches->sink);
+        watches->sink = 0;
     });
+    for (Worker* w : workers) kind == StartWatch::Kind::start ? w->start() : w->restart();
+    if (watches->sink == 0) return;  // answered while asking
+    for (Worker* w : workers)
+        watches->by_name.at(w->name()).on_state(w->state(), w->state_reason());
+    if (!answer_if_decided()) return;
+    ctx_.events.unsubscribe(watches->sink);
+    watches->sink = 0;
 }
 
 void SupervisorService::start(const std::vector<std::string>& names, ActionDone done) {
     auto workers = resolve(names, done);
     if (!workers) return;
-    for (Worker* w : *workers) w->start();
-    when_settled(names, std::move(done));
+    start_and_watch(*workers, StartWatch::Kind::start, std::move(done));
 }
 
 void SupervisorService::restart(const std::vector<std::string>& names, ActionDone done) {
     auto workers = resolve(names, done);
     if (!workers) return;
-    for (Worker* w : *workers) w->restart();
-    when_settled(names, std::move(done));
+    start_and_watch(*workers, StartWatch::Kind::restart, std::move(done));
 }
 
 void SupervisorService::stop(const std::vector<std::string>& names, ActionDone done) {

@@ -10,6 +10,7 @@
 #include "control/supervisor_api.h"
 #include "services/config_check_helper.h"
 #include "services/config_load_runner.h"
+#include "services/start_watch.h"
 #include "supervise/supervisor.h"
 
 namespace infervisor {
@@ -58,9 +59,11 @@ class SupervisorService final : public SupervisorApi {
     // Null (and `done` called with worker_not_found) when a name is unknown.
     std::optional<std::vector<Worker*>> resolve(const std::vector<std::string>& names,
                                                 ActionDone& done);
-    // Calls `done` once every worker in `names` has reached a settled state
-    // (running, failed, parked, stopped).
-    void when_settled(std::vector<std::string> names, ActionDone done);
+    // Starts (or restarts) `workers` and calls `done` once each start has an
+    // outcome (start_watch.h): success when all are running, else the first
+    // that did not start, with why.
+    void start_and_watch(const std::vector<Worker*>& workers, StartWatch::Kind kind,
+                         ActionDone done);
     WorkerStatus status_of(const Worker& worker) const;
 
     WorkerContext& ctx_;
