@@ -1,9 +1,11 @@
 // start|stop|restart|checkpoint|suspend|resume NAME..., kill [--signal SIG]
 // NAME, reload, remove-workdir NAME
+#include <cerrno>
 #include <iostream>
 #include <memory>
 
 #include "base/signal_names.h"
+#include "base/units.h"
 #include "commands.h"
 
 namespace infervisor::cli {
@@ -34,16 +36,45 @@ void run_remove_workdir(CliContext& ctx, const std::string& name) {
         std::cout << "no work dir at " << path << "; nothing to remove\n";
 }
 
+// --timeout: how long to wait for the answer; past it the command says so
+// and exits 1, and the daemon goes on with what it was asked.
+struct NamesArgs {
+    std::vector<std::string> names;
+    std::string timeout;
+};
+
+void run_names_command(CliContext& ctx, const std::string& verb, const std::string& method,
+                       const NamesArgs& args) {
+    std::optional<Duration> timeout;
+    if (!args.timeout.empty()) {
+        auto parsed = parse_duration(args.timeout);
+        if (!parsed || *parsed <= Duration::zero())
+            return ctx.fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" +
+                                        args.timeout + "'");
+        timeout = *parsed;
+    }
+    auto client = ctx.connect();
+    if (!client) return;
+    client->set_timeout(timeout);
+    auto reply = client->call(method, {{"names", args.names}});
+    if (!reply && reply.error().code == ETIMEDOUT)
+        return ctx.fail(kFailure, "no answer within " + args.timeout + "; the " + verb +
+                                      " goes on in the daemon (infervisorctl events -f shows "
+                                      "how it ends)");
+    if (!reply) return ctx.fail_transport(reply.error());
+    if (!reply->error.empty()) ctx.fail_reply(*reply);
+}
+
 void add_names_command(CLI::App& app, CliContext& ctx, const std::string& verb,
                        const std::string& method, const std::string& help,
                        const std::string& footer) {
-    auto names = std::make_shared<std::vector<std::string>>();
+    auto args = std::make_shared<NamesArgs>();
     auto* cmd = app.add_subcommand(verb, help);
-    cmd->add_option("NAME", *names, "Workers, by name")->required();
+    cmd->add_option("NAME", args->names, "Workers, by name")->required();
+    cmd->add_option("--timeout", args->timeout,
+                    "Wait at most this long for the answer (e.g. 30s, 5m) [default: no limit]");
     cmd->footer(footer);
-    cmd->callback([&ctx, names, method] {
-        if (auto client = ctx.connect()) ctx.call(*client, method, {{"names", *names}});
-    });
+    cmd->callback([&ctx, args, verb, method] { run_names_command(ctx, verb, method, *args); });
 }
 
 }  // namespace
@@ -64,8 +95,13 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
                       "Examples:\n  infervisorctl restart llama whisper");
     add_names_command(app, ctx, "checkpoint", "io.infervisor.supervisor.Checkpoint",
                       "Ask workers for a checkpoint; waits until each is written",
-                      "The workers keep running; their next start restores from it.\n"
-                      "Examples:\n  infervisorctl checkpoint llama");
+                      "The workers keep running; their next start restores from it. Waits\n"
+                      "up to each worker's checkpoint.timeout (2m by default; --timeout to\n"
+                      "wait less). A worker whose process neither catches nor blocks its\n"
+                      "checkpoint.signal is not sent it (the signal would end it): the\n"
+                      "checkpoint fails with that reason.\n"
+                      "Examples:\n  infervisorctl checkpoint llama\n"
+                      "  infervisorctl checkpoint --timeout 30s llama");
     add_names_command(app, ctx, "suspend", "io.infervisor.supervisor.Suspend",
                       "Suspend workers: freeze them, push their memory out to swap",
                       "They keep their state (in swap) until resumed; waits until each\n"

@@ -34,6 +34,7 @@ complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a conf
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a top -d 'Watch the workers'
 
 complete -c infervisorctl -n "__fish_seen_subcommand_from $takes_worker" -a '(__infervisorctl_workers)'
+complete -c infervisorctl -n '__fish_seen_subcommand_from start stop restart checkpoint suspend resume' -l timeout -x -d 'Wait at most this long for the answer'
 complete -c infervisorctl -n '__fish_seen_subcommand_from kill' -s s -l signal -x -a 'TERM KILL HUP INT QUIT USR1 USR2 STOP CONT' -d 'The signal'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l follow -d 'Keep printing new entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'

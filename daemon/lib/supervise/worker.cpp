@@ -20,6 +20,7 @@
 #include "policy/metrics.h"
 #include "process/pidfd.h"
 #include "process/proc_stat.h"
+#include "process/signal_disposition.h"
 #include "process/spawn.h"
 #include "supervise/private_tmp.h"
 #include "supervise/restart_room.h"
@@ -258,6 +259,15 @@ WorkerCheckpoints::Signaller Worker::checkpoint_signaller() {
             (void)cgroup().set_frozen(false);
         else if (cgroup().freeze_requested().value_or(false))
             return plain_error("the worker is frozen");
+        if (sig != 0) {
+            // Unreadable: no evidence against sending, so it is sent.
+            auto d = read_signal_disposition(ctx_.paths.procfs, run_->pid, sig);
+            if (d && d->would_end_it)
+                return plain_error("its process " + std::to_string(run_->pid) +
+                                   " neither catches nor blocks " + signal_name(sig) +
+                                   " (SigCgt and SigBlk in /proc/" + std::to_string(run_->pid) +
+                                   "/status), so the signal would end it: not sent");
+        }
         return send_signal(run_->pidfd->native_handle(), sig);
     };
 }

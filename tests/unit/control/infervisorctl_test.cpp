@@ -245,6 +245,23 @@ TEST_F(InfervisorctlTest, AConfigTooLargeToSendIsRefusedByTheClient) {
     EXPECT_EQ(server.connection_count(), 0u);
 }
 
+// Issue 27, point 4: an action may wait long (a checkpoint up to 2 min);
+// --timeout bounds the wait and says that the daemon goes on.
+TEST_F(InfervisorctlTest, AnActionsWaitIsBoundedByTimeout) {
+    server.on_loop([](FakeSupervisor& fake) { fake.hold_actions = true; });
+    auto r = ctl({"restart", "--timeout", "200ms", "llama"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("infervisorctl: no answer within 200ms; the restart goes on in "
+                                 "the daemon"));
+    auto bad = ctl({"start", "--timeout", "soon", "llama"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_THAT(bad.err, HasSubstr("--timeout: expected a duration such as 30s or 5m, not 'soon'"));
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.hold_actions = false;
+        fake.complete_pending();
+    });
+}
+
 TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
     CtlOptions nobody{.as_nobody = true};
     EXPECT_EQ(ctl({"status"}, nobody).exit_code, 0);

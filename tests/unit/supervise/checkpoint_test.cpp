@@ -112,6 +112,27 @@ TEST_F(Checkpoints, AWorkerThatDoesNotAnswerIsKilledAndTheJournalNamesItsLastChe
     EXPECT_EQ(supervisor_->find("deaf")->state_reason(), "rule 'growth'");
 }
 
+// Issue 27, point 4: a checkpoint of a worker whose process would be ended
+// by the checkpoint signal (it neither catches nor blocks it) was answered
+// by "killed by SIGUSR1". The signal is not sent: the checkpoint fails with
+// why, and the worker runs on.
+TEST_F(Checkpoints, TheSignalIsNotSentToAProcessItWouldEnd) {
+    auto spec = example("plain", {"--checkpoint-signal", "USR2"});  // SIGUSR1 not handled
+    spec.notify = true;
+    spec.checkpoint.signal = SIGUSR1;
+    supervisor_->apply(config({spec}));
+    run_until_event("plain", K::ready);
+    Worker* w = supervisor_->find("plain");
+    auto refused = w->checkpoint_now({});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.error().message(),
+                HasSubstr("neither catches nor blocks SIGUSR1 (SigCgt and SigBlk in /proc/"));
+    EXPECT_THAT(refused.error().message(), HasSubstr("the signal would end it: not sent"));
+    ASSERT_FALSE(w->checkpoint_by_policy(Then::restart, "growth").ok());
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(count("plain", K::exited), 0u);
+}
+
 // action: checkpoint, then: park — what the operator sees is `checkpointed`,
 // with the rule and the checkpoint; a start restores it and ends that.
 TEST_F(Checkpoints, AWorkerParkedAfterItsCheckpointShowsAsCheckpointedUntilStarted) {

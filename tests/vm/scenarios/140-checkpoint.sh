@@ -210,3 +210,31 @@ periodic_checkpoints_survive_kill_9() {
 	assert_cmd test "$complete" -le 2
 }
 run_scenario periodic-checkpoints-survive-kill-9 periodic_checkpoints_survive_kill_9
+
+# Issue 27, point 4: `infervisorctl checkpoint` of a worker that does not
+# handle SIGUSR1 answered with "killed by SIGUSR1". The daemon reads the
+# main process's signal masks first: the signal would end it, so it is not
+# sent; the command fails with why and the worker runs on.
+a_signal_that_would_end_the_worker_is_not_sent() {
+	install_infervisor
+	use_workers checkpoint.yaml <<-YAML
+		workers:
+		  - name: plain
+		    command: [$ivd_example_worker, --checkpoint-signal, USR2]
+		    notify: true
+		    memory: {max: 64M}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events plain ready 1
+	local pid rc=0 err=/run/ctl-checkpoint.err
+	pid=$(main_pid plain)
+	infervisorctl checkpoint plain 2>"$err" || rc=$?
+	log "checkpoint plain: exit $rc: $(cat "$err")"
+	assert_eq 1 "$rc" "exit code of checkpoint plain"
+	assert_file_contains "$err" "neither catches nor blocks SIGUSR1"
+	assert_file_contains "$err" "the signal would end it: not sent"
+	assert_cmd infervisorctl status plain
+	assert_eq "$pid" "$(main_pid plain)" "plain's pid"
+	assert_eq 0 "$(event_count plain exited)" "plain's exits"
+}
+run_scenario a-checkpoint-signal-that-would-end-the-worker-is-not-sent a_signal_that_would_end_the_worker_is_not_sent
