@@ -22,6 +22,8 @@ void run_reload(CliContext& ctx) {
     for (const char* what : {"added", "removed", "changed"})
         for (const auto& name : reply->parameters.value(what, json::array()))
             if (name.is_string()) std::cout << what << " " << name.get<std::string>() << "\n";
+    for (const auto& warning : reply->parameters.value("warnings", json::array()))
+        if (warning.is_string()) std::cerr << "warning: " << warning.get<std::string>() << "\n";
 }
 
 void run_remove_workdir(CliContext& ctx, const std::string& name) {

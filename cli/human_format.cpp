@@ -4,22 +4,11 @@
 
 #include <ctime>
 
+#include "base/units.h"
+
 namespace infervisor::cli {
 
-std::string human_bytes(std::optional<uint64_t> bytes) {
-    if (!bytes) return "-";
-    static const char* units[] = {"B", "K", "M", "G", "T", "P"};
-    if (*bytes < 1024) return fmt::format("{}B", *bytes);
-    double value = static_cast<double>(*bytes);
-    int unit = 0;
-    while (value >= 1024 && unit < 5) {
-        value /= 1024;
-        ++unit;
-    }
-    if (value == static_cast<double>(static_cast<uint64_t>(value)))
-        return fmt::format("{:.0f}{}", value, units[unit]);  // "8G", not "8.0G"
-    return fmt::format("{:.1f}{}", value, units[unit]);
-}
+std::string human_bytes(std::optional<uint64_t> bytes) { return bytes ? human_size(*bytes) : "-"; }
 
 std::string human_limit(std::optional<uint64_t> bytes) {
     return bytes ? human_bytes(bytes) : "max";

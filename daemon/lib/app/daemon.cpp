@@ -276,8 +276,8 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
     } else {
         if (!(loaded.config.daemon == config_.daemon))
             spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
-        if (auto warning = caps_overcommit_warning(loaded.config, paths_.procfs))
-            spdlog::warn("{}", *warning);
+        outcome.warnings = host_fit_warnings(loaded.config, paths_.procfs);
+        for (const auto& warning : outcome.warnings) spdlog::warn("{}", warning);
         for (const auto& w : loaded.config.workers) {
             const WorkerSpec* old = config_.find(w.name);
             if (!old)
@@ -395,8 +395,8 @@ int check_config(const DaemonOptions& options) {
         std::cerr << loaded.errors.count() << " error(s); configuration is invalid\n";
         return 1;
     }
-    if (auto warning = caps_overcommit_warning(loaded.config, Paths{}.procfs))
-        std::cout << "warning: " << *warning << "\n";
+    for (const auto& warning : host_fit_warnings(loaded.config, Paths{}.procfs))
+        std::cout << "warning: " << warning << "\n";
     std::cout << "configuration OK: " << loaded.config.workers.size() << " worker(s) from "
               << loaded.config.files.size() << " file(s)\n";
     return 0;
@@ -417,8 +417,8 @@ int run_daemon(const DaemonOptions& options) {
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN);
-    if (auto warning = caps_overcommit_warning(loaded.config, Paths{}.procfs))
-        spdlog::warn("{}", *warning);
+    for (const auto& warning : host_fit_warnings(loaded.config, Paths{}.procfs))
+        spdlog::warn("{}", warning);
     prepare_reexec();
     Daemon daemon(options, std::move(loaded.config));
     return daemon.run();

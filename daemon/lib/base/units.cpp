@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 
 namespace infervisor {
@@ -118,6 +119,23 @@ std::string format_duration(Duration d) {
         }
     }
     return out;
+}
+
+std::string human_size(uint64_t bytes) {
+    static constexpr const char* kUnits[] = {"B", "K", "M", "G", "T", "P"};
+    if (bytes < 1024) return std::to_string(bytes) + "B";
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 5) {
+        value /= 1024;
+        ++unit;
+    }
+    char text[32];
+    if (value == static_cast<double>(static_cast<uint64_t>(value)))  // "8G", not "8.0G"
+        std::snprintf(text, sizeof text, "%.0f%s", value, kUnits[unit]);
+    else
+        std::snprintf(text, sizeof text, "%.1f%s", value, kUnits[unit]);
+    return text;
 }
 
 }  // namespace infervisor

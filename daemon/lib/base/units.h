@@ -23,6 +23,10 @@ Result<ByteLimit> parse_size(std::string_view text);
 // "512M"-style rendering with the largest exact binary unit; "max" for nullopt.
 std::string format_size(ByteLimit bytes);
 
+// For people, not for config files: the largest binary unit, one decimal
+// unless exact ("21.9G", "512M", "7B").
+std::string human_size(uint64_t bytes);
+
 // Durations: one or more <number><unit> groups with units ms, s, m (min), h, d,
 // e.g. "30s", "1m30s", "1h", "250ms". A bare number is rejected: the unit is
 // part of the meaning.

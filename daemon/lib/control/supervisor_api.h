@@ -141,6 +141,7 @@ struct ReloadOutcome {
     bool applied = false;                              // false: config invalid, nothing changed
     std::vector<std::string> errors;                   // "file:line:col: message", when not applied
     std::vector<std::string> added, removed, changed;  // worker names, when applied
+    std::vector<std::string> warnings;  // applied, but it does not fit the host (caps_fit.h)
 };
 
 // `infervisorctl history`: a worker's recent samples (metrics/history_ring.h)

@@ -262,7 +262,8 @@ void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {
                      describe(outcome.added), describe(outcome.removed), describe(outcome.changed));
         target->reply({{"added", names_json(outcome.added)},
                        {"removed", names_json(outcome.removed)},
-                       {"changed", names_json(outcome.changed)}},
+                       {"changed", names_json(outcome.changed)},
+                       {"warnings", names_json(outcome.warnings)}},
                       false);
     });
 }

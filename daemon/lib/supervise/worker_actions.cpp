@@ -4,20 +4,14 @@
 // (memory.reserve); and why a worker is in its state, for status displays.
 #include <spdlog/spdlog.h>
 
+#include "base/units.h"
 #include "cgroup/cgroup_limits.h"
-#include "policy/metrics.h"
 #include "process/pidfd.h"
 #include "supervise/worker.h"
 
 namespace infervisor {
 
-namespace {
-
-std::string human_size(uint64_t bytes) {
-    return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<void> Worker::throttle(uint64_t memory_high) {
     if (main_pid() == 0) return plain_error("not running");

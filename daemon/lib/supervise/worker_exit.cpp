@@ -6,8 +6,8 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include "base/units.h"
 #include "cgroup/cgroup_stats.h"
-#include "policy/metrics.h"
 #include "policy/stat_files.h"
 #include "process/pidfd.h"
 #include "supervise/restart_room.h"
@@ -19,10 +19,6 @@ namespace infervisor {
 namespace {
 
 std::string ms(Duration d) { return std::to_string(d.count()); }
-
-std::string human_size(uint64_t bytes) {
-    return format_measurement(MetricUnit::bytes, static_cast<double>(bytes));
-}
 
 // The run ended because the host ran out of memory: a host rule's kill, or
 // the kernel's OOM kill below the worker's own memory.max.

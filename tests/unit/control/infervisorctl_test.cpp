@@ -274,10 +274,19 @@ TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
 }
 
 TEST_F(InfervisorctlTest, ReloadPrintsChangesOrErrors) {
-    server.on_loop([](FakeSupervisor& fake) { fake.next_reload = {true, {}, {"new"}, {}, {}}; });
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.next_reload = {true,
+                            {},
+                            {"new"},
+                            {},
+                            {},
+                            {"worker 'new': memory.reserve 800G can "
+                             "never fit on this host (RAM 22G)"}};
+    });
     auto ok = ctl({"reload"});
     EXPECT_EQ(ok.exit_code, 0);
     EXPECT_THAT(ok.out, HasSubstr("added new"));
+    EXPECT_THAT(ok.err, HasSubstr("warning: worker 'new': memory.reserve 800G can never fit"));
     server.on_loop([](FakeSupervisor& fake) {
         fake.next_reload = {
             false, {"/etc/infervisor/infervisor.yaml:3:5: unknown key"}, {}, {}, {}};

@@ -34,8 +34,8 @@ TEST(Admission, TheUnusedPartOfRunningWorkersReservesIsNotOnOffer) {
     EXPECT_EQ(v.can_give, 512 * MiB);
     EXPECT_FALSE(v.fits);
     EXPECT_EQ(v.reason,
-              "needs 1G; the host can give 512M (MemAvailable 2G less 1536M reserved by "
-              "running workers and not used yet)");
+              "needs 1G; the host can give 512M (MemAvailable 2G less 1.5G reserved by "
+              "running workers)");
     EXPECT_EQ(measurement(v, "NEEDS_BYTES"), std::to_string(1 * GiB));
     EXPECT_EQ(measurement(v, "HOST_MEM_AVAILABLE_BYTES"), std::to_string(2 * GiB));
     EXPECT_EQ(measurement(v, "RESERVED_UNUSED_BYTES"), std::to_string(1536 * MiB));

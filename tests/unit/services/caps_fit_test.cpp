@@ -1,4 +1,5 @@
-// The overcommit warning: caps that add up to more than RAM + swap.
+// The host-fit warnings: caps that add up to more than RAM + swap, and a
+// memory.reserve that can never fit.
 #include "services/caps_fit.h"
 
 #include <gmock/gmock.h>
@@ -6,9 +7,11 @@
 namespace infervisor {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t GiB = 1ull << 30;
 
 Config workers_capped_at(std::vector<uint64_t> caps) {
     Config config;
@@ -21,24 +24,41 @@ Config workers_capped_at(std::vector<uint64_t> caps) {
     return config;
 }
 
-TEST(CapsFit, SaysByHowMuchTheCapsExceedRamPlusSwap) {
+TEST(HostFit, SaysByHowMuchTheCapsExceedRamPlusSwap) {
     // The field report's tiny host: 600M + 300M caps, 780M of RAM, no swap.
-    auto warning = caps_overcommit_warning(workers_capped_at({600 * MiB, 300 * MiB}),
-                                           MemInfo{780 * MiB, 700 * MiB, 0});
-    ASSERT_TRUE(warning);
-    EXPECT_THAT(*warning, HasSubstr("2 worker(s) add up to 900.0M, 120.0M more than this "
-                                    "host's RAM + swap (780.0M)"));
+    auto warnings = host_fit_warnings(workers_capped_at({600 * MiB, 300 * MiB}),
+                                      MemInfo{780 * MiB, 700 * MiB, 0});
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_THAT(warnings[0], HasSubstr("2 worker(s) add up to 900M, 120M more than this "
+                                       "host's RAM + swap (780M)"));
 }
 
-TEST(CapsFit, SwapCountsAsRoom) {
-    EXPECT_FALSE(caps_overcommit_warning(workers_capped_at({600 * MiB, 300 * MiB}),
-                                         MemInfo{780 * MiB, 700 * MiB, 512 * MiB}));
+TEST(HostFit, SwapCountsAsRoom) {
+    EXPECT_TRUE(host_fit_warnings(workers_capped_at({600 * MiB, 300 * MiB}),
+                                  MemInfo{780 * MiB, 700 * MiB, 512 * MiB})
+                    .empty());
 }
 
-TEST(CapsFit, NothingToSayWhenTheHostIsUnknownOrTheCapsFit) {
-    EXPECT_FALSE(caps_overcommit_warning(workers_capped_at({600 * MiB}), MemInfo{}));
-    EXPECT_FALSE(caps_overcommit_warning(workers_capped_at({600 * MiB}),
-                                         MemInfo{1024 * MiB, 900 * MiB, std::nullopt}));
+TEST(HostFit, NothingToSayWhenTheHostIsUnknownOrTheConfigFits) {
+    EXPECT_TRUE(host_fit_warnings(workers_capped_at({600 * MiB}), MemInfo{}).empty());
+    EXPECT_TRUE(host_fit_warnings(workers_capped_at({600 * MiB}),
+                                  MemInfo{1024 * MiB, 900 * MiB, std::nullopt})
+                    .empty());
+}
+
+// Issue 27, point 7: a reserve of 800G on a 22G host waited for ever, and
+// neither --check-config nor reload said so.
+TEST(HostFit, AReserveLargerThanTheHostsRamCanNeverFit) {
+    auto config = workers_capped_at({1 * GiB, 1 * GiB, 1 * GiB});
+    config.workers[0].memory.reserve = 800 * GiB;
+    config.workers[1].memory.reserve = 800 * GiB;
+    config.workers[1].overcommit = true;  // starts anyway: nothing to warn about
+    config.workers[2].memory.reserve = 2 * GiB;
+    MemInfo host{22 * GiB + 900 * MiB, 20 * GiB, 0};
+    EXPECT_THAT(host_fit_warnings(config, host),
+                ElementsAre("worker 'w0': memory.reserve 800G can never fit on this host (RAM "
+                            "22.9G): it would wait for room forever; lower it, or set admission: "
+                            "overcommit"));
 }
 
 }  // namespace

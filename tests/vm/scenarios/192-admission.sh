@@ -89,6 +89,32 @@ a_worker_that_does_not_fit_waits() {
 	assert_eq 1 "$(event_field bold admitted OVERCOMMIT)" "bold overcommitted"
 	assert_eq 0 "$(event_count bold waiting)" "bold's waits"
 	log "overcommit: $(ivd_journal INFERVISOR_WORKER=bold INFERVISOR_EVENT=admitted -o cat)"
+
+	# Issue 27, point 7: a reserve that can never fit is warned about at
+	# check time and by reload; its wait reads in human sizes, in one short
+	# line; a start of it says it waits.
+	cat >>"$ivd_conf/workers.d/admission.yaml" <<-YAML
+		  - name: huge
+		    command: [$ivd_example_worker]
+		    memory: {max: 1T, reserve: 1T}
+	YAML
+	local out err=/run/ctl-reload.err rc=0
+	out=$(infervisord --check-config)
+	log "check: $out"
+	assert_contains "$out" "warning: worker 'huge': memory.reserve 1T can never fit on this host (RAM "
+	assert_cmd infervisorctl reload 2>"$err"
+	assert_file_contains "$err" "warning: worker 'huge': memory.reserve 1T can never fit"
+	wait_until 120 has_events huge waiting 1
+	local reason
+	reason=$(status_field huge state_reason)
+	log "huge waits: $reason"
+	assert_contains "$reason" "needs 1T; the host can give "
+	assert_fails grep -q '[0-9]K' <<<"$reason"
+	assert_cmd test "${#reason}" -lt 100
+	infervisorctl start huge 2>"$err" || rc=$?
+	assert_eq 1 "$rc" "exit code of start huge"
+	assert_file_contains "$err" "infervisorctl: huge: not started: waiting"
+	assert_file_contains "$err" "needs 1T; the host can give"
 }
 
 run_scenario a-worker-that-does-not-fit-waits-then-starts-when-another-stops a_worker_that_does_not_fit_waits
