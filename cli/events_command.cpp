@@ -6,6 +6,7 @@
 #include "control/status_json.h"
 #include "control/varlink_message.h"
 #include "human_format.h"
+#include "status_table.h"
 
 namespace infervisor::cli {
 
@@ -23,18 +24,8 @@ void print_event(const CliContext& ctx, const json& value) {
         std::cout << dump_json(value) << std::endl;
         return;
     }
-    auto e = event_from_json(value);
-    std::cout << local_time(e.time_usec) << " " << (e.worker.empty() ? "-" : e.worker) << " "
-              << e.kind << ": " << printable(e.message);
-    if (!e.fields.empty()) {
-        std::string sep = " (";
-        for (const auto& [key, val] : e.fields) {
-            std::cout << sep << key << "=" << printable(val);
-            sep = ", ";
-        }
-        std::cout << ")";
-    }
-    std::cout << std::endl;  // flushed: --follow is read by pipes too
+    std::cout << event_line(event_from_json(value)) << std::endl;  // flushed: --follow is read
+                                                                   // by pipes too
 }
 
 void run_events(CliContext& ctx, const EventsArgs& args) {

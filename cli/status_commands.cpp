@@ -15,7 +15,25 @@ using nlohmann::json;
 
 struct StatusArgs {
     std::vector<std::string> names;
+    std::string output;  // "" or "wide"
 };
+
+constexpr std::size_t kEventsPerWorker = 5;
+
+// The newest kEventsPerWorker events of `name`, oldest first (from the
+// daemon's recent events; none when it cannot say).
+std::vector<ControlEvent> recent_events_of(VarlinkClient& client, const std::string& name) {
+    auto reply = client.call("io.infervisor.supervisor.RecentEvents", {{"limit", 1000}});
+    std::vector<ControlEvent> mine;
+    if (!reply || !reply->error.empty()) return mine;
+    for (const auto& item : reply->parameters.value("events", json::array())) {
+        auto e = event_from_json(item);
+        if (e.worker == name) mine.push_back(std::move(e));
+    }
+    if (mine.size() > kEventsPerWorker)
+        mine.erase(mine.begin(), mine.end() - static_cast<long>(kEventsPerWorker));
+    return mine;
+}
 
 void run_status(CliContext& ctx, const StatusArgs& args) {
     auto client = ctx.connect();
@@ -32,11 +50,24 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
         shown.push_back(item);
         workers.push_back(std::move(status));
     }
+    // Named workers: a block each (with its events), as `systemctl status
+    // UNIT`; else the table and, under it, what the table has no room for.
+    std::vector<std::vector<ControlEvent>> events;
+    if (!ctx.json && !args.names.empty())
+        for (const auto& w : workers) events.push_back(recent_events_of(*client, w.name));
     ctx.page();
-    if (ctx.json)
+    if (ctx.json) {
         std::cout << dump_json({{"workers", shown}}, 2) << "\n";
-    else
-        print_status_table(std::cout, workers, ctx.colour, ctx.legend);
+    } else if (!args.names.empty()) {
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+            if (i > 0) std::cout << "\n";
+            print_worker_block(std::cout, workers[i], events[i], ctx.colour);
+        }
+    } else {
+        auto width = args.output == "wide" ? TableWidth::wide : TableWidth::narrow;
+        print_status_table(std::cout, workers, ctx.colour, ctx.legend, width);
+        if (width == TableWidth::narrow && ctx.legend) print_status_notes(std::cout, workers);
+    }
     // As `systemctl status UNIT...`: 3 when a named worker is unknown or not running.
     for (const auto& name : args.names) {
         auto it = std::find_if(workers.begin(), workers.end(),
@@ -60,7 +91,7 @@ void run_show(CliContext& ctx, const std::string& name) {
     }
     WorkerDetail detail{worker_status_from_json(reply->parameters.value("worker", json())),
                         reply->parameters.value("spec", json::object())};
-    print_worker_detail(std::cout, detail, ctx.colour);
+    print_worker_detail(std::cout, detail, recent_events_of(*client, name), ctx.colour);
 }
 
 }  // namespace
@@ -70,12 +101,21 @@ void add_status_commands(CLI::App& app, CliContext& ctx) {
     auto* status = app.add_subcommand("status", "Show the workers' state and measurements");
     status->add_option("NAME", args->names, "Only these workers");
     status->add_flag("--json", ctx.json, "Print the daemon's reply as JSON");
+    status
+        ->add_option("-o,--output", args->output,
+                     "'wide': the table with every column (HIGH, SWAP, PROBES, LAST EXIT) "
+                     "and each state's reason")
+        ->check(CLI::IsMember({"wide"}));
     status->footer(
+        "Without NAMEs: a table that fits 80 columns, then a line for each worker whose\n"
+        "state has a reason or whose probes do not pass. With NAMEs: each worker's state,\n"
+        "why and since when, what would change it, its process, memory and newest events.\n"
         "A * after a name marks a protected worker. HIGH/MAX/SWAP are the cgroup limits;\n"
         "PSI10 is memory pressure (some, avg10, percent).\n"
         "Exit code: 0; with NAMEs, 3 if one of them is unknown or not running.\n\n"
         "Examples:\n"
         "  infervisorctl status\n"
+        "  infervisorctl status -o wide\n"
         "  infervisorctl status llama whisper\n"
         "  infervisorctl status --json | jq '.workers[] | select(.state == \"failed\")'");
     status->callback([&ctx, args] { run_status(ctx, *args); });

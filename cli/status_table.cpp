@@ -1,7 +1,8 @@
 #include "status_table.h"
 
 #include <algorithm>
-#include <array>
+#include <functional>
+#include <string>
 
 #include "control/varlink_message.h"
 #include "human_format.h"
@@ -10,14 +11,12 @@ namespace infervisor::cli {
 
 namespace {
 
-constexpr std::size_t kColumns = 12;
-using Row = std::array<std::string, kColumns>;
-constexpr std::size_t kStateColumn = 1;
-
-Row header() {
-    return {"NAME", "STATE", "PID",  "UPTIME", "RESTARTS", "MEMORY",
-            "HIGH", "MAX",   "SWAP", "PSI10",  "PROBES",   "LAST EXIT"};
-}
+using Cell = std::function<std::string(const WorkerStatus&)>;
+struct Column {
+    const char* header;
+    Cell cell;
+    bool is_state = false;
+};
 
 // "-" without probes; "ok" when every active probe passes; else what does
 // not: "startup waiting", "readiness failing", "liveness failing".
@@ -44,31 +43,53 @@ std::string probe_line(const ProbeStatus& p) {
     return line;
 }
 
-Row row(const WorkerStatus& w) {
-    // "running (loading)": up, but the policy still counts it as loading.
-    std::string state = w.state;
-    if (w.state == "running" && w.phase == "loading") state += " (loading)";
-    return {w.name + (w.is_protected ? "*" : ""),
-            w.state + (w.state_reason.empty() ? "" : " (" + printable(w.state_reason) + ")"),
-            w.main_pid ? std::to_string(*w.main_pid) : "-",
-            human_uptime(w.uptime_usec),
-            std::to_string(w.restarts),
-            human_bytes(w.memory_current),
-            human_limit(w.memory_high),
-            human_limit(w.memory_max),
-            human_bytes(w.swap_current),
-            human_percent(w.memory_pressure_some_avg10),
-            probes_summary(w.probes),
-            w.last_exit.empty() ? "-" : printable(w.last_exit)};
+// "running (loading)": up, but the policy still counts it as loading.
+std::string short_state(const WorkerStatus& w) {
+    return w.state == "running" && w.phase == "loading" ? w.state + " (loading)" : w.state;
 }
 
-void print_row(std::ostream& out, const Row& r, const std::array<std::size_t, kColumns>& width,
+std::string state_with_reason(const WorkerStatus& w) {
+    return short_state(w) + (w.state_reason.empty() ? "" : " (" + printable(w.state_reason) + ")");
+}
+
+std::vector<Column> columns(TableWidth width) {
+    bool wide = width == TableWidth::wide;
+    std::vector<Column> c;
+    c.push_back(
+        {"NAME", [](const WorkerStatus& w) { return w.name + (w.is_protected ? "*" : ""); }});
+    c.push_back({"STATE", wide ? Cell(state_with_reason) : Cell(short_state), true});
+    c.push_back({"PID", [](const WorkerStatus& w) {
+                     return w.main_pid ? std::to_string(*w.main_pid) : std::string("-");
+                 }});
+    c.push_back({"UPTIME", [](const WorkerStatus& w) { return human_uptime(w.uptime_usec); }});
+    c.push_back({wide ? "MEMORY" : "MEM",
+                 [](const WorkerStatus& w) { return human_bytes(w.memory_current); }});
+    if (wide)
+        c.push_back({"HIGH", [](const WorkerStatus& w) { return human_limit(w.memory_high); }});
+    c.push_back({"MAX", [](const WorkerStatus& w) { return human_limit(w.memory_max); }});
+    if (wide)
+        c.push_back({"SWAP", [](const WorkerStatus& w) { return human_bytes(w.swap_current); }});
+    c.push_back({"PSI10", [](const WorkerStatus& w) {
+                     return human_percent(w.memory_pressure_some_avg10);
+                 }});
+    c.push_back({"RESTARTS", [](const WorkerStatus& w) { return std::to_string(w.restarts); }});
+    if (wide) {
+        c.push_back({"PROBES", [](const WorkerStatus& w) { return probes_summary(w.probes); }});
+        c.push_back({"LAST EXIT", [](const WorkerStatus& w) {
+                         return w.last_exit.empty() ? std::string("-") : printable(w.last_exit);
+                     }});
+    }
+    return c;
+}
+
+void print_row(std::ostream& out, const std::vector<Column>& cols,
+               const std::vector<std::string>& cells, const std::vector<std::size_t>& width,
                const char* state_colour_code) {
-    for (std::size_t i = 0; i < kColumns; ++i) {
-        bool last = i + 1 == kColumns;
-        std::string cell = r[i];
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+        bool last = i + 1 == cols.size();
+        std::string cell = cells[i];
         if (!last) cell.resize(width[i], ' ');
-        if (i == kStateColumn && state_colour_code)
+        if (cols[i].is_state && state_colour_code)
             out << state_colour_code << cell << kColourReset;
         else
             out << cell;
@@ -77,33 +98,91 @@ void print_row(std::ostream& out, const Row& r, const std::array<std::size_t, kC
     out << "\n";
 }
 
+// What would change the state, as the command to run; "" when nothing is
+// needed.
+std::string next_step(const WorkerStatus& w) {
+    const std::string& n = w.name;
+    if (w.state == "failed")
+        return "fix the cause (see its events and `infervisorctl logs " + n +
+               "`), then `infervisorctl start " + n + "`";
+    if (w.state == "parked") return "`infervisorctl start " + n + "` starts it again";
+    if (w.state == "checkpointed")
+        return "`infervisorctl start " + n + "` starts it again from its checkpoint";
+    if (w.state == "stopped") return "`infervisorctl start " + n + "`";
+    if (w.state == "suspended") return "`infervisorctl resume " + n + "` lets it run on";
+    if (w.state == "waiting")
+        return "it starts by itself once the host has room; `infervisorctl stop " + n +
+               "` ends the wait";
+    if (w.state == "backoff")
+        return "it restarts by itself (its restart policy); `infervisorctl stop " + n +
+               "` stops it";
+    if (w.state == "starting") return "its output: `infervisorctl logs " + n + "`";
+    return "";
+}
+
 }  // namespace
 
 void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour,
-                        bool legend) {
-    std::vector<Row> rows{header()};
-    for (const auto& w : workers) rows.push_back(row(w));
-    std::array<std::size_t, kColumns> width{};
+                        bool legend, TableWidth table_width) {
+    auto cols = columns(table_width);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> head;
+    for (const auto& c : cols) head.push_back(c.header);
+    rows.push_back(head);
+    for (const auto& w : workers) {
+        std::vector<std::string> row;
+        for (const auto& c : cols) row.push_back(c.cell(w));
+        rows.push_back(std::move(row));
+    }
+    std::vector<std::size_t> width(cols.size(), 0);
     for (const auto& r : rows)
-        for (std::size_t i = 0; i < kColumns; ++i) width[i] = std::max(width[i], r[i].size());
-    if (legend) print_row(out, rows[0], width, nullptr);
+        for (std::size_t i = 0; i < cols.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    if (legend) print_row(out, cols, rows[0], width, nullptr);
     for (std::size_t i = 0; i < workers.size(); ++i)
-        print_row(out, rows[i + 1], width, colour ? state_colour(workers[i].state) : nullptr);
+        print_row(out, cols, rows[i + 1], width, colour ? state_colour(workers[i].state) : nullptr);
 }
 
-void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool colour) {
-    const auto& w = detail.status;
-    out << w.name << " - ";
-    if (colour)
-        out << state_colour(w.state) << w.state << kColourReset << "\n";
-    else
-        out << w.state << "\n";
-    if (!w.state_reason.empty()) out << "  (" << printable(w.state_reason) << ")\n";
+void print_status_notes(std::ostream& out, const std::vector<WorkerStatus>& workers) {
+    bool any = false;
+    for (const auto& w : workers) {
+        std::string probes = probes_summary(w.probes);
+        bool probe_trouble = probes != "-" && probes != "ok";
+        if (w.state_reason.empty() && !probe_trouble) continue;
+        if (!any) out << "\n";
+        any = true;
+        out << w.name << ": " << state_with_reason(w)
+            << (probe_trouble ? "; probes: " + probes : std::string()) << "\n";
+    }
+    if (any) out << "(infervisorctl status NAME: why, since when, and what next)\n";
+}
+
+std::string event_line(const ControlEvent& e) {
+    std::string line = local_time(e.time_usec) + " " + (e.worker.empty() ? "-" : e.worker) + " " +
+                       e.kind + ": " + printable(e.message);
+    std::string sep = " (";
+    for (const auto& [key, val] : e.fields) {
+        line += sep + key + "=" + printable(val);
+        sep = ", ";
+    }
+    if (!e.fields.empty()) line += ")";
+    return line;
+}
+
+void print_worker_block(std::ostream& out, const WorkerStatus& w,
+                        const std::vector<ControlEvent>& events, bool colour) {
+    const char* on = colour ? state_colour(w.state) : "";
+    const char* off = colour ? kColourReset : "";
+    out << on << "\u25cf" << off << " " << w.name << (w.is_protected ? " (protected)" : "") << " - "
+        << on << short_state(w) << off << "\n";
     auto line = [&](const char* label, const std::string& value) {
         out << "  " << label << ": " << value << "\n";
     };
-    line("      PID", w.main_pid ? std::to_string(*w.main_pid) : "-");
-    line("   Uptime", human_uptime(w.uptime_usec));
+    line("    State",
+         state_with_reason(w) + (w.state_age_usec ? " for " + human_uptime(w.state_age_usec) : ""));
+    if (auto next = next_step(w); !next.empty()) line("     Next", next);
+    if (w.main_pid)
+        line("      PID", std::to_string(*w.main_pid) + ", up " + human_uptime(w.uptime_usec) +
+                              (w.phase.empty() ? "" : ", " + w.phase));
     line(" Restarts", std::to_string(w.restarts));
     line("   Memory", human_bytes(w.memory_current) + " (high " + human_limit(w.memory_high) +
                           ", max " + human_limit(w.memory_max) + ", peak " +
@@ -111,14 +190,20 @@ void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool col
     line("     Swap", human_bytes(w.swap_current) + " (max " + human_limit(w.swap_max) + ")");
     line(" Pressure", "memory some avg10 " + human_percent(w.memory_pressure_some_avg10));
     line("Last exit", w.last_exit.empty() ? "-" : printable(w.last_exit));
-    line("   Status", w.status_text.empty() ? "-" : printable(w.status_text));
-    line("Protected", w.is_protected ? "yes" : "no");
-    line("    Phase", w.phase.empty() ? "-" : w.phase);
+    if (!w.status_text.empty()) line("   Status", printable(w.status_text));
     if (w.checkpoint)
         line("Checkpoint", printable(w.checkpoint->path) + " (" + human_bytes(w.checkpoint->bytes) +
                                ", written " + human_uptime(w.checkpoint->age_usec) + " ago)");
     for (const auto& p : w.probes) line("    Probe", probe_line(p));
-    out << "  Spec:\n" << dump_json(detail.spec, 2) << "\n";
+    if (events.empty()) return;
+    out << "\n";
+    for (const auto& e : events) out << event_line(e) << "\n";
+}
+
+void print_worker_detail(std::ostream& out, const WorkerDetail& detail,
+                         const std::vector<ControlEvent>& events, bool colour) {
+    print_worker_block(out, detail.status, events, colour);
+    out << "\n  Spec:\n" << dump_json(detail.spec, 2) << "\n";
     auto env = detail.spec.find("environment");
     if (env != detail.spec.end() && env->is_object())
         for (const auto& value : *env)

@@ -1,4 +1,5 @@
-// The worker table of `infervisorctl status` and `top`.
+// The worker table of `infervisorctl status` and `top`, and the block of
+// one worker (`status NAME`, `show NAME`).
 #pragma once
 
 #include <ostream>
@@ -8,13 +9,35 @@
 
 namespace infervisor::cli {
 
-// Columns: NAME STATE PID UPTIME RESTARTS MEMORY HIGH MAX SWAP PSI10 LAST-EXIT.
+// Which columns: `narrow` fits 80 columns for names of up to ~16
+// characters (NAME STATE PID UPTIME MEM MAX PSI10 RESTARTS; the state
+// without its reason); `wide` (-o wide) adds HIGH, SWAP, PROBES and LAST
+// EXIT, and the state's reason.
+enum class TableWidth { narrow, wide };
+
 // With `colour`, the state is coloured (padding is computed without codes);
 // without `legend`, the header line is left out (--no-legend).
 void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour,
-                        bool legend = true);
+                        bool legend = true, TableWidth width = TableWidth::narrow);
 
-// `infervisorctl show`: one worker, a field per line.
-void print_worker_detail(std::ostream& out, const WorkerDetail& detail, bool colour);
+// Under the narrow table: a line for each worker with something to say
+// (its state's reason, probes that do not pass), for it is not in the
+// table: "batch: suspended (rule 'host-thrash')". Not with --no-legend,
+// whose output scripts read as the table's rows alone.
+void print_status_notes(std::ostream& out, const std::vector<WorkerStatus>& workers);
+
+// One worker as `systemctl status` shows a unit: its state and for how long,
+// why, what would change it (the command to run), its process and memory,
+// then `events` (its newest events, oldest first), each line as `events`
+// prints it.
+void print_worker_block(std::ostream& out, const WorkerStatus& worker,
+                        const std::vector<ControlEvent>& events, bool colour);
+
+// `infervisorctl show`: the block, then the worker's configuration.
+void print_worker_detail(std::ostream& out, const WorkerDetail& detail,
+                         const std::vector<ControlEvent>& events, bool colour);
+
+// The line `events` prints for one event (without a newline).
+std::string event_line(const ControlEvent& event);
 
 }  // namespace infervisor::cli

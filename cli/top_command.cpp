@@ -54,7 +54,7 @@ bool wait_for_quit(bool keyboard) {
     return key == 'q' || key == 'Q';
 }
 
-bool draw(CliContext& ctx, VarlinkClient& client, bool terminal) {
+bool draw(CliContext& ctx, VarlinkClient& client, bool terminal, TableWidth width) {
     auto reply = ctx.call(client, "io.infervisor.supervisor.List");
     if (!reply) return false;
     std::vector<WorkerStatus> workers;
@@ -66,12 +66,13 @@ bool draw(CliContext& ctx, VarlinkClient& client, bool terminal) {
     std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
     std::cout << "infervisor: " << workers.size() << " workers, " << clock
               << (terminal ? "   (q to quit)" : "") << "\n\n";
-    print_status_table(std::cout, workers, ctx.colour, ctx.legend);
+    print_status_table(std::cout, workers, ctx.colour, ctx.legend, width);
+    if (width == TableWidth::narrow && ctx.legend) print_status_notes(std::cout, workers);
     std::cout << std::flush;
     return true;
 }
 
-void run_top(CliContext& ctx, int iterations) {
+void run_top(CliContext& ctx, int iterations, TableWidth width) {
     auto client = ctx.connect();
     if (!client) return;
     struct sigaction sa {};
@@ -84,7 +85,7 @@ void run_top(CliContext& ctx, int iterations) {
     if (keyboard) raw = std::make_unique<RawKeyboard>();
     if (terminal) std::cout << "\x1b[?1049h";  // alternate screen
     for (int i = 0; iterations == 0 || i < iterations; ++i) {
-        if (!draw(ctx, *client, terminal)) break;
+        if (!draw(ctx, *client, terminal, width)) break;
         if (iterations != 0 && i + 1 == iterations) break;
         if (wait_for_quit(keyboard)) break;
     }
@@ -95,14 +96,19 @@ void run_top(CliContext& ctx, int iterations) {
 
 void add_top_command(CLI::App& app, CliContext& ctx) {
     auto iterations = std::make_shared<int>(0);
+    auto output = std::make_shared<std::string>();
     auto* top =
         app.add_subcommand("top", "Watch the workers: the status table, redrawn every second");
     top->add_option("-i,--iterations", *iterations, "Stop after N redraws (default: until q)")
         ->check(CLI::NonNegativeNumber);
+    top->add_option("-o,--output", *output, "'wide': every column, as status -o wide")
+        ->check(CLI::IsMember({"wide"}));
     top->footer(
         "Press q or Ctrl-C to quit.\n\n"
         "Examples:\n  infervisorctl top\n  infervisorctl top --iterations 1 > snapshot.txt");
-    top->callback([&ctx, iterations] { run_top(ctx, *iterations); });
+    top->callback([&ctx, iterations, output] {
+        run_top(ctx, *iterations, *output == "wide" ? TableWidth::wide : TableWidth::narrow);
+    });
 }
 
 }  // namespace infervisor::cli

@@ -40,6 +40,7 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l f
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
+complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l output -x -a wide -d 'Every column'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l csv -d 'One CSV row per sample'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -s n -l samples -x -d 'Newest samples to show'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l width -x -d 'Columns'

@@ -101,6 +101,7 @@ json to_json(const WorkerStatus& s) {
         {"name", s.name},
         {"state", s.state},
         {"state_reason", s.state_reason},
+        {"state_age_usec", nullable(s.state_age_usec)},
         {"main_pid", nullable(s.main_pid)},
         {"uptime_usec", nullable(s.uptime_usec)},
         {"restarts", s.restarts},
@@ -142,6 +143,7 @@ WorkerStatus worker_status_from_json(const json& v) {
     read(v, "name", s.name);
     read(v, "state", s.state);
     read(v, "state_reason", s.state_reason);
+    read(v, "state_age_usec", s.state_age_usec);
     read(v, "main_pid", s.main_pid);
     read(v, "uptime_usec", s.uptime_usec);
     read(v, "restarts", s.restarts);

@@ -71,6 +71,7 @@ struct WorkerStatus {
     // Why it is in that state ("rule 'host-thrash'", "infervisorctl"); "" if
     // there is nothing to say.
     std::string state_reason;
+    std::optional<uint64_t> state_age_usec;  // in that state since
     std::optional<pid_t> main_pid;
     std::optional<uint64_t> uptime_usec;  // of the current process
     uint64_t restarts = 0;

@@ -176,6 +176,11 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
         s.uptime_usec = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                   ctx_.clock.now() - *snap.started_at)
                                                   .count());
+    if (snap.state_since != TimePoint{})
+        s.state_age_usec = static_cast<uint64_t>(std::max<int64_t>(
+            0, std::chrono::duration_cast<std::chrono::microseconds>(ctx_.clock.now() -
+                                                                     snap.state_since)
+                   .count()));
     s.restarts = snap.restarts;
     s.memory_current = snap.memory_current;
     s.memory_peak = snap.memory_peak;

@@ -6,6 +6,7 @@
 namespace infervisor {
 
 std::string ExitReason::describe() const {
+    if (!start_error.empty()) return "could not start: " + start_error;
     // Our kill, not a crash: say why we killed it.
     if (no_ready_within) return "no " + awaited + " within " + format_duration(*no_ready_within);
     if (killed_by_policy && !kill_reason.empty()) return "killed: " + kill_reason;

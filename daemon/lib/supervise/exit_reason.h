@@ -33,6 +33,9 @@ struct ExitReason {
     // Set when a health probe's failure made the daemon kill the run:
     // "liveness probe failed 3 times in a row: no answer within 1s".
     std::string kill_reason;
+    // Set when the run never ran: why it could not be started ("spawn
+    // /usr/bin/x: execve: No such file or directory").
+    std::string start_error;
 
     bool oom_killed() const {
         return oom_kills > 0 && (status_unknown || (status.kind == ExitStatus::Kind::signaled &&

@@ -58,7 +58,8 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
           [this](EventKind kind, std::string message, WorkerSuspension::Fields fields) {
               emit(kind, std::move(message), std::move(fields));
           },
-          [this] { on_thawed(); }) {
+          [this] { on_thawed(); }),
+      state_since_(ctx.clock.now()) {
     checkpoints_.set_spec(spec_.checkpoint);
     if (spec_.probes.startup || spec_.probes.readiness || spec_.probes.liveness)
         probes_ = std::make_unique<WorkerProbes>(
@@ -105,6 +106,7 @@ void Worker::set_state(WorkerState state, WorkerMove move) {
         parked_rule_.clear();
     }
     state_ = state;
+    state_since_ = ctx_.clock.now();
     persist();
 }
 
@@ -122,6 +124,7 @@ WorkerSnapshot Worker::snapshot() const {
     s.status_text = status_text_;
     s.last_exit = last_exit_;
     s.state_reason = state_reason();
+    s.state_since = state_since_;
     s.checkpoint = parked_checkpoint_;
     if (main_pid() != 0) {
         CgroupStats stats(cgroup());
@@ -204,7 +207,9 @@ void Worker::launch() {
 void Worker::fail_start(const Error& error) {
     emit(EventKind::start_failed, "could not start: " + error.message());
     (void)cgroup().remove();
-    finish_run(ExitReason{ExitStatus::exited_with(127)});
+    ExitReason never_ran{ExitStatus::exited_with(127)};
+    never_ran.start_error = error.message();
+    finish_run(never_ran);
 }
 
 void Worker::begin_run(SpawnedProcess spawned_process, bool restored) {

@@ -47,6 +47,7 @@ struct WorkerSnapshot {
     std::string status_text;   // last STATUS= from the worker
     std::string last_exit;     // ExitReason::describe() of the last run
     std::string state_reason;  // Worker::state_reason()
+    TimePoint state_since{};   // when it entered `state`
     std::optional<uint64_t> memory_current, memory_peak, swap_current;
     std::vector<ProbeSnapshot> probes;  // one per configured probe
     // Parked after the checkpoint its rule asked for: shown as checkpointed.
@@ -137,7 +138,9 @@ class Worker {
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
     // Why the worker is in its state, for status displays: who suspended it,
     // which rule parked it (and, checkpointed, the checkpoint's size and
-    // age); "" when there is nothing to say.
+    // age), what it waits for (room; READY=1 or its gate probe, and the
+    // notify messages dropped), why it failed or restarts (the last run's
+    // end); "" when there is nothing to say.
     std::string state_reason() const;
     // Parked after the checkpoint its rule asked for (action: checkpoint,
     // then: park): that checkpoint, which its next start restores; the
@@ -254,6 +257,7 @@ class Worker {
     // What loading still waits for, for messages: "READY=1", "a pass of the
     // startup probe (GET http://...)", or both.
     std::string awaited_signal() const;
+    std::string parked_reason() const;
     void enter_running(const std::string& why);
     void on_probe_change(ProbeRole role, const ProbeChange& change);
     void kill_for_probe(ProbeRole role, const ProbeChange& change);
@@ -328,7 +332,9 @@ class Worker {
     std::string status_text_;
     std::string last_exit_;
     size_t rejected_notify_ = 0;
-    int lock_waits_ = 0;  // consecutive starts delayed by a foreign lock
+    TimePoint state_since_{};           // set_state(); the construction (or adoption) before
+    std::string last_rejected_notify_;  // why the last one was dropped
+    int lock_waits_ = 0;                // consecutive starts delayed by a foreign lock
 };
 
 }  // namespace infervisor

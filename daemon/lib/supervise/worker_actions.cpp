@@ -150,9 +150,33 @@ bool Worker::admitted() {
 }
 
 std::string Worker::state_reason() const {
-    if (state_ == WorkerState::waiting) return waiting_reason_;
-    if (state_ == WorkerState::suspended) return suspension_.trigger();
-    if (state_ != WorkerState::parked) return "";
+    switch (state_) {
+        case WorkerState::waiting:
+            return waiting_reason_;
+        case WorkerState::suspended:
+            return suspension_.trigger();
+        case WorkerState::parked:
+            return parked_reason();
+        case WorkerState::failed:
+            return "start limit hit: " + std::to_string(spec_.restart.start_limit_burst) +
+                   " starts within " + format_duration(spec_.restart.start_limit_interval) +
+                   (last_exit_.empty() ? "" : "; the last: " + last_exit_);
+        case WorkerState::backoff:
+            if (lock_waits_ > 0) return "its start waits for a lock on a worker dir";
+            return last_exit_.empty() ? "" : "restarts after: " + last_exit_;
+        case WorkerState::starting: {
+            std::string reason = "waiting for " + awaited_signal();
+            if (spec_.notify && rejected_notify_ > 0)
+                reason += "; " + std::to_string(rejected_notify_) +
+                          " notify message(s) dropped, the last: " + last_rejected_notify_;
+            return reason;
+        }
+        default:
+            return "";
+    }
+}
+
+std::string Worker::parked_reason() const {
     if (parked_rule_.empty()) return host_kills_.tripped() ? HostKillGuard::verdict() : "";
     std::string reason = "rule '" + parked_rule_ + "'";
     if (const auto& c = parked_checkpoint_) {

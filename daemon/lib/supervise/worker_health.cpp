@@ -48,6 +48,7 @@ void Worker::on_notify_readable() {
 void Worker::handle_notify(const NotifyDatagram& d) {
     auto reject = [&](const std::string& why) {
         ++rejected_notify_;
+        last_rejected_notify_ = why;
         // Bounded logging: the first few, then every 100th.
         if (rejected_notify_ <= 5 || rejected_notify_ % 100 == 0)
             emit(EventKind::notify_rejected,

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "ctl_process.h"
 #include "server_fixture.h"
@@ -39,6 +40,96 @@ TEST_F(InfervisorctlTest, StatusPrintsATable) {
     EXPECT_THAT(r.out, HasSubstr("4242"));
     EXPECT_THAT(r.out, HasSubstr("whisper"));
     EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));  // not a terminal: no colour
+}
+
+// Issue 27, point 8: the table was ~125 columns; at 80 every row wrapped.
+TEST_F(InfervisorctlTest, TheStatusTableFits80ColumnsAndOWideHasTheRest) {
+    server.on_loop([](FakeSupervisor& fake) {
+        auto& w = fake.add_worker("whisper-large-v3", "running");
+        w.phase = "loading";  // the widest state: "running (loading)"
+        w.main_pid = 4194304;
+        w.uptime_usec = 3 * 86400ull * 1000000;
+        w.memory_current = 15ull << 30;
+        w.memory_max = 17ull << 30;
+        w.memory_pressure_some_avg10 = 12.34;
+        w.restarts = 123;
+        w.last_exit = "killed by SIGKILL (memory.max)";
+        w.probes = {ProbeStatus{"startup", "GET http://127.0.0.1:8080/health", "unknown", true}};
+        fake.add_worker("broken", "failed").state_reason =
+            "start limit hit: 5 starts within 10s; the last: could not start: execve: No such "
+            "file or directory";
+    });
+    auto narrow = ctl({"status"});
+    std::istringstream lines(narrow.out);
+    std::string line;
+    bool table = true;
+    while (std::getline(lines, line)) {
+        if (line.empty()) table = false;  // the notes follow the table
+        if (table) {
+            EXPECT_LE(line.size(), 80u) << line;
+        }
+    }
+    EXPECT_THAT(narrow.out, Not(HasSubstr("LAST EXIT")));
+    EXPECT_THAT(narrow.out, HasSubstr("running (loading)"));
+    // What the table has no room for, under it.
+    EXPECT_THAT(narrow.out, HasSubstr("\nbroken: failed (start limit hit: 5 starts within 10s; "
+                                      "the last: could not start: execve: No such file"));
+    EXPECT_THAT(narrow.out, HasSubstr("whisper-large-v3: running (loading); probes: startup "
+                                      "waiting\n"));
+    auto wide = ctl({"status", "-o", "wide"});
+    EXPECT_THAT(wide.out, HasSubstr("LAST EXIT"));
+    EXPECT_THAT(wide.out, HasSubstr("killed by SIGKILL (memory.max)"));
+    EXPECT_THAT(wide.out, HasSubstr("failed (start limit hit"));
+    EXPECT_EQ(ctl({"status", "-o", "tall"}).exit_code, 2);
+    // --no-legend is for scripts (the completions read names from it): rows only.
+    EXPECT_THAT(ctl({"status", "--no-legend"}).out, Not(HasSubstr("broken: failed")));
+}
+
+// Issue 27, point 6: `status NAME` answers what state, since when, why and
+// what next, with the worker's newest events under it; JSON has the reason
+// and the state's age.
+TEST_F(InfervisorctlTest, StatusOfANamedWorkerSaysWhyAndWhatNext) {
+    server.on_loop([](FakeSupervisor& fake) {
+        auto& w = fake.add_worker("broken", "failed");
+        w.state_reason =
+            "start limit hit: 5 starts within 10s; the last: could not start: spawn "
+            "/usr/bin/nonexistent-server: execve: No such file or directory";
+        w.state_age_usec = 90'000'000;
+        w.last_exit = "could not start: spawn /usr/bin/nonexistent-server: execve: No such file";
+        for (int i = 0; i < 7; ++i)
+            fake.emit({1700000000000000 + i * 1000000ull,
+                       "broken",
+                       "start-failed",
+                       "could not start: attempt " + std::to_string(i),
+                       {}});
+        fake.emit({1700000010000000, "llama", "ready", "running", {}});
+        fake.add_worker("batch", "parked").state_reason = "rule 'too-long'";
+    });
+    auto r = ctl({"status", "broken"});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_THAT(r.out, HasSubstr("broken - failed\n"));
+    EXPECT_THAT(r.out, HasSubstr("State: failed (start limit hit: 5 starts within 10s; the last: "
+                                 "could not start: spawn /usr/bin/nonexistent-server: execve: No "
+                                 "such file or directory) for 1m30s\n"));
+    EXPECT_THAT(r.out, HasSubstr("Next: fix the cause (see its events and `infervisorctl logs "
+                                 "broken`), then `infervisorctl start broken`"));
+    // Its newest five events, oldest first; no one else's.
+    EXPECT_THAT(r.out, Not(HasSubstr("attempt 1\n")));
+    EXPECT_THAT(r.out, HasSubstr("broken start-failed: could not start: attempt 2\n"));
+    EXPECT_THAT(r.out, HasSubstr("broken start-failed: could not start: attempt 6\n"));
+    EXPECT_THAT(r.out, Not(HasSubstr("llama ready")));
+    EXPECT_THAT(ctl({"status", "batch"}).out,
+                HasSubstr("Next: `infervisorctl start batch` starts it again"));
+    auto shown = ctl({"show", "broken"});
+    EXPECT_THAT(shown.out, HasSubstr("Next: fix the cause"));
+    EXPECT_THAT(shown.out, HasSubstr("attempt 6"));
+    auto doc = json::parse(ctl({"status", "--json", "broken"}).out);
+    EXPECT_THAT(doc["workers"][0]["state_reason"].get<std::string>(), HasSubstr("execve"));
+    EXPECT_EQ(doc["workers"][0]["state_age_usec"], 90'000'000);
+    // An unknown name: its error, and no empty table before it.
+    auto nope = ctl({"status", "nope"});
+    EXPECT_EQ(nope.out, "");
+    EXPECT_THAT(nope.err, HasSubstr("no worker named 'nope'"));
 }
 
 TEST_F(InfervisorctlTest, StatusSaysWhyAWorkerIsSuspended) {

@@ -96,6 +96,13 @@ TEST_F(StartOutcomeTest, AStartOfACommandThatDoesNotExistFailsWithTheReason) {
     spec.command = {"/usr/bin/nonexistent-server"};
     supervisor_->apply(config({spec}));
     run_until([&] { return supervisor_->find("broken")->state() == WorkerState::failed; });
+    // Issue 27, point 6: status says why, not only "exited with code 127".
+    auto status = service_->list_workers().at(0);
+    EXPECT_THAT(status.state_reason, HasSubstr("start limit hit: "));
+    EXPECT_THAT(status.state_reason, HasSubstr("could not start: "));
+    EXPECT_THAT(status.last_exit, HasSubstr("could not start: "));
+    EXPECT_THAT(status.last_exit, HasSubstr("execve: No such file or directory"));
+    ASSERT_TRUE(status.state_age_usec.has_value());
     auto outcome = answer_of([&](auto done) { service_->start({"broken"}, done); });
     EXPECT_FALSE(outcome.ok());
     EXPECT_EQ(outcome.worker, "broken");
@@ -107,6 +114,7 @@ TEST_F(StartOutcomeTest, StartAndRestartOfANotifyWorkerAnswerOnceTheRunIsReady) 
     auto spec = example("loader", {"--load-ms", "300"});
     spec.notify = true;
     supervisor_->apply(config({spec}));
+    EXPECT_EQ(service_->list_workers().at(0).state_reason, "waiting for READY=1");
     run_until_event("loader", K::ready);
     // Running: answered at once.
     EXPECT_TRUE(answer_of([&](auto done) { service_->start({"loader"}, done); }).ok());
