@@ -20,16 +20,23 @@ struct StatusArgs {
 
 constexpr std::size_t kEventsPerWorker = 5;
 
-// The newest kEventsPerWorker events of `name`, oldest first (from the
-// daemon's recent events; none when it cannot say).
-std::vector<ControlEvent> recent_events_of(VarlinkClient& client, const std::string& name) {
+// The daemon's recent events, oldest first; none when it cannot say. One
+// call, however many workers are shown.
+std::vector<ControlEvent> recent_events(VarlinkClient& client) {
     auto reply = client.call("io.infervisor.supervisor.RecentEvents", {{"limit", 1000}});
+    std::vector<ControlEvent> events;
+    if (!reply || !reply->error.empty()) return events;
+    for (const auto& item : reply->parameters.value("events", json::array()))
+        events.push_back(event_from_json(item));
+    return events;
+}
+
+// The newest kEventsPerWorker of `events` that are `name`'s, oldest first.
+std::vector<ControlEvent> events_of(const std::vector<ControlEvent>& events,
+                                    const std::string& name) {
     std::vector<ControlEvent> mine;
-    if (!reply || !reply->error.empty()) return mine;
-    for (const auto& item : reply->parameters.value("events", json::array())) {
-        auto e = event_from_json(item);
-        if (e.worker == name) mine.push_back(std::move(e));
-    }
+    for (const auto& e : events)
+        if (e.worker == name) mine.push_back(e);
     if (mine.size() > kEventsPerWorker)
         mine.erase(mine.begin(), mine.end() - static_cast<long>(kEventsPerWorker));
     return mine;
@@ -52,16 +59,16 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     }
     // Named workers: a block each (with its events), as `systemctl status
     // UNIT`; else the table and, under it, what the table has no room for.
-    std::vector<std::vector<ControlEvent>> events;
-    if (!ctx.json && !args.names.empty())
-        for (const auto& w : workers) events.push_back(recent_events_of(*client, w.name));
+    std::vector<ControlEvent> events;
+    if (!ctx.json && !args.names.empty()) events = recent_events(*client);
     ctx.page();
     if (ctx.json) {
         std::cout << dump_json({{"workers", shown}}, 2) << "\n";
     } else if (!args.names.empty()) {
         for (std::size_t i = 0; i < workers.size(); ++i) {
             if (i > 0) std::cout << "\n";
-            print_worker_block(std::cout, workers[i], events[i], ctx.colour);
+            print_worker_block(std::cout, workers[i], events_of(events, workers[i].name),
+                               ctx.colour);
         }
     } else {
         auto width = args.output == "wide" ? TableWidth::wide : TableWidth::narrow;
@@ -91,7 +98,7 @@ void run_show(CliContext& ctx, const std::string& name) {
     }
     WorkerDetail detail{worker_status_from_json(reply->parameters.value("worker", json())),
                         reply->parameters.value("spec", json::object())};
-    print_worker_detail(std::cout, detail, recent_events_of(*client, name), ctx.colour);
+    print_worker_detail(std::cout, detail, events_of(recent_events(*client), name), ctx.colour);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@ namespace infervisor {
 
 namespace {
 
-std::optional<std::string> caps_overcommit(const Config& config, uint64_t mem_total,
-                                           const MemInfo& host) {
+// `host.mem_total` is known.
+std::optional<std::string> caps_overcommit(const Config& config, const MemInfo& host) {
     uint64_t caps = 0;
     size_t capped = 0;
     for (const auto& w : config.workers)
@@ -15,7 +15,7 @@ std::optional<std::string> caps_overcommit(const Config& config, uint64_t mem_to
             caps += *w.memory.max;
             ++capped;
         }
-    const uint64_t room = mem_total + host.swap_total.value_or(0);
+    const uint64_t room = *host.mem_total + host.swap_total.value_or(0);
     if (caps <= room) return std::nullopt;
     return "the memory.max of " + std::to_string(capped) + " worker(s) add up to " +
            human_size(caps) + ", " + human_size(caps - room) +
@@ -30,7 +30,7 @@ std::optional<std::string> caps_overcommit(const Config& config, uint64_t mem_to
 std::vector<std::string> host_fit_warnings(const Config& config, const MemInfo& host) {
     std::vector<std::string> warnings;
     if (!host.mem_total) return warnings;
-    if (auto caps = caps_overcommit(config, *host.mem_total, host)) warnings.push_back(*caps);
+    if (auto caps = caps_overcommit(config, host)) warnings.push_back(*caps);
     for (const auto& w : config.workers)
         if (w.memory.reserve && *w.memory.reserve > *host.mem_total && !w.overcommit)
             warnings.push_back("worker '" + w.name + "': memory.reserve " +
