@@ -1,12 +1,14 @@
 // start|stop|restart|checkpoint|suspend|resume NAME..., kill [--signal SIG]
-// NAME, reload, remove-workdir NAME
+// NAME..., reload, remove-workdir NAME
 #include <cerrno>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "commands.h"
+#include "control/varlink_message.h"
 
 namespace infervisor::cli {
 
@@ -14,11 +16,21 @@ namespace {
 
 using nlohmann::json;
 
+constexpr const char* kExitCodeSays =
+    "its exit code says how it went, and 'infervisorctl status --json' what came of it";
+
 void run_reload(CliContext& ctx) {
     auto client = ctx.connect();
     if (!client) return;
     auto reply = ctx.call(*client, "io.infervisor.supervisor.Reload");
     if (!reply) return;
+    if (ctx.json) {
+        json changes = json::object();
+        for (const char* what : {"added", "removed", "changed", "warnings"})
+            changes[what] = reply->parameters.value(what, json::array());
+        std::cout << dump_json(changes) << "\n";
+        return;
+    }
     for (const char* what : {"added", "removed", "changed"})
         for (const auto& name : reply->parameters.value(what, json::array()))
             if (name.is_string()) std::cout << what << " " << name.get<std::string>() << "\n";
@@ -36,6 +48,30 @@ void run_remove_workdir(CliContext& ctx, const std::string& name) {
         std::cout << "removed " << path << "\n";
     else
         std::cout << "no work dir at " << path << "; nothing to remove\n";
+}
+
+struct KillArgs {
+    std::vector<std::string> names;
+    std::string signal = "TERM";
+};
+
+// The daemon's Kill takes one name: every name is looked up first, so that
+// a typo signals none of them (as stop does).
+void run_kill(CliContext& ctx, const KillArgs& args) {
+    auto client = ctx.connect();
+    if (!client) return;
+    auto list = ctx.call(*client, "io.infervisor.supervisor.List");
+    if (!list) return;
+    std::set<std::string> known;
+    for (const auto& w : list->parameters.value("workers", json::array()))
+        if (w.is_object()) known.insert(w.value("name", ""));
+    for (const auto& name : args.names)
+        if (!known.count(name)) return ctx.fail(kUnknownWorker, "no worker named '" + name + "'");
+    int signal = *parse_signal(args.signal);
+    for (const auto& name : args.names)
+        if (!ctx.call(*client, "io.infervisor.supervisor.Kill",
+                      {{"name", name}, {"signal", signal}}))
+            return;
 }
 
 // --timeout: how long to wait for the answer; past it the command says so
@@ -76,7 +112,10 @@ void add_names_command(CLI::App& app, CliContext& ctx, const std::string& verb,
     cmd->add_option("--timeout", args->timeout,
                     "Wait at most this long for the answer (e.g. 30s, 5m) [default: no limit]");
     cmd->footer(footer);
-    cmd->callback([&ctx, args, verb, method] { run_names_command(ctx, verb, method, *args); });
+    cmd->callback([&ctx, args, verb, method] {
+        if (ctx.refuses_json(verb, kExitCodeSays)) return;
+        run_names_command(ctx, verb, method, *args);
+    });
 }
 
 }  // namespace
@@ -113,25 +152,20 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
                       "Resume suspended workers where they were",
                       "Examples:\n  infervisorctl resume batch");
 
-    struct KillArgs {
-        std::string name;
-        std::string signal = "TERM";
-    };
     auto args = std::make_shared<KillArgs>();
-    auto* kill = app.add_subcommand("kill", "Send a signal to every process of a worker");
-    kill->add_option("NAME", args->name, "The worker")->required();
+    auto* kill = app.add_subcommand("kill", "Send a signal to every process of workers");
+    kill->add_option("NAME", args->names, "Workers, by name")->required();
     kill->add_option("-s,--signal", args->signal, "Signal name or number (default TERM)")
         ->check([](const std::string& text) {
             return parse_signal(text) ? std::string() : "not a signal: " + text;
         });
     kill->footer(
-        "Examples:\n  infervisorctl kill llama\n  infervisorctl kill --signal KILL llama\n"
+        "All or nothing: when a name is unknown, no worker is signalled (exit 3).\n"
+        "Examples:\n  infervisorctl kill llama\n  infervisorctl kill --signal KILL llama whisper\n"
         "  infervisorctl kill -s USR1 llama");
     kill->callback([&ctx, args] {
-        auto client = ctx.connect();
-        if (!client) return;
-        ctx.call(*client, "io.infervisor.supervisor.Kill",
-                 {{"name", args->name}, {"signal", *parse_signal(args->signal)}});
+        if (ctx.refuses_json("kill", kExitCodeSays)) return;
+        run_kill(ctx, *args);
     });
 
     auto* reload = app.add_subcommand("reload", "Reread the configuration and apply it");
@@ -151,7 +185,10 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
         "Refused while a worker of that name is configured or running. Extra dirs\n"
         "are never deleted. Needs root or the daemon's control group.\n\n"
         "Examples:\n  infervisorctl remove-workdir old-llama");
-    remove->callback([&ctx, workdir_owner] { run_remove_workdir(ctx, *workdir_owner); });
+    remove->callback([&ctx, workdir_owner] {
+        if (ctx.refuses_json("remove-workdir", kExitCodeSays)) return;
+        run_remove_workdir(ctx, *workdir_owner);
+    });
 }
 
 }  // namespace infervisor::cli

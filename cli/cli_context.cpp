@@ -32,6 +32,12 @@ std::optional<VarlinkReply> CliContext::call(VarlinkClient& client, const std::s
     return std::move(*reply);
 }
 
+bool CliContext::refuses_json(const std::string& command, const std::string& instead) {
+    if (!json) return false;
+    fail(kUsage, "--json: '" + command + "' has no JSON output; " + instead);
+    return true;
+}
+
 void CliContext::fail(int code, const std::string& what) {
     std::cerr << "infervisorctl: " << what << "\n";
     exit_code = code;

@@ -33,6 +33,10 @@ struct CliContext {
     std::optional<VarlinkReply> call(VarlinkClient& client, const std::string& method,
                                      const nlohmann::json& parameters = nlohmann::json::object());
 
+    // For a command without JSON output: with --json, fails it as a usage
+    // error (rather than ignore the flag) and returns true.
+    bool refuses_json(const std::string& command, const std::string& instead);
+
     // Prints "infervisorctl: <what>" to stderr and records the exit code.
     void fail(int code, const std::string& what);
     void fail_transport(const Error& error);

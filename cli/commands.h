@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli_context.h"
+#include "option_checks.h"
 
 namespace infervisor::cli {
 

@@ -55,12 +55,11 @@ void add_history_command(CLI::App& app, CliContext& ctx) {
     cmd->add_option("name", args->name, "The worker")->required();
     cmd->add_flag("--json", ctx.json, "The samples and actions as JSON");
     cmd->add_flag("--csv", args->csv, "One CSV row per sample");
-    cmd->add_option("-n,--samples", args->samples, "Newest samples to show (default 1800)")
-        ->check(CLI::Range(1, 3600));
-    cmd->add_option("--width", args->width, "Columns (default: the terminal's)")
-        ->check(CLI::Range(20, 1000));
-    cmd->add_option("--height", args->height, "Rows of the memory chart (default 10)")
-        ->check(CLI::Range(3, 100));
+    add_count_option(cmd, "-n,--samples", args->samples, "Newest samples to show (default 1800)", 1,
+                     3600);
+    add_count_option(cmd, "--width", args->width, "Columns (default: the terminal's)", 20, 1000);
+    add_count_option(cmd, "--height", args->height, "Rows of the memory chart (default 10)", 3,
+                     100);
     cmd->footer(
         "The daemon keeps `metrics: history` of samples (default 1h) per worker.\n"
         "Examples:\n  infervisorctl history llama\n"

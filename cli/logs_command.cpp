@@ -4,6 +4,7 @@
 // the worker, and worker output it forwards with that field) or
 // SYSLOG_IDENTIFIER=infervisor-worker-NAME (worker stdout/stderr).
 #include <systemd/sd-journal.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <iostream>
@@ -85,18 +86,40 @@ int position(sd_journal* j, int lines) {
     return r;
 }
 
+// As journalctl: nothing found is said, not an empty screen; and when there
+// were no journal files to read at all, why that may be.
+void say_no_entries(sd_journal* j) {
+    std::cout << "-- No entries --\n";
+    uint64_t bytes = 0;
+    if (sd_journal_get_usage(j, &bytes) < 0 || bytes > 0) return;
+    std::cerr << "infervisorctl: no journal files were found"
+              << (::geteuid() == 0 ? ""
+                                   : " (the system journal needs root or the "
+                                     "systemd-journal/adm group)")
+              << "\n";
+}
+
 void run_logs(CliContext& ctx, const LogsArgs& args) {
     Journal journal;
     int lines = args.lines >= 0 ? args.lines : (args.follow ? 10 : -1);
     int r = open_journal(args, journal);
-    if (r >= 0) r = position(journal.get(), lines);
+    if (r < 0)
+        return ctx.fail(kFailure, "cannot open the journal" +
+                                      (args.directory.empty() ? "" : " in " + args.directory) +
+                                      ": " + std::strerror(-r));
+    r = position(journal.get(), lines);
     if (r >= 0 && !args.follow) ctx.page();
+    size_t printed = 0;
     while (r >= 0) {
-        while ((r = sd_journal_next(journal.get())) > 0) print_entry(ctx, journal.get());
+        while ((r = sd_journal_next(journal.get())) > 0) {
+            print_entry(ctx, journal.get());
+            ++printed;
+        }
         if (r < 0 || !args.follow) break;
         r = sd_journal_wait(journal.get(), static_cast<uint64_t>(-1));
     }
-    if (r < 0) ctx.fail(kFailure, std::string("reading the journal: ") + std::strerror(-r));
+    if (r < 0) return ctx.fail(kFailure, std::string("reading the journal: ") + std::strerror(-r));
+    if (printed == 0 && !ctx.json) say_no_entries(journal.get());
 }
 
 }  // namespace
@@ -106,8 +129,8 @@ void add_logs_command(CLI::App& app, CliContext& ctx) {
     auto* logs = app.add_subcommand("logs", "Show a worker's output and events from the journal");
     logs->add_option("NAME", args->name, "The worker")->required();
     logs->add_flag("-f,--follow", args->follow, "Keep printing new entries");
-    logs->add_option("-n,--lines", args->lines, "Show only the newest N entries (10 with -f)")
-        ->check(CLI::NonNegativeNumber);
+    add_count_option(logs, "-n,--lines", args->lines, "Show only the newest N entries (10 with -f)",
+                     0, 1000000);
     logs->add_option("-D,--directory", args->directory,
                      "Read journal files from this directory instead of the system journal");
     logs->add_flag("--json", ctx.json, "One JSON object per line");

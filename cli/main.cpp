@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <iostream>
 #include <string_view>
 
@@ -32,6 +33,17 @@ bool is_command(const CLI::App& app, std::string_view word) {
     return false;
 }
 
+// CLI11's parse errors as our own: "infervisorctl: " first, and which
+// command's --help to read.
+std::string failure_message(const CLI::App* app, const CLI::Error& e) {
+    std::string command = "infervisorctl";
+    for (const auto* sub : app->get_subcommands()) command += " " + sub->get_name();
+    std::string what = e.what();
+    if (!what.empty())
+        what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+    return "infervisorctl: " + what + "\n(see '" + command + " --help')\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,12 +51,14 @@ int main(int argc, char** argv) {
     ctx.colour = colour_wanted(STDOUT_FILENO);
     CLI::App app{"Control infervisord, the supervisor of AI inference workers.", "infervisorctl"};
     app.require_subcommand(1);
+    app.failure_message(failure_message);
     app.fallthrough();  // the global options also after the command
     app.set_version_flag("--version", INFERVISOR_VERSION);
     app.add_option("--socket", ctx.socket, "The daemon's control socket")
         ->envname("INFERVISOR_SOCKET")
         ->capture_default_str();
-    app.add_flag("--json", ctx.json, "Print JSON (status, show, events, logs, config check)");
+    app.add_flag("--json", ctx.json,
+                 "Print JSON (status, show, events, logs, history, config check, reload)");
     app.add_flag("--no-pager{false}", ctx.use_pager,
                  "Do not pipe long output into a pager ($SYSTEMD_PAGER, $PAGER, less)");
     app.add_flag("--no-legend{false}", ctx.legend, "Print tables without their header line");

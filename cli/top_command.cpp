@@ -3,10 +3,12 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "commands.h"
 #include "control/status_json.h"
@@ -54,9 +56,12 @@ bool wait_for_quit(bool keyboard) {
     return key == 'q' || key == 'Q';
 }
 
-bool draw(CliContext& ctx, VarlinkClient& client, bool terminal, TableWidth width) {
-    auto reply = ctx.call(client, "io.infervisor.supervisor.List");
-    if (!reply) return false;
+// Draws one screen; a failed List is returned, not printed: the screen it
+// would be printed on is about to be left.
+std::optional<Result<VarlinkReply>> draw(VarlinkClient& client, const CliContext& ctx,
+                                         bool terminal, TableWidth width) {
+    auto reply = client.call("io.infervisor.supervisor.List");
+    if (!reply || reply->failed()) return reply;
     std::vector<WorkerStatus> workers;
     for (const auto& item : reply->parameters.value("workers", json::array()))
         workers.push_back(worker_status_from_json(item));
@@ -69,7 +74,18 @@ bool draw(CliContext& ctx, VarlinkClient& client, bool terminal, TableWidth widt
     print_status_table(std::cout, workers, ctx.colour, ctx.legend, width);
     if (width == TableWidth::narrow && ctx.legend) print_status_notes(std::cout, workers);
     std::cout << std::flush;
-    return true;
+    return std::nullopt;
+}
+
+// After the screen is restored: why top ended, if not by the user. The
+// daemon's stop or restart is expected (said, exit 0), as for events -f.
+void report(CliContext& ctx, const Result<VarlinkReply>& failed) {
+    if (!failed && (failed.error().code == ECONNRESET || failed.error().code == EPIPE)) {
+        std::cerr << "-- infervisord closed the connection (it stopped or restarted) --\n";
+        return;
+    }
+    if (!failed) return ctx.fail_transport(failed.error());
+    ctx.fail_reply(*failed);
 }
 
 void run_top(CliContext& ctx, int iterations, TableWidth width) {
@@ -84,12 +100,14 @@ void run_top(CliContext& ctx, int iterations, TableWidth width) {
     std::unique_ptr<RawKeyboard> raw;
     if (keyboard) raw = std::make_unique<RawKeyboard>();
     if (terminal) std::cout << "\x1b[?1049h";  // alternate screen
+    std::optional<Result<VarlinkReply>> failed;
     for (int i = 0; iterations == 0 || i < iterations; ++i) {
-        if (!draw(ctx, *client, terminal, width)) break;
+        if ((failed = draw(*client, ctx, terminal, width))) break;
         if (iterations != 0 && i + 1 == iterations) break;
         if (wait_for_quit(keyboard)) break;
     }
     if (terminal) std::cout << "\x1b[?1049l" << std::flush;
+    if (failed) report(ctx, *failed);
 }
 
 }  // namespace
@@ -99,14 +117,16 @@ void add_top_command(CLI::App& app, CliContext& ctx) {
     auto output = std::make_shared<std::string>();
     auto* top =
         app.add_subcommand("top", "Watch the workers: the status table, redrawn every second");
-    top->add_option("-i,--iterations", *iterations, "Stop after N redraws (default: until q)")
-        ->check(CLI::NonNegativeNumber);
+    add_count_option(top, "-i,--iterations", *iterations,
+                     "Stop after N redraws (default 0: until q)", 0, 1000000);
     top->add_option("-o,--output", *output, "'wide': every column, as status -o wide")
         ->check(CLI::IsMember({"wide"}));
     top->footer(
         "Press q or Ctrl-C to quit.\n\n"
         "Examples:\n  infervisorctl top\n  infervisorctl top --iterations 1 > snapshot.txt");
     top->callback([&ctx, iterations, output] {
+        if (ctx.refuses_json("top", "'infervisorctl status --json' prints the same as JSON"))
+            return;
         run_top(ctx, *iterations, *output == "wide" ? TableWidth::wide : TableWidth::narrow);
     });
 }

@@ -6,7 +6,7 @@ function __infervisorctl_workers
 end
 
 set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir events history logs config top
-set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir
+set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir events
 
 complete -c infervisorctl -f
 complete -c infervisorctl -l socket -r -F -d "The daemon's control socket"
@@ -38,6 +38,7 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from start stop restart che
 complete -c infervisorctl -n '__fish_seen_subcommand_from kill' -s s -l signal -x -a 'TERM KILL HUP INT QUIT USR1 USR2 STOP CONT' -d 'The signal'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l follow -d 'Keep printing new entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'
+complete -c infervisorctl -n '__fish_seen_subcommand_from events' -s S -l since -x -d 'Only events at or after this time'
 complete -c infervisorctl -n '__fish_seen_subcommand_from logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
 complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l output -x -a wide -d 'Every column'

@@ -15,6 +15,9 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
         "live in infervisor-workers.service's cgroup and outlive a restart of the daemon.",
         "infervisord"};
     app.get_formatter()->column_width(32);
+    app.failure_message([](const CLI::App*, const CLI::Error& e) {
+        return std::string("infervisord: ") + e.what() + "\n(see 'infervisord --help')\n";
+    });
     app.add_option("-c,--config", o.config_file, "Main configuration file")->capture_default_str();
     app.add_option("--workers-dir", o.workers_dir,
                    "Directory of worker drop-ins (*.yaml) [default: workers.d next to --config]");

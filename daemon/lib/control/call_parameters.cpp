@@ -41,6 +41,17 @@ void CallParameters::string_list(const char* key, std::vector<std::string>& out)
     }
 }
 
+void CallParameters::optional_string_list(const char* key, std::vector<std::string>& out) {
+    auto v = claim(key);
+    out.clear();
+    if (!v) return;
+    if (!v->is_array()) return reject(key);
+    for (const auto& item : *v) {
+        if (!item.is_string()) return reject(key);
+        out.push_back(item.get<std::string>());
+    }
+}
+
 void CallParameters::optional_string_records(const char* key,
                                              const std::vector<std::string>& fields,
                                              std::vector<StringRecord>& out) {

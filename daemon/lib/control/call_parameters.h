@@ -23,6 +23,8 @@ class CallParameters {
     void optional_string(const char* key, std::optional<std::string>& out);
     // A non-empty array of strings.
     void string_list(const char* key, std::vector<std::string>& out);
+    // An array of strings (maybe empty), or null/absent (empty).
+    void optional_string_list(const char* key, std::vector<std::string>& out);
     // An array of objects that have exactly the members `fields`, each a
     // string (a record), or null/absent (empty).
     using StringRecord = std::map<std::string, std::string>;

@@ -113,6 +113,18 @@ struct ControlEvent {
     bool operator==(const ControlEvent&) const = default;
 };
 
+// Which events a caller asks for: of these workers (none: all, host-wide
+// ones included), at or after since_usec (CLOCK_REALTIME), the newest
+// `limit` of them.
+struct EventQuery {
+    std::size_t limit = 100;
+    std::vector<std::string> workers;
+    uint64_t since_usec = 0;
+
+    // Whether `event` is one asked for (the limit aside).
+    bool matches(const ControlEvent& event) const;
+};
+
 // The outcome of an acting call.
 struct ActionOutcome {
     enum class Kind { ok, worker_not_found, failed };
@@ -204,8 +216,9 @@ class SupervisorApi {
     // Reading: synchronous snapshots of current state.
     virtual std::vector<WorkerStatus> list_workers() const = 0;
     virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
-    // The newest `limit` events, oldest first (the supervisor keeps a ring).
-    virtual std::vector<ControlEvent> recent_events(std::size_t limit) const = 0;
+    // The newest events that match `query`, oldest first (the daemon keeps
+    // a ring of the last ones, control/event_ring.h).
+    virtual std::vector<ControlEvent> recent_events(const EventQuery& query) const = 0;
     // The newest `limit` samples of the worker's history; empty when no
     // such worker is configured.
     virtual std::optional<WorkerHistory> history(const std::string& /*name*/,

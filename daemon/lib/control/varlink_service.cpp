@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <exception>
+#include <limits>
 #include <map>
 
 #include "control/call_parameters.h"
@@ -20,6 +21,9 @@ using nlohmann::json;
 namespace err = varlink_error;
 
 constexpr int64_t kMaxEventsPerCall = 10000;
+// As many as a configuration may have (config/config_limits.h, kMaxWorkers):
+// every event of a subscription is held against the list.
+constexpr std::size_t kMaxWorkersPerQuery = 1024;
 // About 250 bytes of JSON each: a reply stays under 1 MiB.
 constexpr int64_t kMaxHistoryPerCall = 3600;
 
@@ -31,6 +35,27 @@ bool rejected(CallParameters& params, const std::shared_ptr<ReplySink>& sink) {
 }
 
 json names_json(const std::vector<std::string>& names) { return json(names); }
+
+// RecentEvents and Subscribe: the events asked for ("limit" or "history":
+// the newest of them), or none (and the call failed) when the parameters
+// are invalid.
+std::optional<EventQuery> event_query(CallParameters& params, const char* count,
+                                      int64_t default_count,
+                                      const std::shared_ptr<ReplySink>& sink) {
+    std::optional<int64_t> limit, since;
+    EventQuery query;
+    params.optional_integer(count, limit, 0, kMaxEventsPerCall);
+    params.optional_string_list("workers", query.workers);
+    params.optional_integer("since_usec", since, 0, std::numeric_limits<int64_t>::max());
+    if (rejected(params, sink)) return std::nullopt;
+    if (query.workers.size() > kMaxWorkersPerQuery) {
+        sink->fail(err::kInvalidParameter, {{"parameter", "workers"}});
+        return std::nullopt;
+    }
+    query.limit = static_cast<std::size_t>(limit.value_or(default_count));
+    query.since_usec = static_cast<uint64_t>(since.value_or(0));
+    return query;
+}
 
 // Turns an ActionOutcome into the call's final reply, if the caller is still there.
 SupervisorApi::ActionDone complete_action(const std::shared_ptr<ReplySink>& sink) {
@@ -309,12 +334,10 @@ void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
 
 void VarlinkService::recent_events(const VarlinkCall& call, const Sink& sink) {
     CallParameters params(call.parameters);
-    std::optional<int64_t> limit;
-    params.optional_integer("limit", limit, 0, kMaxEventsPerCall);
-    if (rejected(params, sink)) return;
+    auto query = event_query(params, "limit", 100, sink);
+    if (!query) return;
     json events = json::array();
-    for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(limit.value_or(100))))
-        events.push_back(to_json(e));
+    for (const auto& e : supervisor_.recent_events(*query)) events.push_back(to_json(e));
     sink->reply({{"events", std::move(events)}}, false);
 }
 
@@ -332,14 +355,14 @@ void VarlinkService::history(const VarlinkCall& call, const Sink& sink) {
 
 void VarlinkService::subscribe(const VarlinkCall& call, const Sink& sink) {
     CallParameters params(call.parameters);
-    std::optional<int64_t> history;
-    params.optional_integer("history", history, 0, kMaxEventsPerCall);
-    if (rejected(params, sink)) return;
+    auto query = event_query(params, "history", 0, sink);
+    if (!query) return;
     if (!call.more) return sink->fail(err::kExpectedMore, json::object());
-    for (const auto& e : supervisor_.recent_events(static_cast<std::size_t>(history.value_or(0))))
+    for (const auto& e : supervisor_.recent_events(*query))
         sink->reply({{"event", to_json(e)}}, true);
-    sink->hold(
-        supervisor_.subscribe([weak = std::weak_ptr<ReplySink>(sink)](const ControlEvent& e) {
+    sink->hold(supervisor_.subscribe(
+        [weak = std::weak_ptr<ReplySink>(sink), query = *query](const ControlEvent& e) {
+            if (!query.matches(e)) return;
             if (auto target = weak.lock()) target->reply({{"event", to_json(e)}}, true);
         }));
 }

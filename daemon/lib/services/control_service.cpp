@@ -13,7 +13,8 @@ ControlService::ControlService(WorkerContext& ctx, Supervisor& supervisor,
     : ctx_(ctx),
       supervisor_(supervisor),
       reload_(std::move(reload)),
-      history_(std::move(history)) {}
+      history_(std::move(history)),
+      recorder_(ctx.events) {}
 
 ControlService::~ControlService() { stop(); }
 
@@ -25,7 +26,7 @@ void ControlService::start() {
     if (running_) return;
     running_ = true;
     server_.reset();  // it refers to the service
-    service_ = std::make_unique<SupervisorService>(ctx_, supervisor_, reload_);
+    service_ = std::make_unique<SupervisorService>(ctx_, supervisor_, recorder_.ring(), reload_);
     service_->set_history_source(history_);
     ControlServerOptions options;
     options.path = control_socket_path(ctx_.paths);

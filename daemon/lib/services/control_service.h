@@ -2,12 +2,14 @@
 // Supervisor (SupervisorService) as a daemon service. The socket's path comes
 // from the runtime dir, who may change things from `control_group`.
 // Failing to create the socket is logged, not fatal: workers are supervised
-// all the same.
+// all the same. It keeps the daemon's recent events from its construction
+// (EventRecorder), so a socket started later still has those of start-up.
 #pragma once
 
 #include <memory>
 
 #include "control/control_server.h"
+#include "services/event_recorder.h"
 #include "services/service.h"
 #include "services/supervisor_service.h"
 
@@ -32,6 +34,7 @@ class ControlService final : public Service {
     Supervisor& supervisor_;
     SupervisorService::ReloadFunction reload_;
     SupervisorService::HistorySource history_;
+    EventRecorder recorder_;  // from the construction on: the events of start-up too
     std::string control_group_;
     std::unique_ptr<SupervisorService> service_;
     std::unique_ptr<ControlServer> server_;

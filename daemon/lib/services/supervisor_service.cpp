@@ -7,12 +7,11 @@
 #include "cgroup/cgroup_stats.h"
 #include "config/config_loader.h"
 #include "services/config_check_helper.h"
+#include "services/event_recorder.h"
 
 namespace infervisor {
 
 namespace {
-
-constexpr size_t kRecentEvents = 1000;
 
 // For actions on several workers that each settle later: answers `done`
 // once, with the first failure, or success when every worker has settled.
@@ -85,16 +84,6 @@ nlohmann::json probes_to_json(const ProbesSpec& probes) {
 
 }  // namespace
 
-ControlEvent to_control_event(const Event& e) {
-    ControlEvent out;
-    out.time_usec = e.realtime_usec;
-    out.worker = e.worker;
-    out.kind = std::string(event_name(e.kind));
-    out.message = e.message;
-    for (const auto& [k, v] : e.fields) out.fields[k] = v;
-    return out;
-}
-
 nlohmann::json spec_to_json(const WorkerSpec& s) {
     nlohmann::json rules = nlohmann::json::array();
     for (const auto& r : s.rules) rules.push_back(r.name);
@@ -142,18 +131,14 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
 }
 
 SupervisorService::SupervisorService(WorkerContext& ctx, Supervisor& supervisor,
-                                     ReloadFunction reload)
+                                     const EventRing& recent, ReloadFunction reload)
     : ctx_(ctx),
       supervisor_(supervisor),
+      recent_(recent),
       reload_(std::move(reload)),
-      checks_(ctx.io, kMaxChecks, kCheckDeadline, kCheckNice) {
-    recorder_ = ctx_.events.subscribe([this](const Event& e) {
-        recent_.push_back(to_control_event(e));
-        if (recent_.size() > kRecentEvents) recent_.pop_front();
-    });
-}
+      checks_(ctx.io, kMaxChecks, kCheckDeadline, kCheckNice) {}
 
-SupervisorService::~SupervisorService() { ctx_.events.unsubscribe(recorder_); }
+SupervisorService::~SupervisorService() = default;
 
 ConfigCheckHelper SupervisorService::default_check_helper() {
     ConfigCheckHelper helper;
@@ -228,9 +213,8 @@ std::optional<WorkerHistory> SupervisorService::history(const std::string& name,
     return h;
 }
 
-std::vector<ControlEvent> SupervisorService::recent_events(std::size_t limit) const {
-    size_t n = std::min(limit, recent_.size());
-    return {recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end()};
+std::vector<ControlEvent> SupervisorService::recent_events(const EventQuery& query) const {
+    return recent_.select(query);
 }
 
 void SupervisorService::validate_config(ConfigTexts texts, const PeerCredentials& caller,

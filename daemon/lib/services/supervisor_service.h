@@ -1,12 +1,12 @@
 // SupervisorService: the Supervisor as the control socket sees it
 // (control/supervisor_api.h): status snapshots, acting calls that complete
 // when the workers have settled, reload, config validation, and the event
-// stream (journal events converted, with a ring of recent ones).
+// stream (journal events converted; the recent ones from an EventRecorder).
 #pragma once
 
-#include <deque>
 #include <functional>
 
+#include "control/event_ring.h"
 #include "control/supervisor_api.h"
 #include "services/config_check_helper.h"
 #include "services/config_load_runner.h"
@@ -28,12 +28,14 @@ class SupervisorService final : public SupervisorApi {
     // CPU against a check, workers their usual share.
     static constexpr int kCheckNice = 10;
 
-    SupervisorService(WorkerContext& ctx, Supervisor& supervisor, ReloadFunction reload);
+    // `recent`: the events RecentEvents and Subscribe's history come from.
+    SupervisorService(WorkerContext& ctx, Supervisor& supervisor, const EventRing& recent,
+                      ReloadFunction reload);
     ~SupervisorService() override;
 
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
-    std::vector<ControlEvent> recent_events(std::size_t limit) const override;
+    std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     std::optional<WorkerHistory> history(const std::string& name, std::size_t limit) const override;
     // Where history() comes from (the daemon's MetricsCollector).
     using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
@@ -68,17 +70,14 @@ class SupervisorService final : public SupervisorApi {
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;
+    const EventRing& recent_;
     ReloadFunction reload_;
     HistorySource history_;
-    std::deque<ControlEvent> recent_;
-    EventBus::SinkId recorder_ = 0;
     ConfigLoadRunner checks_;
     ConfigCheckHelper check_helper_ = default_check_helper();
     static ConfigCheckHelper default_check_helper();
 };
 
-// A journal Event as control clients see it.
-ControlEvent to_control_event(const Event& event);
 // The spec as `infervisorctl show` prints it (keys as in the YAML config).
 nlohmann::json spec_to_json(const WorkerSpec& spec);
 

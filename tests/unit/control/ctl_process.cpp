@@ -107,15 +107,17 @@ CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& option
 
 RunningCtl start_ctl(const std::vector<std::string>& args) {
     std::string path = ctl_path();
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC)) return {};
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) return {};
     pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(out[1], 1);
+        ::dup2(err[1], 2);
         exec_ctl(path, args, {});
     }
     ::close(out[1]);
-    return {pid, out[0]};
+    ::close(err[1]);
+    return {pid, out[0], err[0]};
 }
 
 std::string RunningCtl::read_line() {
@@ -129,11 +131,22 @@ std::string RunningCtl::read_line() {
     return line;
 }
 
+CtlResult RunningCtl::wait() {
+    CtlResult result;
+    drain(out_fd, err_fd, result);
+    result.exit_code = reap(pid);
+    ::close(out_fd);
+    ::close(err_fd);
+    pid = -1;
+    return result;
+}
+
 void RunningCtl::stop() {
     if (pid < 0) return;
     ::kill(pid, SIGTERM);
     reap(pid);
     ::close(out_fd);
+    ::close(err_fd);
     pid = -1;
 }
 

@@ -29,8 +29,12 @@ CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& option
 struct RunningCtl {
     pid_t pid = -1;
     int out_fd = -1;
+    int err_fd = -1;
     // Reads one line (bounded wait, 20 s); "" when none came.
     std::string read_line();
+    // Waits (20 s at most) for it to end by itself: its exit code, the rest
+    // of its stdout and its stderr.
+    CtlResult wait();
     // SIGTERMs and reaps it.
     void stop();
 };

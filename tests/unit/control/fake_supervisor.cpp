@@ -51,10 +51,8 @@ std::optional<WorkerDetail> FakeSupervisor::get_worker(const std::string& name) 
     return std::nullopt;
 }
 
-std::vector<ControlEvent> FakeSupervisor::recent_events(std::size_t limit) const {
-    auto first =
-        events_.size() > limit ? events_.end() - static_cast<long>(limit) : events_.begin();
-    return {first, events_.end()};
+std::vector<ControlEvent> FakeSupervisor::recent_events(const EventQuery& query) const {
+    return events_.select(query);
 }
 
 void FakeSupervisor::validate_config(ConfigTexts texts, const PeerCredentials& caller,
@@ -163,7 +161,7 @@ Subscription FakeSupervisor::subscribe(EventSink sink) {
 }
 
 void FakeSupervisor::emit(ControlEvent event) {
-    events_.push_back(event);
+    events_.record(event);
     auto targets = subscribers_;  // a sink may end any subscription
     for (const auto& [id, sink] : targets)
         if (subscribers_.count(id)) sink(event);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "control/event_ring.h"
 #include "control/supervisor_api.h"
 
 namespace infervisor::testing {
@@ -25,7 +26,7 @@ class FakeSupervisor : public SupervisorApi {
 
     std::vector<WorkerStatus> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
-    std::vector<ControlEvent> recent_events(std::size_t limit) const override;
+    std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     // Every line (of every text) that says "bad" is an error there;
     // answered at once (or refused with `refuse_validation` when that is set).
     void validate_config(ConfigTexts texts, const PeerCredentials& caller,
@@ -66,7 +67,7 @@ class FakeSupervisor : public SupervisorApi {
     WorkerDetail* find(const std::string& name);
 
     std::vector<WorkerDetail> workers_;
-    std::vector<ControlEvent> events_;
+    EventRing events_;
     std::map<int, EventSink> subscribers_;
     int next_subscriber_ = 0;
     std::vector<std::function<void()>> pending_;

@@ -491,6 +491,78 @@ TEST_F(InfervisorctlTest, EventsPastAndFollowed) {
     follower.stop();
 }
 
+TEST_F(InfervisorctlTest, EventsOfOneWorkerSinceATimeAndNamedAsInTheText) {
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.emit({1700000000000000, "llama", "started", "started pid 4242", {}});
+        fake.emit({1700000001000000, "web", "oom-killed", "over memory.max", {}});
+        fake.emit({1700000002000000, "llama", "ready", "ready", {}});
+    });
+    auto web = ctl({"events", "web"});
+    EXPECT_EQ(web.exit_code, 0) << web.err;
+    EXPECT_THAT(web.out, HasSubstr("web oom-killed: over memory.max"));
+    EXPECT_THAT(web.out, Not(HasSubstr("llama")));
+    auto since = ctl({"events", "llama", "--since", "@1700000001"});
+    EXPECT_THAT(since.out, HasSubstr("llama ready"));
+    EXPECT_THAT(since.out, Not(HasSubstr("started pid")));
+    // JSON names the kind as the text does, not as the Varlink enum.
+    auto j = ctl({"events", "web", "--json"});
+    EXPECT_EQ(json::parse(j.out)["kind"], "oom-killed");
+    auto none = ctl({"events", "nobody-here"});
+    EXPECT_EQ(none.exit_code, 0);
+    EXPECT_EQ(none.out, "-- No entries --\n");
+    auto bad = ctl({"events", "--since", "1x"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_THAT(bad.err, HasSubstr("infervisorctl: --since: expected e.g. 10m"));
+}
+
+TEST_F(InfervisorctlTest, EventsFollowSaysSoWhenTheDaemonGoes) {
+    auto follower = testing::start_ctl(
+        {"--socket", server.socket_path().string(), "events", "--follow", "-n", "0"});
+    ASSERT_TRUE(server.eventually(
+        [](FakeSupervisor& f, ControlServer&) { return f.subscriber_count() == 1; }));
+    server.stop();
+    auto ended = follower.wait();
+    EXPECT_EQ(ended.exit_code, 0) << ended.err;
+    EXPECT_THAT(ended.err, HasSubstr("infervisord closed the connection"));
+}
+
+TEST_F(InfervisorctlTest, OptionErrorsSayWhatIsExpected) {
+    auto top = ctl({"top", "-i", "-1"});
+    EXPECT_EQ(top.exit_code, 2);
+    EXPECT_THAT(top.err, HasSubstr("infervisorctl: --iterations: expected a whole number from 0 "
+                                   "to 1000000, not '-1'\n(see 'infervisorctl top --help')"));
+    auto lines = ctl({"events", "-n", "abc"});
+    EXPECT_EQ(lines.exit_code, 2);
+    EXPECT_THAT(lines.err, HasSubstr("--lines: expected a whole number from 0 to 10000, not 'abc'"));
+    auto unknown = ctl({"status", "--bogus"});
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_THAT(unknown.err, HasSubstr("infervisorctl: the following argument was not expected"));
+}
+
+TEST_F(InfervisorctlTest, JsonIsRefusedWhereThereIsNoneAndGivenByReload) {
+    for (auto args : std::vector<std::vector<std::string>>{
+             {"--json", "restart", "llama"}, {"kill", "--json", "llama"}, {"--json", "top"}}) {
+        auto r = ctl(args);
+        EXPECT_EQ(r.exit_code, 2) << args[1];
+        EXPECT_THAT(r.err, HasSubstr("has no JSON output")) << args[1];
+    }
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
+    auto reload = ctl({"reload", "--json"});
+    EXPECT_EQ(reload.exit_code, 0) << reload.err;
+    auto changes = json::parse(reload.out);
+    EXPECT_TRUE(changes.contains("added") && changes.contains("warnings")) << reload.out;
+}
+
+TEST_F(InfervisorctlTest, KillTakesSeveralNamesAllOrNothing) {
+    auto typo = ctl({"kill", "llama", "lama"});
+    EXPECT_EQ(typo.exit_code, 3);
+    EXPECT_THAT(typo.err, HasSubstr("no worker named 'lama'"));
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
+    auto both = ctl({"kill", "-s", "HUP", "llama", "whisper"});
+    EXPECT_EQ(both.exit_code, 0) << both.err;
+    server.on_loop([](FakeSupervisor& fake) { EXPECT_EQ(fake.actions.size(), 2u); });
+}
+
 TEST_F(InfervisorctlTest, TopDrawsTheTable) {
     auto r = ctl({"top", "--iterations", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;

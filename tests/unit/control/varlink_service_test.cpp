@@ -94,6 +94,13 @@ TEST_F(VarlinkServiceTest, InvalidParametersAreNamed) {
          "signal"},
         {"io.infervisor.supervisor.Validate", {{"config", true}}, "config"},
         {"io.infervisor.supervisor.RecentEvents", {{"limit", -1}}, "limit"},
+        {"io.infervisor.supervisor.RecentEvents", {{"workers", "llama"}}, "workers"},
+        {"io.infervisor.supervisor.RecentEvents", {{"workers", {1}}}, "workers"},
+        {"io.infervisor.supervisor.RecentEvents",
+         {{"workers", std::vector<std::string>(1025, "x")}},
+         "workers"},
+        {"io.infervisor.supervisor.RecentEvents", {{"since_usec", -5}}, "since_usec"},
+        {"io.infervisor.supervisor.Subscribe", {{"since_usec", "1h"}}, "since_usec"},
         {"io.infervisor.supervisor.List", {{"filter", "x"}}, "filter"},
         {"org.varlink.service.GetInterfaceDescription", json::object(), "interface"},
     };
@@ -260,6 +267,40 @@ TEST_F(VarlinkServiceTest, SubscribeNeedsMoreAndStreamsHistoryThenLiveEvents) {
     EXPECT_EQ(event_from_json(sink->last().parameters["event"]).fields.at("memory_current"), "9G");
     sink->subscription.reset();
     EXPECT_EQ(fake.subscriber_count(), 0u);
+}
+
+TEST_F(VarlinkServiceTest, EventsOfSomeWorkersSinceATime) {
+    fake.emit({10, "llama", "started", "started", {}});
+    fake.emit({20, "", "policy_action", "host rule", {}});
+    fake.emit({30, "web", "started", "started", {}});
+    fake.emit({40, "llama", "ready", "ready", {}});
+    auto kinds_of = [](const json& events) {
+        std::vector<std::string> out;
+        for (const auto& e : events)
+            out.push_back(e["worker"].get<std::string>() + ":" + e["kind"].get<std::string>());
+        return out;
+    };
+    auto recent = [&](json params) {
+        return kinds_of(
+            call("io.infervisor.supervisor.RecentEvents", params)->last().parameters["events"]);
+    };
+    using V = std::vector<std::string>;
+    EXPECT_EQ(recent({{"workers", {"llama"}}}), (V{"llama:started", "llama:ready"}));
+    EXPECT_EQ(recent({{"workers", {"llama"}}, {"limit", 1}}), (V{"llama:ready"}));
+    EXPECT_EQ(recent({{"since_usec", 30}}), (V{"web:started", "llama:ready"}));
+    EXPECT_EQ(recent({{"workers", json::array()}}).size(), 4u);  // empty: all
+    EXPECT_EQ(recent({{"workers", {"gone"}}}), V{});
+
+    auto sink = call("io.infervisor.supervisor.Subscribe",
+                     {{"history", 10}, {"workers", {"web"}}, {"since_usec", 25}}, true);
+    ASSERT_EQ(sink->entries.size(), 1u);
+    EXPECT_EQ(sink->last().parameters["event"]["worker"], "web");
+    fake.emit({50, "llama", "exited", "exited", {}});
+    fake.emit({60, "", "policy_action", "host rule", {}});
+    EXPECT_EQ(sink->entries.size(), 1u);  // neither is web's
+    fake.emit({70, "web", "exited", "exited", {}});
+    ASSERT_EQ(sink->entries.size(), 2u);
+    EXPECT_EQ(sink->last().parameters["event"]["kind"], "exited");
 }
 
 TEST_F(VarlinkServiceTest, IntrospectionForGenericVarlinkTools) {

@@ -73,10 +73,11 @@ class StartOutcomeTest : public SupervisorFixture {
         return *outcome;
     }
     size_t readies_at_answer = 0;  // events_.size() when the answer came
+    EventRing recent_;
     std::unique_ptr<SupervisorService> service_;
     void SetUp() override {
         SupervisorFixture::SetUp();
-        service_ = std::make_unique<SupervisorService>(*ctx_, *supervisor_,
+        service_ = std::make_unique<SupervisorService>(*ctx_, *supervisor_, recent_,
                                                        SupervisorService::ReloadFunction{});
     }
     void TearDown() override {

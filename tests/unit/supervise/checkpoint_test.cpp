@@ -154,7 +154,8 @@ TEST_F(Checkpoints, AWorkerParkedAfterItsCheckpointShowsAsCheckpointedUntilStart
     EXPECT_THAT(w->state_reason(), HasSubstr(" ago"));
     EXPECT_EQ(field(*last("batch", K::parked), "CHECKPOINT"), field(*written, "CHECKPOINT"));
 
-    SupervisorService service(*ctx_, *supervisor_, {});
+    EventRing recent;
+    SupervisorService service(*ctx_, *supervisor_, recent, {});
     WorkerStatus status = service.list_workers().at(0);
     EXPECT_EQ(status.state, "checkpointed");
     EXPECT_EQ(status.state_reason, w->state_reason());
