@@ -533,7 +533,8 @@ TEST_F(InfervisorctlTest, OptionErrorsSayWhatIsExpected) {
                                    "to 1000000, not '-1'\n(see 'infervisorctl top --help')"));
     auto lines = ctl({"events", "-n", "abc"});
     EXPECT_EQ(lines.exit_code, 2);
-    EXPECT_THAT(lines.err, HasSubstr("--lines: expected a whole number from 0 to 10000, not 'abc'"));
+    EXPECT_THAT(lines.err,
+                HasSubstr("--lines: expected a whole number from 0 to 10000, not 'abc'"));
     auto unknown = ctl({"status", "--bogus"});
     EXPECT_EQ(unknown.exit_code, 2);
     EXPECT_THAT(unknown.err, HasSubstr("infervisorctl: the following argument was not expected"));
