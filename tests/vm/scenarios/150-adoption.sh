@@ -111,6 +111,13 @@ unreadable_state_file_keeps_the_worker() {
 	assert_eq running "$(status_field one state)" "one's state"
 	# This daemon's own state file replaced the unreadable one.
 	assert_contains "$(head -1 /run/infervisor/state/one)" "infervisor-worker-state 1"
+	# `events` has what start-up did before daemon-started (issue 27, point
+	# 10), and `events NAME` only that worker's.
+	local events first
+	events=$(infervisorctl --no-pager events)
+	first=$(grep -o -m1 -E 'one adopted|daemon-started' <<<"$events")
+	assert_eq "one adopted" "$first" "the first of adopted and daemon-started in events"
+	assert_eq 0 "$(infervisorctl --no-pager events one | grep -c ' two ' || true)" "two's lines in events one"
 }
 run_scenario a-state-file-it-cannot-read-keeps-the-worker-serving unreadable_state_file_keeps_the_worker
 
