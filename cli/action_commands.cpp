@@ -1,5 +1,5 @@
 // start|stop|restart|checkpoint|suspend|resume NAME..., kill [--signal SIG]
-// NAME..., reload, remove-workdir NAME
+// NAME...
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -18,37 +18,6 @@ using nlohmann::json;
 
 constexpr const char* kExitCodeSays =
     "its exit code says how it went, and 'infervisorctl status --json' what came of it";
-
-void run_reload(CliContext& ctx) {
-    auto client = ctx.connect();
-    if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.supervisor.Reload");
-    if (!reply) return;
-    if (ctx.json) {
-        json changes = json::object();
-        for (const char* what : {"added", "removed", "changed", "warnings"})
-            changes[what] = reply->parameters.value(what, json::array());
-        std::cout << dump_json(changes) << "\n";
-        return;
-    }
-    for (const char* what : {"added", "removed", "changed"})
-        for (const auto& name : reply->parameters.value(what, json::array()))
-            if (name.is_string()) std::cout << what << " " << name.get<std::string>() << "\n";
-    for (const auto& warning : reply->parameters.value("warnings", json::array()))
-        if (warning.is_string()) std::cerr << "warning: " << warning.get<std::string>() << "\n";
-}
-
-void run_remove_workdir(CliContext& ctx, const std::string& name) {
-    auto client = ctx.connect();
-    if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.supervisor.RemoveWorkDir", {{"name", name}});
-    if (!reply) return;
-    std::string path = reply->parameters.value("path", "");
-    if (reply->parameters.value("existed", false))
-        std::cout << "removed " << path << "\n";
-    else
-        std::cout << "no work dir at " << path << "; nothing to remove\n";
-}
 
 struct KillArgs {
     std::vector<std::string> names;
@@ -166,28 +135,6 @@ void add_action_commands(CLI::App& app, CliContext& ctx) {
     kill->callback([&ctx, args] {
         if (ctx.refuses_json("kill", kExitCodeSays)) return;
         run_kill(ctx, *args);
-    });
-
-    auto* reload = app.add_subcommand("reload", "Reread the configuration and apply it");
-    reload->footer(
-        "An invalid configuration changes nothing; its errors are printed and the exit\n"
-        "code is 1.\n\nExamples:\n  infervisorctl reload");
-    reload->callback([&ctx] { run_reload(ctx); });
-
-    auto workdir_owner = std::make_shared<std::string>();
-    auto* remove = app.add_subcommand(
-        "remove-workdir", "Delete the work dir of a worker that is no longer configured");
-    remove->add_option("NAME", *workdir_owner, "The removed worker")->required();
-    remove->footer(
-        "Work dirs are kept when a worker leaves the configuration. This deletes the\n"
-        "one of a removed worker: the work dir of its last configuration, or\n"
-        "/var/lib/infervisor/workers/NAME if the daemon has not run it since it started.\n"
-        "Refused while a worker of that name is configured or running. Extra dirs\n"
-        "are never deleted. Needs root or the daemon's control group.\n\n"
-        "Examples:\n  infervisorctl remove-workdir old-llama");
-    remove->callback([&ctx, workdir_owner] {
-        if (ctx.refuses_json("remove-workdir", kExitCodeSays)) return;
-        run_remove_workdir(ctx, *workdir_owner);
     });
 }
 

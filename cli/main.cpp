@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
         "Run 'infervisorctl COMMAND --help' for a command's options and examples.");
     add_status_commands(app, ctx);
     add_action_commands(app, ctx);
+    add_reload_command(app, ctx);
+    add_remove_workdir_command(app, ctx);
     add_events_command(app, ctx);
     add_history_command(app, ctx);
     add_logs_command(app, ctx);

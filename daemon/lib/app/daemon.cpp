@@ -78,11 +78,16 @@ class Daemon {
     Result<void> set_up_cgroups();
     bool terminating_for_restart() const;
     void wait_for_signal();
-    // Reads and checks the files off the loop, then applies them; `done`
-    // (may be empty) gets the outcome. A request while a reload is running
-    // waits for one more reload after it (requests meanwhile share it).
-    void reload(SupervisorApi::ReloadDone done);
-    ReloadOutcome apply_loaded(LoadedConfig loaded);
+    // Reads and checks the files off the loop, then applies them (unless
+    // every request is a preview); `done` (may be empty) gets the outcome. A
+    // request while a reload is running waits for one more reload after it
+    // (requests meanwhile share it, so a flood of SIGHUPs is one reload).
+    void reload(ChangeMode mode, SupervisorApi::ReloadDone done);
+    void start_reload();
+    // What applying `loaded` would change: its errors, or the workers added,
+    // removed and changed and what does not fit the host. Changes nothing.
+    ReloadOutcome changes_of(const LoadedConfig& loaded) const;
+    void apply_loaded(LoadedConfig loaded, ReloadOutcome& outcome);
     // The services (services/service.h) in the order they start.
     void make_services();
     void shut_down();
@@ -115,8 +120,12 @@ class Daemon {
     bool shutting_down_ = false;
     // One background thread for reloads, no deadline: the daemon's own files.
     ConfigLoadRunner reloads_{io_, 1, Duration::zero()};
-    std::vector<SupervisorApi::ReloadDone> waiting_reloads_;  // for the next reload
-    bool reload_again_ = false;                               // asked for while one ran
+    struct ReloadRequest {
+        ChangeMode mode;
+        SupervisorApi::ReloadDone done;
+    };
+    std::vector<ReloadRequest> waiting_reloads_;  // callers of the next reload
+    bool apply_waiting_ = false;                  // the next reload applies (SIGHUP, a caller)
 };
 
 Result<void> Daemon::set_up_cgroups() {
@@ -227,7 +236,7 @@ void Daemon::wait_for_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP)
-            reload({});
+            reload(ChangeMode::apply, {});
         else if (sig == SIGUSR2)
             reexec_for_upgrade();
         else
@@ -236,57 +245,70 @@ void Daemon::wait_for_signal() {
     });
 }
 
-void Daemon::reload(SupervisorApi::ReloadDone done) {
-    if (done) waiting_reloads_.push_back(std::move(done));
-    if (reloads_.running()) {
-        reload_again_ = true;  // a flood of SIGHUPs is one more reload, not a queue
-        return;
-    }
-    reload_again_ = false;
-    uint64_t now_usec =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::steady_clock::now().time_since_epoch())
-                                  .count());
-    notify_systemd("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now_usec));
-    auto waiting = std::exchange(waiting_reloads_, {});
-    auto job = [source = source_of(options_)] { return load_config(source); };
-    reloads_.run(job,
-                 [this, waiting](ConfigLoadRunner::Status, std::optional<LoadedConfig> loaded) {
-                     if (shutting_down_) return;
-                     ReloadOutcome outcome = apply_loaded(std::move(*loaded));
-                     for (const auto& d : waiting)
-                         if (d) d(outcome);
-                     if (reload_again_) reload({});
-                 });
+void Daemon::reload(ChangeMode mode, SupervisorApi::ReloadDone done) {
+    if (mode == ChangeMode::apply) apply_waiting_ = true;
+    if (done) waiting_reloads_.push_back({mode, std::move(done)});
+    if (!reloads_.running()) start_reload();
 }
 
-ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
+void Daemon::start_reload() {
+    bool apply = std::exchange(apply_waiting_, false);
+    auto waiting = std::exchange(waiting_reloads_, {});
+    if (apply) {
+        uint64_t now_usec =
+            static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count());
+        notify_systemd("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now_usec));
+    }
+    auto job = [source = source_of(options_)] { return load_config(source); };
+    reloads_.run(
+        job, [this, apply, waiting](ConfigLoadRunner::Status, std::optional<LoadedConfig> loaded) {
+            if (shutting_down_) return;
+            apply_overrides(options_, loaded->config.daemon);
+            ReloadOutcome outcome = changes_of(*loaded);
+            ReloadOutcome preview = outcome;
+            if (apply) apply_loaded(std::move(*loaded), outcome);
+            for (const auto& request : waiting)
+                request.done(request.mode == ChangeMode::apply ? outcome : preview);
+            if (apply_waiting_ || !waiting_reloads_.empty()) start_reload();
+        });
+}
+
+ReloadOutcome Daemon::changes_of(const LoadedConfig& loaded) const {
     ReloadOutcome outcome;
-    apply_overrides(options_, loaded.config.daemon);
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors.lines()) {
-            spdlog::error("{}", e);
-            outcome.errors.push_back(e);
-        }
+        outcome.errors = loaded.errors.lines();
+        return outcome;
+    }
+    outcome.valid = true;
+    if (!(loaded.config.daemon == config_.daemon))
+        outcome.warnings.push_back(
+            "daemon settings changed; paths and cgroup_root take effect on restart");
+    for (auto& warning : host_fit_warnings(loaded.config, paths_.procfs))
+        outcome.warnings.push_back(std::move(warning));
+    for (const auto& w : loaded.config.workers) {
+        const WorkerSpec* old = config_.find(w.name);
+        if (!old)
+            outcome.added.push_back(w.name);
+        else if (!(*old == w))
+            outcome.changed.push_back(w.name);
+    }
+    for (const auto& w : config_.workers)
+        if (!loaded.config.find(w.name)) outcome.removed.push_back(w.name);
+    return outcome;
+}
+
+void Daemon::apply_loaded(LoadedConfig loaded, ReloadOutcome& outcome) {
+    if (!outcome.valid) {
+        for (const auto& e : outcome.errors) spdlog::error("{}", e);
         events_.emit(Event{EventKind::config_rejected,
                            "",
                            "new configuration rejected (" + std::to_string(loaded.errors.count()) +
                                " error(s)); the running configuration stays",
                            {{"ERRORS", loaded.errors.format()}}});
     } else {
-        if (!(loaded.config.daemon == config_.daemon))
-            spdlog::warn("daemon settings changed; paths and cgroup_root take effect on restart");
-        outcome.warnings = host_fit_warnings(loaded.config, paths_.procfs);
         for (const auto& warning : outcome.warnings) spdlog::warn("{}", warning);
-        for (const auto& w : loaded.config.workers) {
-            const WorkerSpec* old = config_.find(w.name);
-            if (!old)
-                outcome.added.push_back(w.name);
-            else if (!(*old == w))
-                outcome.changed.push_back(w.name);
-        }
-        for (const auto& w : config_.workers)
-            if (!loaded.config.find(w.name)) outcome.removed.push_back(w.name);
         outcome.applied = true;
         config_ = std::move(loaded.config);
         services_.configure(config_);
@@ -296,7 +318,6 @@ ReloadOutcome Daemon::apply_loaded(LoadedConfig loaded) {
             "configuration reloaded: " + std::to_string(config_.workers.size()) + " worker(s)"});
     }
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
-    return outcome;
 }
 
 void Daemon::make_services() {
@@ -305,7 +326,8 @@ void Daemon::make_services() {
     workdir_scans_ = std::make_unique<WorkdirScans>(*supervisor_);
     shared_tmp_ = std::make_unique<SharedTmpGuard>(*ctx_, *supervisor_);
     control_ = std::make_unique<ControlService>(
-        *ctx_, *supervisor_, [this](SupervisorApi::ReloadDone done) { reload(std::move(done)); },
+        *ctx_, *supervisor_,
+        [this](ChangeMode mode, SupervisorApi::ReloadDone done) { reload(mode, std::move(done)); },
         [this](const std::string& name) { return metrics_->history(name); });
     userdb_ = std::make_unique<UserDbServer>(io_, paths_);
     for (Service* s :

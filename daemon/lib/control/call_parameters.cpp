@@ -83,6 +83,13 @@ void CallParameters::optional_integer(const char* key, std::optional<int64_t>& o
     out = n;
 }
 
+void CallParameters::optional_bool(const char* key, bool& out) {
+    auto v = claim(key);
+    if (!v) return;
+    if (!v->is_boolean()) return reject(key);
+    out = v->get<bool>();
+}
+
 bool CallParameters::finish() {
     for (const auto& [key, value] : params_.items()) {
         if (!claimed_.count(key)) {

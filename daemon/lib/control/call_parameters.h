@@ -33,6 +33,9 @@ class CallParameters {
     // An integer in [min, max], or null/absent.
     void optional_integer(const char* key, std::optional<int64_t>& out, int64_t min, int64_t max);
 
+    // A boolean, or null/absent (false).
+    void optional_bool(const char* key, bool& out);
+
     // True when every parameter was valid and claimed.
     bool finish();
     const std::string& bad() const { return bad_; }

@@ -150,10 +150,15 @@ struct WorkDirRemovalOutcome {
     bool existed = false;
 };
 
+// Whether a change is made, or only said: reload --dry-run, and the
+// preview that remove-workdir's prompt shows.
+enum class ChangeMode { apply, preview };
+
 struct ReloadOutcome {
-    bool applied = false;                              // false: config invalid, nothing changed
-    std::vector<std::string> errors;                   // "file:line:col: message", when not applied
-    std::vector<std::string> added, removed, changed;  // worker names, when applied
+    bool valid = false;                                // false: config invalid, nothing changed
+    bool applied = false;                              // valid and applied; false for a preview
+    std::vector<std::string> errors;                   // "file:line:col: message", when not valid
+    std::vector<std::string> added, removed, changed;  // worker names, when valid
     std::vector<std::string> warnings;  // applied, but it does not fit the host (caps_fit.h)
 };
 
@@ -246,11 +251,15 @@ class SupervisorApi {
     // when each is suspended or has failed. resume() thaws suspended ones.
     virtual void suspend(const std::vector<std::string>& names, ActionDone done) = 0;
     virtual void resume(const std::vector<std::string>& names, ActionDone done) = 0;
-    virtual void reload(ReloadDone done) = 0;
+    // Rereads the configuration files; a preview says what applying them
+    // would change (or their errors) and changes nothing.
+    virtual void reload(ChangeMode mode, ReloadDone done) = 0;
     // Deletes the work dir of a worker that is no longer configured (kept by
     // default when a worker is removed). Fails (ActionOutcome failed, naming
-    // the reason) while a worker of that name is configured or running.
-    virtual void remove_workdir(const std::string& name, RemoveWorkDirDone done) = 0;
+    // the reason) while a worker of that name is configured or running. A
+    // preview makes the same checks and says which dir, deleting nothing.
+    virtual void remove_workdir(const std::string& name, ChangeMode mode,
+                                RemoveWorkDirDone done) = 0;
 
     // Every later event goes to `sink` until the Subscription is destroyed.
     // The sink must not be called after that. A Subscription may be destroyed

@@ -277,14 +277,18 @@ void VarlinkService::resume(const VarlinkCall& call, const Sink& sink) {
 
 void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {
     CallParameters params(call.parameters);
+    bool dry_run = false;
+    params.optional_bool("dry_run", dry_run);
     if (rejected(params, sink)) return;
-    supervisor_.reload([weak = std::weak_ptr<ReplySink>(sink)](ReloadOutcome outcome) {
+    auto mode = dry_run ? ChangeMode::preview : ChangeMode::apply;
+    supervisor_.reload(mode, [weak = std::weak_ptr<ReplySink>(sink)](ReloadOutcome outcome) {
         auto target = weak.lock();
         if (!target) return;
-        if (!outcome.applied)
-            return target->fail(err::kConfigInvalid, {{"errors", outcome.errors}});
-        spdlog::info("control: reload applied (added: {}; removed: {}; changed: {})",
-                     describe(outcome.added), describe(outcome.removed), describe(outcome.changed));
+        if (!outcome.valid) return target->fail(err::kConfigInvalid, {{"errors", outcome.errors}});
+        if (outcome.applied)
+            spdlog::info("control: reload applied (added: {}; removed: {}; changed: {})",
+                         describe(outcome.added), describe(outcome.removed),
+                         describe(outcome.changed));
         target->reply({{"added", names_json(outcome.added)},
                        {"removed", names_json(outcome.removed)},
                        {"changed", names_json(outcome.changed)},
@@ -296,15 +300,19 @@ void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {
 void VarlinkService::remove_workdir(const VarlinkCall& call, const Sink& sink) {
     CallParameters params(call.parameters);
     std::string name;
+    bool dry_run = false;
     params.string("name", name, true);
+    params.optional_bool("dry_run", dry_run);
     if (rejected(params, sink)) return;
+    auto mode = dry_run ? ChangeMode::preview : ChangeMode::apply;
     supervisor_.remove_workdir(
-        name, [weak = std::weak_ptr<ReplySink>(sink)](WorkDirRemovalOutcome r) {
+        name, mode, [weak = std::weak_ptr<ReplySink>(sink), dry_run](WorkDirRemovalOutcome r) {
             auto target = weak.lock();
             if (!target) return;
             if (!r.outcome.ok()) return complete_action(target)(r.outcome);
-            spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
-                         r.existed ? "removed" : "did not exist");
+            if (!dry_run)
+                spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
+                             r.existed ? "removed" : "did not exist");
             target->reply({{"path", r.path}, {"existed", r.existed}}, false);
         });
 }

@@ -377,10 +377,13 @@ void SupervisorService::resume(const std::vector<std::string>& names, ActionDone
     }
 }
 
-void SupervisorService::reload(ReloadDone done) { reload_(std::move(done)); }
+void SupervisorService::reload(ChangeMode mode, ReloadDone done) { reload_(mode, std::move(done)); }
 
-void SupervisorService::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
-    supervisor_.remove_workdir(name, [name, done](Result<Supervisor::WorkDirRemoval> r) {
+void SupervisorService::remove_workdir(const std::string& name, ChangeMode mode,
+                                       RemoveWorkDirDone done) {
+    auto removal = mode == ChangeMode::preview ? Supervisor::RemovalMode::preview
+                                               : Supervisor::RemovalMode::remove;
+    supervisor_.remove_workdir(name, removal, [name, done](Result<Supervisor::WorkDirRemoval> r) {
         if (!r) return done({ActionOutcome::failure(name, r.error().message()), {}, false});
         ActionOutcome ok = ActionOutcome::success();
         ok.worker = name;

@@ -17,9 +17,9 @@ namespace infervisor {
 
 class SupervisorService final : public SupervisorApi {
   public:
-    // Rereads and applies the configuration, then calls its argument (maybe
-    // later: the files are read and checked off the loop).
-    using ReloadFunction = std::function<void(ReloadDone)>;
+    // Rereads and applies (or previews) the configuration, then calls its
+    // second argument (later: the files are read and checked off the loop).
+    using ReloadFunction = std::function<void(ChangeMode, ReloadDone)>;
     // Validate: at most this many checks at once, each answered within
     // this deadline (config_load_runner.h).
     static constexpr std::size_t kMaxChecks = 2;
@@ -53,8 +53,8 @@ class SupervisorService final : public SupervisorApi {
     void checkpoint(const std::vector<std::string>& names, ActionDone done) override;
     void suspend(const std::vector<std::string>& names, ActionDone done) override;
     void resume(const std::vector<std::string>& names, ActionDone done) override;
-    void reload(ReloadDone done) override;
-    void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
+    void reload(ChangeMode mode, ReloadDone done) override;
+    void remove_workdir(const std::string& name, ChangeMode mode, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;
 
   private:

@@ -160,7 +160,7 @@ void Supervisor::release_workdir(const WorkerSpec& spec) {
     });
 }
 
-void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
+void Supervisor::remove_workdir(const std::string& name, RemovalMode mode, RemovalDone done) {
     auto refuse = [&](const std::string& why) {
         done(plain_error("worker '" + name + "' " + why));
     };
@@ -188,7 +188,26 @@ void Supervisor::remove_workdir(const std::string& name, RemovalDone done) {
     uid_t uid = 0;  // a default work dir's parents are root's; else the stricter walk
     if (!spec.workdir.workdir.empty())
         if (auto had = known_uid(spec, ctx_.paths)) uid = *had;
+    if (mode == RemovalMode::preview) return preview_removal(spec, std::move(done));
     start_removal(spec, uid, std::move(done));
+}
+
+void Supervisor::preview_removal(const WorkerSpec& spec, RemovalDone done) {
+    WorkDirSpec workdir = spec.workdir;
+    workdir.worker = spec.name;
+    std::filesystem::path path = resolve_workdir(workdir, ctx_.paths);
+    if (auto user = dir_in_use(path))
+        return done(plain_error("work dir " + path.string() + " of removed worker '" + spec.name +
+                                "' is not removed: it overlaps " + *user + ", which is in use"));
+    // A stat only, but off the loop: a custom work dir may be on a slow mount.
+    background_.run<Result<WorkDirRemoval>>(
+        [path]() -> Result<WorkDirRemoval> {
+            std::error_code ec;
+            bool existed = std::filesystem::symlink_status(path, ec).type() !=
+                           std::filesystem::file_type::not_found;
+            return WorkDirRemoval{path, existed, {}};
+        },
+        std::move(done));
 }
 
 void Supervisor::start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone done) {

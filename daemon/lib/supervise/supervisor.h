@@ -72,7 +72,10 @@ class Supervisor {
     // worker of that name is configured, running or stopping, or its dir is
     // still prepared. A configuration that brings the worker back while the
     // removal runs starts it once the removal is done. `done` runs on the loop.
-    void remove_workdir(const std::string& name, RemovalDone done);
+    // A preview makes the same checks and says which dir and whether it
+    // exists, and deletes nothing (for infervisorctl's prompt).
+    enum class RemovalMode { remove, preview };
+    void remove_workdir(const std::string& name, RemovalMode mode, RemovalDone done);
 
   private:
     void reap_leftover(const std::string& name);
@@ -83,6 +86,7 @@ class Supervisor {
     // when configured to (the worker is stopped by then).
     void release_workdir(const WorkerSpec& spec);
     void start_removal(const WorkerSpec& spec, uid_t uid, RemovalDone done);
+    void preview_removal(const WorkerSpec& spec, RemovalDone done);
     // Which configured or prepared worker directory `dir` is, contains or lies
     // in ("worker 'b' work dir /srv/llama"), if any: such a dir is never removed,
     // whatever name it was asked for under (a renamed worker keeps its dir).

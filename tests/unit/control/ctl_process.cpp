@@ -75,25 +75,27 @@ CtlResult run_ctl(const std::vector<std::string>& args, const CtlOptions& option
     std::string path = ctl_path();
     int in[2], out[2], err[2];
     if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) return {};
+    bool on_pty = options.stdout_on_pty || options.stdin_on_pty;
     int pty_master = -1, pty_slave = -1;
-    if (options.stdout_on_pty && ::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr))
-        return {};
+    if (on_pty && ::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr)) return {};
     pid_t pid = ::fork();
     if (pid == 0) {
-        ::dup2(in[0], 0);
-        ::dup2(options.stdout_on_pty ? pty_slave : out[1], 1);
-        ::dup2(options.stdout_on_pty ? pty_slave : err[1], 2);
+        ::dup2(options.stdin_on_pty ? pty_slave : in[0], 0);
+        ::dup2(on_pty ? pty_slave : out[1], 1);
+        ::dup2(on_pty ? pty_slave : err[1], 2);
         exec_ctl(path, args, options);
     }
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);
     if (pty_slave >= 0) ::close(pty_slave);
+    // Typed ahead: the terminal's line discipline keeps it until it is read.
+    int input = options.stdin_on_pty ? pty_master : in[1];
     if (!options.stdin_text.empty())
-        (void)!::write(in[1], options.stdin_text.data(), options.stdin_text.size());
+        (void)!::write(input, options.stdin_text.data(), options.stdin_text.size());
     ::close(in[1]);
     CtlResult result;
-    if (options.stdout_on_pty) {
+    if (on_pty) {
         drain(pty_master, -1, result);  // EIO once the child has gone
         ::close(pty_master);
     } else {

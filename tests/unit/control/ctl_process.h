@@ -19,6 +19,7 @@ struct CtlResult {
 struct CtlOptions {
     bool as_nobody = false;
     bool stdout_on_pty = false;  // stdout (and stderr) a terminal
+    bool stdin_on_pty = false;   // stdin too: stdin_text is typed into the terminal
     std::string stdin_text;
     std::map<std::string, std::string> env;  // added to a minimal environment
 };

@@ -136,19 +136,24 @@ void FakeSupervisor::resume(const std::vector<std::string>& names, ActionDone do
     act("resume", names, "running", std::move(done));
 }
 
-void FakeSupervisor::reload(ReloadDone done) {
-    actions.push_back("reload");
-    done(next_reload);
+void FakeSupervisor::reload(ChangeMode mode, ReloadDone done) {
+    bool preview = mode == ChangeMode::preview;
+    actions.push_back(preview ? "reload --dry-run" : "reload");
+    ReloadOutcome outcome = next_reload;
+    outcome.applied = outcome.valid && !preview;
+    done(outcome);
 }
 
-void FakeSupervisor::remove_workdir(const std::string& name, RemoveWorkDirDone done) {
+void FakeSupervisor::remove_workdir(const std::string& name, ChangeMode mode,
+                                    RemoveWorkDirDone done) {
     if (find(name))
         return done(
             {ActionOutcome::failure(name, "worker '" + name + "' is configured"), {}, false});
-    actions.push_back("remove-workdir " + name);
+    bool preview = mode == ChangeMode::preview;
+    actions.push_back((preview ? "remove-workdir --dry-run " : "remove-workdir ") + name);
     auto it = std::find(workdirs.begin(), workdirs.end(), name);
     bool existed = it != workdirs.end();
-    if (existed) workdirs.erase(it);
+    if (existed && !preview) workdirs.erase(it);
     ActionOutcome ok = ActionOutcome::success();
     ok.worker = name;
     done({ok, workdir_root + "/" + name, existed});

@@ -42,10 +42,10 @@ class FakeSupervisor : public SupervisorApi {
     void checkpoint(const std::vector<std::string>& names, ActionDone done) override;
     void suspend(const std::vector<std::string>& names, ActionDone done) override;
     void resume(const std::vector<std::string>& names, ActionDone done) override;
-    void reload(ReloadDone done) override;
+    void reload(ChangeMode mode, ReloadDone done) override;
     // Refuses names in workers (configured); else "removes" <workdir_root>/NAME,
     // existing when listed in `workdirs`, and forgets it.
-    void remove_workdir(const std::string& name, RemoveWorkDirDone done) override;
+    void remove_workdir(const std::string& name, ChangeMode mode, RemoveWorkDirDone done) override;
     Subscription subscribe(EventSink sink) override;
 
     // Records the event and delivers it to every subscriber.
@@ -56,8 +56,9 @@ class FakeSupervisor : public SupervisorApi {
     void complete_pending();
 
     bool hold_actions = false;
-    ReloadOutcome next_reload{true, {}, {}, {}, {}};
-    std::vector<std::string> actions;  // "stop a b", "kill a 9", "reload", in order
+    ReloadOutcome next_reload{true, true, {}, {}, {}, {}};
+    std::vector<std::string>
+        actions;  // "stop a b", "kill a 9", "reload", "reload --dry-run", in order
     std::string workdir_root = "/var/lib/infervisor/workers";
     std::vector<std::string> workdirs;  // names whose work dir exists
 

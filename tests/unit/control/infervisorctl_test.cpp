@@ -367,6 +367,7 @@ TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
 TEST_F(InfervisorctlTest, ReloadPrintsChangesOrErrors) {
     server.on_loop([](FakeSupervisor& fake) {
         fake.next_reload = {true,
+                            true,
                             {},
                             {"new"},
                             {},
@@ -379,12 +380,38 @@ TEST_F(InfervisorctlTest, ReloadPrintsChangesOrErrors) {
     EXPECT_THAT(ok.out, HasSubstr("added new"));
     EXPECT_THAT(ok.err, HasSubstr("warning: worker 'new': memory.reserve 800G can never fit"));
     server.on_loop([](FakeSupervisor& fake) {
-        fake.next_reload = {
-            false, {"/etc/infervisor/infervisor.yaml:3:5: unknown key"}, {}, {}, {}};
+        fake.next_reload = {false, false, {"/etc/infervisor/infervisor.yaml:3:5: unknown key"},
+                            {},    {},    {}};
     });
     auto bad = ctl({"reload"});
     EXPECT_EQ(bad.exit_code, 1);
     EXPECT_THAT(bad.err, HasSubstr("infervisor.yaml:3:5: unknown key"));
+}
+
+TEST_F(InfervisorctlTest, ReloadDryRunSaysWhatWouldChangeAndAppliesNothing) {
+    server.on_loop([](FakeSupervisor& fake) {
+        fake.next_reload = {true, true, {}, {"new"}, {"old"}, {"llama"}, {}};
+    });
+    auto r = ctl({"reload", "--dry-run"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "would add new\nwould remove old\nwould change llama\n");
+    EXPECT_THAT(r.err, HasSubstr("dry run: nothing was applied"));
+    auto json_out = ctl({"reload", "--dry-run", "--json"});
+    EXPECT_EQ(json_out.exit_code, 0) << json_out.err;
+    auto parsed = nlohmann::json::parse(json_out.out);
+    EXPECT_EQ(parsed["applied"], false);
+    EXPECT_EQ(parsed["added"], nlohmann::json({"new"}));
+    server.on_loop([](FakeSupervisor& fake) {
+        EXPECT_EQ(fake.actions, (std::vector<std::string>{"reload --dry-run", "reload --dry-run"}));
+        fake.next_reload = {false, false, {"/etc/infervisor/infervisor.yaml:3:5: bad"}, {}, {},
+                            {},    {}};
+    });
+    auto bad = ctl({"reload", "--dry-run"});
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_THAT(bad.err, HasSubstr("infervisor.yaml:3:5: bad"));
+    server.on_loop(
+        [](FakeSupervisor& fake) { fake.next_reload = {true, true, {}, {}, {}, {}, {}}; });
+    EXPECT_THAT(ctl({"reload", "--dry-run"}).out, HasSubstr("no worker would change"));
 }
 
 TEST_F(InfervisorctlTest, ConfigCheckGoesThroughTheDaemon) {

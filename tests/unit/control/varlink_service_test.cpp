@@ -169,11 +169,11 @@ TEST(AccessPolicy, WithoutAGroupOnlyRootMayChange) {
 }
 
 TEST_F(VarlinkServiceTest, ReloadReportsErrorsOrChanges) {
-    fake.next_reload = {false, {"a.yaml:3:1: bad"}, {}, {}, {}};
+    fake.next_reload = {false, false, {"a.yaml:3:1: bad"}, {}, {}, {}};
     auto bad = call("io.infervisor.supervisor.Reload");
     EXPECT_EQ(bad->last().error, err::kConfigInvalid);
     EXPECT_EQ(bad->last().parameters["errors"], json({"a.yaml:3:1: bad"}));
-    fake.next_reload = {true, {}, {"new"}, {}, {"llama"}};
+    fake.next_reload = {true, true, {}, {"new"}, {}, {"llama"}};
     auto good = call("io.infervisor.supervisor.Reload");
     EXPECT_EQ(good->last().parameters["added"], json({"new"}));
     EXPECT_EQ(good->last().parameters["changed"], json({"llama"}));

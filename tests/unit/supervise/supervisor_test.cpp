@@ -300,6 +300,29 @@ TEST_F(Lifecycle, WorkDirIsProtectedWhileConfiguredAndRemovedOnRequest) {
                slurp(exclusions).find("workers/keep") == std::string::npos;
     });
     EXPECT_EQ(slurp(state / "workers/keep/model.bin"), "weights");
+
+    // A preview (remove-workdir's prompt) names the dir and deletes nothing;
+    // the removal then does.
+    auto ask = [&](Supervisor::RemovalMode mode) {
+        std::optional<Result<Supervisor::WorkDirRemoval>> answer;
+        supervisor_->remove_workdir(
+            "keep", mode, [&](Result<Supervisor::WorkDirRemoval> r) { answer = std::move(r); });
+        run_until([&] { return answer.has_value(); });
+        return std::move(*answer);
+    };
+    auto preview = ask(Supervisor::RemovalMode::preview);
+    ASSERT_TRUE(preview.ok()) << preview.error().message();
+    EXPECT_EQ(preview->path, state / "workers/keep");
+    EXPECT_TRUE(preview->existed);
+    EXPECT_EQ(slurp(state / "workers/keep/model.bin"), "weights");
+    EXPECT_EQ(count("keep", K::workdir_removed), 0u);
+    auto removal = ask(Supervisor::RemovalMode::remove);
+    ASSERT_TRUE(removal.ok()) << removal.error().message();
+    EXPECT_FALSE(std::filesystem::exists(state / "workers/keep"));
+    EXPECT_EQ(count("keep", K::workdir_removed), 1u);
+    auto after = ask(Supervisor::RemovalMode::preview);
+    ASSERT_TRUE(after.ok());
+    EXPECT_FALSE(after->existed);
 }
 
 // A renamed worker keeps its work dir: removing the old name's dir, on
@@ -325,7 +348,8 @@ TEST_F(Lifecycle, ARenamedWorkersDirIsNeverRemovedUnderTheNewName) {
     for (int attempt = 0; attempt < 1000; ++attempt) {
         answer.reset();
         supervisor_->remove_workdir(
-            "llama", [&](Result<Supervisor::WorkDirRemoval> r) { answer = std::move(r); });
+            "llama", Supervisor::RemovalMode::remove,
+            [&](Result<Supervisor::WorkDirRemoval> r) { answer = std::move(r); });
         run_until([&] { return answer.has_value(); });
         if (answer->ok() || answer->error().message().find("still running") == std::string::npos)
             break;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 3, scenario 4: `systemctl reload` with a changed config restarts only
 # the changed worker; an invalid config is rejected and the running workers
-# are untouched.
+# are untouched. `infervisorctl reload --dry-run` says what a reload would
+# change (or the errors) and applies nothing (issue 27, point 13).
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -34,6 +35,16 @@ reload_restarts_only_changed_workers() {
 	daemon_pid=$(systemctl show -P MainPID infervisord)
 
 	two_workers 700
+	local out code=0
+	out=$(infervisorctl reload --dry-run 2>&1) || code=$?
+	assert_eq 0 "$code" "reload --dry-run exit code"
+	assert_contains "$out" "would change changing" "dry run names the changed worker"
+	assert_contains "$out" "dry run: nothing was applied" "dry run says so"
+	assert_fails grep -q "would change steady" <<<"$out"
+	assert_eq 0 "$(ivd_journal INFERVISOR_EVENT=config-reloaded -o cat | grep -c . || true)" \
+		"no reload after a dry run"
+	assert_eq "$changing_pid" "$(main_pid changing)" "changing pid after a dry run"
+
 	systemctl reload infervisord
 	wait_until 300 has_events changing ready 2
 	assert_eq 1 "$(event_count steady started)" "steady starts"
@@ -44,6 +55,12 @@ reload_restarts_only_changed_workers() {
 	# Invalid: memory.high above memory.max. Rejected, nothing restarts.
 	changing_pid=$(main_pid changing)
 	two_workers 700 512M
+	code=0
+	out=$(infervisorctl reload --dry-run 2>&1) || code=$?
+	assert_eq 1 "$code" "reload --dry-run of an invalid config"
+	assert_contains "$out" "reload.yaml:2:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "dry run error"
+	assert_eq 0 "$(ivd_journal INFERVISOR_EVENT=config-rejected -o cat | grep -c . || true)" \
+		"a dry run rejects nothing"
 	systemctl reload infervisord
 	wait_until 300 eval '(($(ivd_journal INFERVISOR_EVENT=config-rejected -o cat | grep -c . || true) >= 1))'
 	assert_contains "$(ivd_journal -o cat)" "reload.yaml:2:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "error with file:line:col"

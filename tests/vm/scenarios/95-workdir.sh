@@ -112,6 +112,14 @@ remove_workdir_of_removed_worker() {
 	wait_until 120 released gone # its locks and x line go once it has stopped
 	code=0
 	out=$(infervisorctl remove-workdir gone 2>&1) || code=$?
+	assert_eq 2 "$code" "remove-workdir without --yes and without a terminal"
+	assert_contains "$out" "would delete $workers_dir/gone" "names the dir"
+	assert_cmd test -e "$workers_dir/gone/data"
+	out=$(infervisorctl remove-workdir --dry-run gone 2>&1)
+	assert_eq "would remove $workers_dir/gone" "$out" "remove-workdir --dry-run"
+	assert_cmd test -e "$workers_dir/gone/data"
+	code=0
+	out=$(infervisorctl remove-workdir --yes gone 2>&1) || code=$?
 	assert_eq 0 "$code" "remove-workdir of a removed worker"
 	assert_eq "removed $workers_dir/gone" "$out" "remove-workdir output"
 	assert_fails test -e "$workers_dir/gone"
