@@ -8,8 +8,9 @@
 # higher version) re-executes the daemon in place: the workers keep running
 # with the same pids and are adopted.
 #
-# Not in the default VM run (it needs the .deb, a second full build): run it
-# with packaging/test-deb BUILD_DIR, or by hand:
+# Not in the default VM run (it needs the .deb, a second full build):
+# ./run-tests builds the .deb and runs it last, in a boot of its own; alone,
+# run it with packaging/test-deb BUILD_DIR, or by hand:
 #   packaging/build-deb BUILD_DIR/deb
 #   tests/vm/run-all --build-dir BUILD_DIR --skip-selftest tests/vm/package/161-deb-install.sh
 # It must run in a boot of its own, before anything `meson install`s into the
