@@ -154,7 +154,9 @@ void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErro
     for (const auto& item : list) {
         WorkerSpec spec = defaults_;
         spec.rules.clear();  // default rules are merged by the policy engine, not copied
+        std::size_t errors_before = errors.count();
         parse_worker_fields(item, spec, errors, true);
+        out.worker_malformed.push_back(defaults_malformed_ || errors.count() > errors_before);
         out.workers.push_back(std::move(spec));
         out.worker_locations.push_back(
             {errors.file(), item.Mark().line + 1, item.Mark().column + 1});
@@ -169,6 +171,7 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
                 errors.file(), entry.first.Mark().line + 1, entry.first.Mark().column + 1};
     DaemonSettings& d = out.daemon;
     std::string path;
+    std::size_t errors_before = errors.count();
     map.get_string("log_level", d.log_level);
     if (map.get_string("cgroup_root", path)) d.cgroup_root = path;
     if (map.get_string("runtime_dir", path)) d.runtime_dir = path;
@@ -179,10 +182,13 @@ void ConfigParser::parse_daemon_settings(const YAML::Node& root, Config& out, Co
     map.get_duration("workdir_scan_interval", d.workdir_scan_interval, Required::no, 24h);
     map.get_duration("growth_window", d.growth_window, Required::no, 24h);
     map.get_duration("host_settle", d.host_settle, Required::no, 1h);
+    out.settings_malformed = errors.count() > errors_before;
     if (auto metrics = map.take("metrics")) parse_metrics_settings(*metrics, d.metrics, errors);
     parse_resume_when(map, d, errors);
     if (auto defaults = map.take("defaults")) {
+        std::size_t before_defaults = errors.count();
         parse_worker_fields(*defaults, defaults_, errors, false);
+        defaults_malformed_ = errors.count() > before_defaults;
         out.default_rules = defaults_.rules;
     }
     if (auto host = map.take("host_rules")) out.host_rules = parse_host_rules(*host, errors);

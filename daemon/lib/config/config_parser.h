@@ -41,6 +41,7 @@ class ConfigParser {
         spec.user = kDynamicUser;
         return spec;
     }();
+    bool defaults_malformed_ = false;  // `defaults:` had an error: every worker inherits it
 };
 
 // Reads the worker keys present in `node` on top of `spec` (absent keys keep

@@ -21,13 +21,17 @@ class WorkerChecker {
                   AccountLookup& accounts, const ValidationOptions& options)
         : spec_(spec), at_(at), errors_(errors), accounts_(accounts), options_(options) {}
 
-    void check() {
+    // malformed: the worker's definition had an error of its own (see
+    // Config::worker_malformed); only the checks of one field as written run.
+    void check(bool malformed) {
         check_command();
-        check_memory();
         check_identity();
         check_times();
         check_environment();
         check_credentials();
+        if (malformed) return;
+        check_memory();
+        check_time_order();
         check_probes();
     }
 
@@ -89,14 +93,18 @@ class WorkerChecker {
     void check_times() {
         const RestartSpec& r = spec_.restart;
         if (r.backoff_initial.count() <= 0) fail("restart.backoff_initial must be above 0s");
-        if (r.backoff_initial > r.backoff_max)
-            fail("restart.backoff_initial (" + format_duration(r.backoff_initial) +
-                 ") is above restart.backoff_max (" + format_duration(r.backoff_max) + ")");
         if (r.start_limit_interval.count() <= 0)
             fail("restart.start_limit_interval must be above 0s");
         if (spec_.stop_timeout.count() <= 0) fail("stop.timeout must be above 0s");
         if (spec_.watchdog.count() != 0 && spec_.watchdog < std::chrono::seconds(1))
             fail("watchdog must be 0s (off) or at least 1s");
+    }
+
+    void check_time_order() {
+        const RestartSpec& r = spec_.restart;
+        if (r.backoff_initial > r.backoff_max)
+            fail("restart.backoff_initial (" + format_duration(r.backoff_initial) +
+                 ") is above restart.backoff_max (" + format_duration(r.backoff_max) + ")");
     }
 
     void check_environment() {
@@ -146,7 +154,8 @@ class SettingsChecker {
         if (d.workdir_scan_interval < std::chrono::seconds(1))
             fail("workdir_scan_interval", "workdir_scan_interval must be at least 1s, not " +
                                               format_duration(d.workdir_scan_interval));
-        if (d.growth_window > Duration::zero() && d.growth_window < 2 * d.sample_interval)
+        if (!config_.settings_malformed && d.growth_window > Duration::zero() &&
+            d.growth_window < 2 * d.sample_interval)
             fail("growth_window", "growth_window (" + format_duration(d.growth_window) +
                                       ") must be at least twice sample_interval (" +
                                       format_duration(d.sample_interval) +
@@ -246,8 +255,9 @@ void validate_config(const Config& config, ConfigErrors& errors, const Validatio
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, at, errors, accounts, options).check();
-        workdirs.push_back(spec.workdir);  // only well-named, unique workers
+        WorkerChecker(spec, at, errors, accounts, options).check(config.malformed(i));
+        // Only well-named, unique workers whose dirs are as written.
+        if (!config.malformed(i)) workdirs.push_back(spec.workdir);
     }
     validate_workdir_specs(workdirs, paths, errors);
 }

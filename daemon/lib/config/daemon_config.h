@@ -50,12 +50,22 @@ struct Config {
     std::vector<RuleSpec> default_rules;           // `defaults: rules:`, for every worker
     std::vector<RuleSpec> host_rules;              // `host_rules:`, over host measurements
     std::vector<SourceLocation> worker_locations;  // parallel to workers
-    std::vector<std::filesystem::path> files;      // what was read, in order
+    // Parallel to workers: its definition (or `defaults:`) had an error of
+    // its own, so some field it wrote holds a default instead. The checks
+    // that judge fields together, or a field's absence, skip such a worker
+    // (they would report what the file does not say: "memory.max is
+    // required" right after "invalid size '12GG'"). Missing entries: false.
+    std::vector<bool> worker_malformed;
+    bool settings_malformed = false;           // the same for the daemon settings
+    std::vector<std::filesystem::path> files;  // what was read, in order
     // Where each top-level key of the main file was written ("sample_interval"
     // → file:line:column), so that a bad daemon setting is reported there.
     std::map<std::string, SourceLocation> setting_locations;
 
     const WorkerSpec* find(const std::string& name) const;
+    bool malformed(std::size_t worker) const {
+        return worker < worker_malformed.size() && worker_malformed[worker];
+    }
 };
 
 }  // namespace infervisor

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <vector>
 
+#include "base/closest_match.h"
 #include "base/units.h"
 
 namespace infervisor {
@@ -105,8 +106,10 @@ Error unknown_metric(std::string_view name, RuleScope scope) {
         return plain_error(quoted + (scope == RuleScope::worker
                                          ? " is a host metric: use it under host_rules"
                                          : " is a worker metric: use it under a worker's rules"));
-    return plain_error("unknown metric " + quoted +
-                       "; known metrics: " + join(metric_names(scope), ", "));
+    std::vector<std::string> known = metric_names(scope);
+    if (auto near = closest_match(name, known))
+        return plain_error("unknown metric " + quoted + " (did you mean '" + *near + "'?)");
+    return plain_error("unknown metric " + quoted + "; known metrics: " + join(known, ", "));
 }
 
 Error unit_mismatch(std::string_view name, const std::vector<MetricInfo>& candidates,

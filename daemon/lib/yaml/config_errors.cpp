@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace infervisor {
 
 std::string ConfigError::format() const {
@@ -21,8 +24,33 @@ void ConfigErrors::add_at(std::string file, int line, int column, std::string me
 
 void ConfigErrors::add_unplaced(std::string message) { keep({file_, 0, 0, std::move(message)}); }
 
+void ConfigErrors::set_file(std::string file) {
+    rank_of(file);
+    file_ = std::move(file);
+}
+
+std::size_t ConfigErrors::rank_of(const std::string& file) {
+    auto known = std::find(files_.begin(), files_.end(), file);
+    if (known != files_.end()) return static_cast<std::size_t>(known - files_.begin());
+    files_.push_back(file);
+    return files_.size() - 1;
+}
+
 void ConfigErrors::keep(ConfigError error) {
-    if (errors_.size() >= kMaxKept) {
+    if (error.file.size() > kMaxMessageBytes) error.file.resize(kMaxMessageBytes);
+    bool full = errors_.size() >= kMaxKept;
+    bool file_known = std::find(files_.begin(), files_.end(), error.file) != files_.end();
+    // Full: one of a file not named yet would come after every kept error
+    // (and ranking its file would cost memory): only counted.
+    if (full && !file_known) {
+        ++dropped_;
+        return;
+    }
+    auto place = [this](const ConfigError& e) {
+        return std::tuple(rank_of(e.file), e.line, e.column);
+    };
+    auto at = place(error);
+    if (full && !(at < place(errors_.back()))) {
         ++dropped_;
         return;
     }
@@ -30,8 +58,14 @@ void ConfigErrors::keep(ConfigError error) {
         error.message.resize(kMaxMessageBytes);
         error.message += "... (cut)";
     }
-    if (error.file.size() > kMaxMessageBytes) error.file.resize(kMaxMessageBytes);
-    errors_.push_back(std::move(error));
+    auto after =
+        std::upper_bound(errors_.begin(), errors_.end(), at,
+                         [&](const auto& p, const ConfigError& e) { return p < place(e); });
+    errors_.insert(after, std::move(error));
+    if (errors_.size() > kMaxKept) {
+        errors_.pop_back();
+        ++dropped_;
+    }
 }
 
 std::vector<std::string> ConfigErrors::lines() const {

@@ -1,10 +1,13 @@
 // ConfigErrors: collects the problems found in the configuration, each with
-// the place it was found, so that one run of --check-config reports them all
-// — up to a limit: the first kMaxKept are kept, the rest only counted
-// (format() ends with "... and N more error(s)"), and each message is cut at
-// kMaxMessageBytes (it may quote text from the file). So a configuration
-// built to produce millions of errors costs a bounded amount of memory, and
-// the reply to `infervisorctl config check` stays small.
+// the place it was found, so that one run of --check-config reports them all,
+// in the order a reader meets them: file by file in the order the files are
+// read (the main file, then the drop-ins), and by line and column within a
+// file (an error without a line first), whichever check found it first.
+// Up to a limit: the first kMaxKept in that order are kept, the rest only
+// counted (format() ends with "... and N more error(s)"), and each message
+// is cut at kMaxMessageBytes (it may quote text from the file). So a
+// configuration built to produce millions of errors costs a bounded amount
+// of memory, and the reply to `infervisorctl config check` stays small.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +35,9 @@ class ConfigErrors {
     static constexpr std::size_t kMaxKept = 100;
     static constexpr std::size_t kMaxMessageBytes = 1024;
 
-    // The file that later add() calls refer to.
-    void set_file(std::string file) { file_ = std::move(file); }
+    // The file that later add() calls refer to; files come in the order
+    // they are read, which is the order their errors are listed in.
+    void set_file(std::string file);
     const std::string& file() const { return file_; }
 
     void add(const YAML::Mark& at, std::string message);
@@ -50,7 +54,7 @@ class ConfigErrors {
     std::size_t count() const { return errors_.size() + dropped_; }
     // Errors found beyond kMaxKept, counted only.
     std::size_t dropped() const { return dropped_; }
-    // The kept errors, one per line, then "... and N more error(s)" if any
+    // The kept errors in order, one per line, then "... and N more error(s)" if any
     // were dropped.
     std::string format() const;
     // The same as lines (no newlines), for replies.
@@ -58,9 +62,13 @@ class ConfigErrors {
 
   private:
     void keep(ConfigError error);
+    // The file's place in the reading order (files first named by an error
+    // go after those named before).
+    std::size_t rank_of(const std::string& file);
 
     std::string file_;
-    std::vector<ConfigError> errors_;
+    std::vector<std::string> files_;   // in reading order; at most kMaxKept + the files read
+    std::vector<ConfigError> errors_;  // sorted: file rank, line, column, then arrival
     std::size_t dropped_ = 0;
 };
 

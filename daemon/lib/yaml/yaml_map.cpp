@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "base/closest_match.h"
+
 namespace infervisor {
 
 namespace {
@@ -20,19 +22,6 @@ const char* type_name(const YAML::Node& n) {
         default:
             return "undefined";
     }
-}
-
-// Levenshtein distance, for "did you mean" hints on misspelt keys.
-size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        cur[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j)
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-        std::swap(prev, cur);
-    }
-    return prev[b.size()];
 }
 
 }  // namespace
@@ -226,15 +215,8 @@ void YamlMap::finish() {
         (void)value;
         if (claimed_.count(key)) continue;
         std::string hint;
-        size_t best = 3;
-        if (key.size() <= kMaxHintKeyLength)
-            for (const auto& known : claimed_) {
-                size_t d = edit_distance(key, known);
-                if (d < best) {
-                    best = d;
-                    hint = " (did you mean '" + known + "'?)";
-                }
-            }
+        if (auto near = closest_match(key, {claimed_.begin(), claimed_.end()}))
+            hint = " (did you mean '" + *near + "'?)";
         errors_.add(key_marks_.at(key), "unknown key '" + key + "' in " + what_ + hint);
     }
 }

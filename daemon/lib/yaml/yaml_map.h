@@ -72,15 +72,13 @@ class YamlMap {
                         Required r = Required::no, std::size_t max_items = kMaxConfigItems);
 
     // Reports unclaimed keys. Call once, after all getters. The did-you-mean
-    // hint is looked for only for keys of up to kMaxHintKeyLength characters
-    // (its cost grows with the key's length).
+    // hint is base/closest_match.h's (none for keys over 64 characters: its
+    // cost grows with the key's length).
     void finish();
 
     // Scalar helpers usable on nodes outside a mapping (list items).
     static std::optional<std::string> scalar(const YAML::Node& node, ConfigErrors& errors,
                                              const std::string& what);
-
-    static constexpr std::size_t kMaxHintKeyLength = 64;
 
   private:
     YAML::Node node_;

@@ -18,6 +18,7 @@ namespace infervisor {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -222,6 +223,39 @@ TEST(ConfigErrors, KeepsTheFirstHundredAndCountsTheRest) {
     EXPECT_EQ(errors.dropped(), 900u);
     EXPECT_THAT(errors.format(), HasSubstr("f:100:1: problem 99\n... and 900 more error(s)"));
     EXPECT_FALSE(errors.empty());
+}
+
+TEST(ConfigErrors, ListsErrorsInReadingOrderWhicheverCheckFoundThemFirst) {
+    ConfigErrors errors;
+    errors.set_file("main.yaml");
+    errors.set_file("workers.d/a.yaml");
+    // Found out of order: the validator's errors come after the parser's.
+    errors.add_at("workers.d/a.yaml", 9, 5, "late in the drop-in");
+    errors.add_at("main.yaml", 12, 3, "late in main");
+    errors.add_at("workers.d/a.yaml", 2, 7, "early in the drop-in");
+    errors.add_at("main.yaml", 4, 9, "second on line 4");
+    errors.add_at("main.yaml", 4, 1, "first on line 4");
+    errors.add_at("main.yaml", 4, 9, "same place, found later");
+    errors.add_unplaced("no place: the drop-in first");
+    EXPECT_THAT(
+        errors.lines(),
+        ElementsAre("main.yaml:4:1: first on line 4", "main.yaml:4:9: second on line 4",
+                    "main.yaml:4:9: same place, found later", "main.yaml:12:3: late in main",
+                    "workers.d/a.yaml: no place: the drop-in first",
+                    "workers.d/a.yaml:2:7: early in the drop-in",
+                    "workers.d/a.yaml:9:5: late in the drop-in"));
+}
+
+TEST(ConfigErrors, TheHundredKeptAreTheFirstInTheFilesNotTheFirstFound) {
+    ConfigErrors errors;
+    errors.set_file("main.yaml");
+    for (int i = 200; i > 0; --i) errors.add_at("main.yaml", i, 1, "problem " + std::to_string(i));
+    errors.add_at("later.yaml", 1, 1, "in a file named only when full");
+    ASSERT_EQ(errors.all().size(), 100u);
+    EXPECT_EQ(errors.all().front().line, 1);
+    EXPECT_EQ(errors.all().back().line, 100);
+    EXPECT_EQ(errors.dropped(), 101u);
+    EXPECT_EQ(errors.count(), 201u);
 }
 
 }  // namespace

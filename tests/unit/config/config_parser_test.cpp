@@ -107,10 +107,47 @@ TEST(ConfigParser, ReportsBadSizesAndWrongTypes) {
 )");
     EXPECT_THAT(
         errors,
+        // In file order, and no "memory.max is required": it was written, only
+        // wrong.
         ElementsAre("test.yaml:3:14: 'command' in worker 'a' must be a list, not a scalar",
-                    "test.yaml:5:18: 'environment' must be a mapping, not a list",
                     "test.yaml:4:19: 'max': invalid size '1Q': unknown unit 'Q' (use K, M, G or T)",
-                    HasSubstr("memory.max is required")));
+                    "test.yaml:5:18: 'environment' must be a mapping, not a list"));
+}
+
+TEST(ConfigParser, AMistakeIsReportedOnceNotAgainByTheChecksThatFollow) {
+    // A bad value leaves its field at the default; the checks that judge
+    // fields together would otherwise report what the file does not say.
+    auto errors = errors_of(R"(sample_interval: 2x
+growth_window: 1m
+defaults:
+  restart: {backoff_max: 1q}
+workers:
+  - name: a
+    command: [/bin/a]
+    memory: {max: 1G}
+    restart: {backoff_initial: 2m}
+  - name: b
+    command: [/bin/b]
+    memory: {max: 12GG, high: 1G}
+)");
+    EXPECT_THAT(errors,
+                ElementsAre(HasSubstr("test.yaml:1:18: 'sample_interval': "
+                                      "invalid duration '2x'"),
+                            HasSubstr("test.yaml:4:26: 'backoff_max': invalid duration '1q'"),
+                            HasSubstr("test.yaml:12:19: 'max': invalid size '12GG'")));
+    // The same checks still run on what is whole.
+    EXPECT_THAT(errors_of(R"(sample_interval: 1m
+growth_window: 1m
+workers:
+  - name: a
+    command: [/bin/a]
+    memory: {high: 1G}
+    restart: {backoff_initial: 2m, backoff_max: 1m}
+)"),
+                ElementsAre(HasSubstr("growth_window (1m) must be at least twice sample_interval"),
+                            HasSubstr("worker 'a': memory.max is required"),
+                            HasSubstr("worker 'a': restart.backoff_initial (2m) is above "
+                                      "restart.backoff_max (1m)")));
 }
 
 TEST(ConfigParser, ReportsMissingRequiredKeys) {
@@ -151,8 +188,8 @@ TEST(ConfigValidator, RejectsImpossibleCombinations) {
         ElementsAre(
             "test.yaml:2:5: worker 'a': command[0] must be an absolute path (no PATH search, no "
             "shell), not 'bin/a'",
-            "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
             "test.yaml:2:5: worker 'a': user 'no-such-user-here' does not exist on this host",
+            "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
             "test.yaml:2:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max "
             "(1m)",
             "test.yaml:7:5: duplicate worker name 'a' (first defined at test.yaml:2:5)",

@@ -72,9 +72,15 @@ TEST(Condition, HeartbeatMissedIsAPhrase) {
               std::string::npos);
 }
 
-TEST(Condition, UnknownMetricListsTheKnownOnes) {
-    auto e = parse_error("memory.grwoth > 15%/min");
-    EXPECT_NE(e.find("unknown metric 'memory.grwoth'"), std::string::npos) << e;
+TEST(Condition, AMisspeltMetricNamesTheOneMeant) {
+    EXPECT_EQ(parse_error("memory.grwoth > 15%/min"),
+              "unknown metric 'memory.grwoth' (did you mean 'memory.growth'?)");
+    EXPECT_EQ(parse_error("swap.ot > 0"), "unknown metric 'swap.ot' (did you mean 'swap.out'?)");
+}
+
+TEST(Condition, AnUnknownMetricFarFromAnyListsTheKnownOnes) {
+    auto e = parse_error("temperature > 15");
+    EXPECT_NE(e.find("unknown metric 'temperature'; known metrics: "), std::string::npos) << e;
     EXPECT_NE(e.find("memory.growth"), std::string::npos) << e;
     EXPECT_NE(e.find("heartbeat missed"), std::string::npos) << e;
     EXPECT_EQ(e.find("host.swap.in"), std::string::npos) << "host metrics are not worker metrics";
@@ -237,7 +243,7 @@ TEST(CompoundCondition, ReportsEveryGrammarError) {
                 HasSubstr("unexpected 'nand' after 'host.mem.available < 10%': expected 'and', "
                           "'or' or 'for'"));
     EXPECT_THAT(host_error("host.mem.available < 10% and host.swap.fre < 1%"),
-                HasSubstr("unknown metric 'host.swap.fre'; known metrics: "));
+                HasSubstr("unknown metric 'host.swap.fre' (did you mean 'host.swap.free'?)"));
     EXPECT_THAT(host_error("host.mem.available < 10% and swap.in > 0"),
                 HasSubstr("'swap.in' is a worker metric"));
     EXPECT_THAT(

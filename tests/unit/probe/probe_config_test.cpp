@@ -137,10 +137,18 @@ TEST(ProbeConfig, ReportsEachProblemWhereTheProbeStands) {
                             HasSubstr("p.yaml:8:17: probe 'liveness': 'failure_threshold' must be "
                                       "at least 1"),
                             HasSubstr("p.yaml:8:17: probe 'liveness': 'success_threshold' must be "
-                                      "1"),
-                            // What a worker could still add is checked per worker.
-                            HasSubstr("p.yaml:2:5: worker 'w': probe 'startup': 'port' is "
-                                      "required for kind http")));
+                                      "1")));
+}
+
+TEST(ProbeConfig, WhatAWorkerMustStillAddIsCheckedOnceItsOwnErrorsAreFixed) {
+    // With its errors above fixed, the worker's probes are judged whole: the
+    // port an http probe lacks is reported where the worker stands. While the
+    // worker has errors of its own it is not (a port that failed to parse
+    // would read as missing, a second error for one mistake).
+    auto errors = errors_of(worker_with(R"(      startup: {kind: http, path: /health}
+)"));
+    EXPECT_THAT(errors, ElementsAre(HasSubstr("p.yaml:2:5: worker 'w': probe 'startup': 'port' is "
+                                              "required for kind http")));
 }
 
 TEST(ProbeConfig, DefaultsMayLeaveThePortToEachWorker) {
@@ -177,9 +185,9 @@ TEST(ProbeConfig, RejectsBadValuesWithTheirPlace) {
                                               "not 'grpc'"),
                                     HasSubstr("p.yaml:8:15: 'port' must be between 1 and 65535"),
                                     HasSubstr("p.yaml:9:17: 'status' must be a status"),
-                                    HasSubstr("p.yaml:10:9: unknown key 'bogus'"),
-                                    HasSubstr("p.yaml:2:5: worker 'w': probe 'liveness': 'port' "
-                                              "is required")));
+                                    // No "'port' is required": the port was written,
+                                    // only wrong.
+                                    HasSubstr("p.yaml:10:9: unknown key 'bogus'")));
 }
 
 TEST(ProbeConfig, DurationsAreBoundedToADay) {
