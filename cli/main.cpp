@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <iostream>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/closest_match.h"
 #include "cli_context.h"
 #include "commands.h"
 
@@ -31,6 +34,18 @@ bool is_command(const CLI::App& app, std::string_view word) {
     for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
         if (sub->check_name(std::string(word))) return true;
     return false;
+}
+
+// "infervisorctl: unknown command 'statsu' (did you mean 'status'?)", with
+// the hint only when one command is that near.
+std::string unknown_command_message(const CLI::App& app, std::string_view word) {
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        names.push_back(sub->get_name());
+    std::string message = "infervisorctl: unknown command '" + std::string(word) + "'";
+    if (auto meant = infervisor::closest_match(word, names))
+        message += " (did you mean '" + *meant + "'?)";
+    return message + " (see 'infervisorctl --help')\n";
 }
 
 // CLI11's parse errors as our own: "infervisorctl: " first, and which
@@ -76,8 +91,7 @@ int main(int argc, char** argv) {
     add_config_command(app, ctx);
     add_top_command(app, ctx);
     if (auto word = command_word(argc, argv); !word.empty() && !is_command(app, word)) {
-        std::cerr << "infervisorctl: unknown command '" << word
-                  << "' (see 'infervisorctl --help')\n";
+        std::cerr << unknown_command_message(app, word);
         return kUsage;
     }
     try {

@@ -5,12 +5,17 @@
 namespace infervisor {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    // Three rows: a transposition looks two rows back.
+    std::vector<std::size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
     for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         cur[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j)
+        for (std::size_t j = 1; j <= b.size(); ++j) {
             cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                cur[j] = std::min(cur[j], before[j - 2] + 1);
+        }
+        std::swap(before, prev);
         std::swap(prev, cur);
     }
     return prev[b.size()];
@@ -19,7 +24,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
     if (word.empty() || word.size() > kMaxWordLength) return std::nullopt;
-    std::size_t limit = std::min<std::size_t>(2, word.size() - 1);
+    // One edit per three letters, at least one and at most two.
+    std::size_t limit = std::clamp<std::size_t>(word.size() / 3, 1, 2);
+    if (word.size() == 1) return std::nullopt;
     std::optional<std::string> best;
     std::size_t best_distance = limit + 1;
     for (const auto& candidate : candidates) {

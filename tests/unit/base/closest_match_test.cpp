@@ -14,7 +14,9 @@ TEST(EditDistance, CountsInsertionsDeletionsAndSubstitutions) {
     EXPECT_EQ(edit_distance("statu", "status"), 1u);    // an insertion
     EXPECT_EQ(edit_distance("statuss", "status"), 1u);  // a deletion
     EXPECT_EQ(edit_distance("statos", "status"), 1u);   // a substitution
-    EXPECT_EQ(edit_distance("statsu", "status"), 2u);   // a swap is two
+    EXPECT_EQ(edit_distance("statsu", "status"), 1u);   // a swap of neighbours
+    EXPECT_EQ(edit_distance("ab", "ba"), 1u);
+    EXPECT_EQ(edit_distance("bogus", "logs"), 2u);
     EXPECT_EQ(edit_distance("", "abc"), 3u);
     EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
@@ -26,6 +28,7 @@ TEST(ClosestMatch, SuggestsTheNearestWordWithinTwoEdits) {
     EXPECT_EQ(closest_match("strat", kCommands), "start");
     EXPECT_EQ(closest_match("relaod", kCommands), "reload");
     EXPECT_EQ(closest_match("stpo", kCommands), "stop");
+    EXPECT_EQ(closest_match("rsetrat", kCommands), "restart");  // 2 edits in 7 letters
 }
 
 TEST(ClosestMatch, SuggestsNothingForAFarOrKnownWord) {

@@ -196,8 +196,18 @@ TEST_F(InfervisorctlTest, GlobalOptionsBeforeOrAfterTheCommand) {
 TEST_F(InfervisorctlTest, AnUnknownCommandIsNamed) {
     auto r = ctl({"bogus"});
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_THAT(r.err, HasSubstr("unknown command 'bogus'"));
+    EXPECT_EQ(r.err, "infervisorctl: unknown command 'bogus' (see 'infervisorctl --help')\n");
     EXPECT_EQ(ctl({"--json", "frobnicate", "llama"}).exit_code, 2);
+}
+
+TEST_F(InfervisorctlTest, AMisspeltCommandNamesTheOneMeant) {
+    auto r = ctl({"statsu"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "infervisorctl: unknown command 'statsu' (did you mean 'status'?) (see "
+              "'infervisorctl --help')\n");
+    EXPECT_THAT(ctl({"--json", "relaod"}).err, HasSubstr("(did you mean 'reload'?)"));
+    EXPECT_THAT(ctl({"evnets", "-f"}).err, HasSubstr("(did you mean 'events'?)"));
 }
 
 TEST_F(InfervisorctlTest, LongOutputGoesThroughThePagerOnATerminal) {
