@@ -78,12 +78,17 @@ json merged_verdict(const ConfigErrors& read_errors, const json& checked) {
     for (const auto& line : read_errors.lines()) errors.push_back(line);
     for (const auto& e : checked.value("errors", json::array()))
         if (e.is_string()) errors.push_back(e);
+    json warnings = json::array();
+    for (const auto& w : checked.value("warnings", json::array()))
+        if (w.is_string()) warnings.push_back(w);
     bool valid = checked.value("valid", false) && read_errors.empty();
-    return {{"valid", valid}, {"errors", std::move(errors)}};
+    return {{"valid", valid}, {"errors", std::move(errors)}, {"warnings", std::move(warnings)}};
 }
 
 json verdict_of(const LoadedConfig& loaded) {
-    return {{"valid", loaded.errors.empty()}, {"errors", loaded.errors.lines()}};
+    return {{"valid", loaded.errors.empty()},
+            {"errors", loaded.errors.lines()},
+            {"warnings", loaded.errors.warning_lines()}};
 }
 
 VarlinkCall validate_call(const ConfigTexts& texts) {
@@ -153,6 +158,9 @@ void run_check(CliContext& ctx, const CheckRequest& request) {
         for (const auto& e : verdict->value("errors", json::array()))
             if (e.is_string()) std::cout << e.get<std::string>() << "\n";
     }
+    if (!ctx.json)
+        for (const auto& w : verdict->value("warnings", json::array()))
+            if (w.is_string()) std::cerr << "warning: " << w.get<std::string>() << "\n";
     if (!valid) ctx.exit_code = kFailure;
 }
 
@@ -176,7 +184,10 @@ void add_config_command(CLI::App& app, CliContext& ctx) {
         "daemon checks them with its own parser, in a helper process with your\n"
         "rights (credential files you cannot see are not reported); nothing is\n"
         "applied. When the daemon is not running, infervisorctl checks them itself.\n"
-        "Errors are printed as FILE:LINE:COLUMN: MESSAGE and the exit code is 1.\n\n"
+        "Errors are printed as FILE:LINE:COLUMN: MESSAGE and the exit code is 1.\n"
+        "What is valid but likely to fail (a command that does not exist) is a\n"
+        "warning on stderr: warning: FILE:LINE:COLUMN: MESSAGE; --json has both\n"
+        "lists, {valid, errors, warnings}.\n\n"
         "Examples:\n  infervisorctl config check\n"
         "  infervisorctl config check --workers-dir /etc/infervisor/workers.d.new \\\n"
         "      /etc/infervisor/infervisor.yaml.new\n"

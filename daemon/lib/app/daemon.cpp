@@ -285,6 +285,8 @@ ReloadOutcome Daemon::changes_of(const LoadedConfig& loaded) const {
     if (!(loaded.config.daemon == config_.daemon))
         outcome.warnings.push_back(
             "daemon settings changed; paths and cgroup_root take effect on restart");
+    for (auto& warning : loaded.errors.warning_lines())
+        outcome.warnings.push_back(std::move(warning));
     for (auto& warning : host_fit_warnings(loaded.config, paths_.procfs))
         outcome.warnings.push_back(std::move(warning));
     for (const auto& w : loaded.config.workers) {
@@ -414,9 +416,13 @@ int check_config(const DaemonOptions& options) {
     auto loaded = load_config(source_of(options));
     if (!loaded.ok()) {
         std::cerr << loaded.errors.format();
+        for (const auto& warning : loaded.errors.warning_lines())
+            std::cerr << "warning: " << warning << "\n";
         std::cerr << loaded.errors.count() << " error(s); configuration is invalid\n";
         return 1;
     }
+    for (const auto& warning : loaded.errors.warning_lines())
+        std::cout << "warning: " << warning << "\n";
     for (const auto& warning : host_fit_warnings(loaded.config, Paths{}.procfs))
         std::cout << "warning: " << warning << "\n";
     std::cout << "configuration OK: " << loaded.config.workers.size() << " worker(s) from "
@@ -439,6 +445,7 @@ int run_daemon(const DaemonOptions& options) {
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN);
+    for (const auto& warning : loaded.errors.warning_lines()) spdlog::warn("{}", warning);
     for (const auto& warning : host_fit_warnings(loaded.config, Paths{}.procfs))
         spdlog::warn("{}", warning);
     prepare_reexec();

@@ -90,31 +90,60 @@ std::optional<ConfigTexts> decode_config_check_request(std::string_view request)
     return texts;
 }
 
-std::string encode_config_check_reply(const ConfigErrors& errors) {
-    json list = json::array();
-    for (const auto& e : errors.all())
-        list.push_back(
+namespace {
+
+json to_json(const std::vector<ConfigError>& list) {
+    json out = json::array();
+    for (const auto& e : list)
+        out.push_back(
             {{"file", e.file}, {"line", e.line}, {"column", e.column}, {"message", e.message}});
-    // Invalid UTF-8 (quoted from the text) is replaced, never a throw.
-    return json{{"errors", std::move(list)}, {"dropped", errors.dropped()}}.dump(
-        -1, ' ', false, json::error_handler_t::replace);
+    return out;
 }
 
-std::optional<ConfigErrors> decode_config_check_reply(std::string_view reply) {
-    json parsed = json::parse(reply, nullptr, false);
-    if (!parsed.is_object() || !parsed.contains("errors") || !parsed["errors"].is_array() ||
-        !parsed.contains("dropped") || !parsed["dropped"].is_number_unsigned())
-        return std::nullopt;
-    ConfigErrors errors;
-    for (const auto& e : parsed["errors"]) {
+// Calls add(file, line, column, message) for each entry; false when `list`
+// is not a list of such entries (or holds more than `most`).
+template <typename Add>
+bool read_placed(const json& list, std::size_t most, Add add) {
+    if (!list.is_array() || list.size() > most) return false;
+    for (const auto& e : list) {
         if (!e.is_object() || !e.value("file", json()).is_string() ||
             !e.value("line", json()).is_number_integer() ||
             !e.value("column", json()).is_number_integer() ||
             !e.value("message", json()).is_string())
-            return std::nullopt;
-        errors.add_at(e["file"].get<std::string>(), e["line"].get<int>(), e["column"].get<int>(),
-                      e["message"].get<std::string>());
+            return false;
+        add(e["file"].get<std::string>(), e["line"].get<int>(), e["column"].get<int>(),
+            e["message"].get<std::string>());
     }
+    return true;
+}
+
+}  // namespace
+
+std::string encode_config_check_reply(const ConfigErrors& errors) {
+    // Invalid UTF-8 (quoted from the text) is replaced, never a throw.
+    return json{{"errors", to_json(errors.all())},
+                {"dropped", errors.dropped()},
+                {"warnings", to_json(errors.warnings())}}
+        .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<ConfigErrors> decode_config_check_reply(std::string_view reply) {
+    json parsed = json::parse(reply, nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("errors") || !parsed.contains("dropped") ||
+        !parsed["dropped"].is_number_unsigned())
+        return std::nullopt;
+    ConfigErrors errors;
+    // A hostile helper's extra entries would only be dropped: refused instead.
+    auto add = [&](std::string file, int line, int column, std::string message) {
+        errors.add_at(std::move(file), line, column, std::move(message));
+    };
+    if (!read_placed(parsed["errors"], ConfigErrors::kMaxKept, add)) return std::nullopt;
+    auto warn = [&](std::string file, int line, int column, std::string message) {
+        errors.warn_at(std::move(file), line, column, std::move(message));
+    };
+    if (parsed.contains("warnings") &&
+        !read_placed(parsed["warnings"], ConfigErrors::kMaxKept, warn))
+        return std::nullopt;
     errors.add_dropped(parsed["dropped"].get<std::size_t>());
     return errors;
 }

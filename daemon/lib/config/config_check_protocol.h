@@ -8,8 +8,9 @@
 // at most config_limits::kMaxTotalBytes of it, more is an error), checks
 // them as the daemon checks its own files, and writes one JSON object to
 // stdout:
-// {"errors": [{"file","line","column","message"}...], "dropped": N}, the
-// kept errors and the count of those not kept (yaml/config_errors.h). A
+// {"errors": [{"file","line","column","message"}...], "dropped": N,
+// "warnings": [...]}: the kept errors, the count of those not kept and the
+// warnings, of the same shape (yaml/config_errors.h). A
 // helper run by an unprivileged caller checks with ValidationOptions::
 // as_caller (it sees what that user may see; nothing more).
 #pragma once

@@ -1,6 +1,10 @@
 #include "config/config_validator.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/units.h"
@@ -39,13 +43,34 @@ class WorkerChecker {
     void fail(const std::string& message) {
         errors_.add_at(at_.file, at_.line, at_.column, "worker '" + spec_.name + "': " + message);
     }
+    void warn(const std::string& message) {
+        errors_.warn_at(at_.file, at_.line, at_.column, "worker '" + spec_.name + "': " + message);
+    }
 
     void check_command() {
         if (spec_.command.empty()) return;  // reported by the parser as missing
         const std::string& exe = spec_.command.front();
         if (exe.empty() || exe.front() != '/')
-            fail("command[0] must be an absolute path (no PATH search, no shell), not '" + exe +
-                 "'");
+            return fail("command[0] must be an absolute path (no PATH search, no shell), not '" +
+                        exe + "'");
+        if (auto problem = program_problem(exe)) warn(*problem);
+    }
+
+    // A warning, not an error: the program may be installed (or its file
+    // system mounted) before the worker starts, and one worker's missing
+    // program must not stop the daemon supervising the others. Looked at
+    // with the checker's rights (the caller's for `config check`): a path
+    // it may not see is not reported.
+    static std::optional<std::string> program_problem(const std::string& exe) {
+        struct stat st {};
+        if (::stat(exe.c_str(), &st) != 0) {
+            if (errno != ENOENT && errno != ENOTDIR) return std::nullopt;
+            return "command[0] '" + exe + "' does not exist: starting the worker will fail";
+        }
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0)
+            return "command[0] '" + exe +
+                   "' is not an executable file: starting the worker will fail";
+        return std::nullopt;
     }
 
     void check_memory() {

@@ -176,10 +176,11 @@ struct ValidationOutcome {
     // overran its deadline); `reason` says which. true: `errors` is the
     // verdict, empty when the text is valid.
     bool checked = true;
-    std::vector<std::string> errors;  // "name:line:col: message"
+    std::vector<std::string> errors;    // "name:line:col: message"
+    std::vector<std::string> warnings;  // the same; valid, but likely to fail
     std::string reason;
 
-    static ValidationOutcome refused(std::string why) { return {false, {}, std::move(why)}; }
+    static ValidationOutcome refused(std::string why) { return {false, {}, {}, std::move(why)}; }
 };
 
 // Ends an event subscription when destroyed. Move-only.

@@ -336,7 +336,10 @@ void VarlinkService::validate(const VarlinkCall& call, const Sink& sink) {
             if (!outcome.checked)
                 return target->fail(err::kValidationFailed, {{"reason", outcome.reason}});
             bool valid = outcome.errors.empty();
-            target->reply({{"valid", valid}, {"errors", std::move(outcome.errors)}}, false);
+            target->reply({{"valid", valid},
+                           {"errors", std::move(outcome.errors)},
+                           {"warnings", std::move(outcome.warnings)}},
+                          false);
         });
 }
 

@@ -232,7 +232,7 @@ void SupervisorService::validate_config(ConfigTexts texts, const PeerCredentials
                                                    " and was abandoned"));
         if (!loaded->not_checked.empty())
             return done(ValidationOutcome::refused(loaded->not_checked));
-        done({true, loaded->errors.lines(), {}});
+        done({true, loaded->errors.lines(), loaded->errors.warning_lines(), {}});
     };
     if (!checks_.run(std::move(job), std::move(answer)))
         done(ValidationOutcome::refused(std::to_string(kMaxChecks) +

@@ -68,6 +68,23 @@ void ConfigErrors::keep(ConfigError error) {
     }
 }
 
+void ConfigErrors::warn_at(std::string file, int line, int column, std::string message) {
+    if (warnings_.size() >= kMaxKept) return;
+    if (file.size() > kMaxMessageBytes) file.resize(kMaxMessageBytes);
+    if (message.size() > kMaxMessageBytes) {
+        message.resize(kMaxMessageBytes);
+        message += "... (cut)";
+    }
+    warnings_.push_back({std::move(file), line, column, std::move(message)});
+}
+
+std::vector<std::string> ConfigErrors::warning_lines() const {
+    std::vector<std::string> out;
+    out.reserve(warnings_.size());
+    for (const auto& w : warnings_) out.push_back(w.format());
+    return out;
+}
+
 std::vector<std::string> ConfigErrors::lines() const {
     std::vector<std::string> out;
     out.reserve(errors_.size() + 1);

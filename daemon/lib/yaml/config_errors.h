@@ -60,6 +60,15 @@ class ConfigErrors {
     // The same as lines (no newlines), for replies.
     std::vector<std::string> lines() const;
 
+    // Warnings: what is valid but will likely fail (a command that does not
+    // exist yet may be installed before the worker starts). They do not make
+    // the configuration invalid. In the order found, the first kMaxKept.
+    void warn_at(std::string file, int line, int column, std::string message);
+    const std::vector<ConfigError>& warnings() const { return warnings_; }
+    // "file:line:column: message", one per warning kept (printers add
+    // "warning: " in front, as for the daemon's other warnings).
+    std::vector<std::string> warning_lines() const;
+
   private:
     void keep(ConfigError error);
     // The file's place in the reading order (files first named by an error
@@ -69,6 +78,7 @@ class ConfigErrors {
     std::string file_;
     std::vector<std::string> files_;   // in reading order; at most kMaxKept + the files read
     std::vector<ConfigError> errors_;  // sorted: file rank, line, column, then arrival
+    std::vector<ConfigError> warnings_;
     std::size_t dropped_ = 0;
 };
 

@@ -1,7 +1,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "config/config_loader.h"
+#include "support/temp_dir.h"
 
 namespace infervisor {
 namespace {
@@ -148,6 +150,32 @@ workers:
                             HasSubstr("worker 'a': memory.max is required"),
                             HasSubstr("worker 'a': restart.backoff_initial (2m) is above "
                                       "restart.backoff_max (1m)")));
+}
+
+// Issue 27, point 12: a worker whose program is not there will fail to
+// start; said at check time, where the worker is written, as a warning (it
+// may be installed before the worker starts; the others must still run).
+TEST(ConfigValidator, WarnsOfACommandThatCannotBeRun) {
+    testing::TempDir dir;
+    auto script = dir.write("script.sh", "#!/bin/sh\n");
+    ::chmod(script.c_str(), 0644);
+    auto runnable = dir.write("run.sh", "#!/bin/sh\n");
+    ::chmod(runnable.c_str(), 0755);
+    std::string text = "workers:\n";
+    for (const auto& program : {std::string("/nonexistent/llama-server"), script.string(),
+                                dir.path().string(), runnable.string(), script.string() + "/x"})
+        text += "  - {name: w" + std::to_string(text.size()) + ", command: [" + program +
+                "], memory: {max: 1G}}\n";
+    auto loaded = load_config_text(text, "test.yaml");
+    EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
+    auto warnings = loaded.errors.warning_lines();
+    ASSERT_EQ(warnings.size(), 4u);
+    EXPECT_THAT(warnings[0], AllOf(HasSubstr("test.yaml:2:5: worker 'w"),
+                                   HasSubstr("command[0] '/nonexistent/llama-server' does not "
+                                             "exist: starting the worker will fail")));
+    EXPECT_THAT(warnings[1], HasSubstr("script.sh' is not an executable file"));
+    EXPECT_THAT(warnings[2], HasSubstr("' is not an executable file"));
+    EXPECT_THAT(warnings[3], HasSubstr("script.sh/x' does not exist"));
 }
 
 TEST(ConfigParser, ReportsMissingRequiredKeys) {

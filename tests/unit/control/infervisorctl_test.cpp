@@ -505,6 +505,30 @@ TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
     EXPECT_THAT(d.out, HasSubstr(dropin.string() + ":1:1: unknown key 'log_level'"));
 }
 
+// Issue 27, point 12: valid, but the worker will not start; said, not failed.
+TEST_F(InfervisorctlTest, ConfigCheckWarnsOfACommandThatDoesNotExist) {
+    testing::TempDir dir;
+    auto file = dir.write("w.yaml",
+                          "workers:\n"
+                          "  - name: llama\n"
+                          "    command: [/opt/llama/bin/llama-server]\n"
+                          "    memory: {max: 1G}\n");
+    std::vector<std::string> no_daemon = {"--socket", (dir.path() / "none").string()};
+    auto r = run_ctl({no_daemon[0], no_daemon[1], "config", "check", file.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, file.string() + ": OK\n");
+    EXPECT_THAT(r.err, HasSubstr("warning: " + file.string() +
+                                 ":2:5: worker 'llama': command[0] "
+                                 "'/opt/llama/bin/llama-server' does not exist: starting the "
+                                 "worker will fail\n"));
+    auto j = run_ctl({no_daemon[0], no_daemon[1], "config", "check", "--json", file.string()});
+    auto verdict = json::parse(j.out);
+    EXPECT_EQ(verdict["valid"], true);
+    ASSERT_EQ(verdict["warnings"].size(), 1u);
+    EXPECT_THAT(verdict["warnings"][0].get<std::string>(), HasSubstr("does not exist"));
+    EXPECT_THAT(j.err, Not(HasSubstr("warning:")));  // in the JSON, not twice
+}
+
 TEST_F(InfervisorctlTest, EventsPastAndFollowed) {
     server.on_loop([](FakeSupervisor& fake) {
         fake.emit({1700000000000000, "llama", "started", "started pid 4242", {}});

@@ -63,6 +63,21 @@ TEST(ConfigCheckHelper, TheVerdictIsTheOneTheDaemonWouldReach) {
 }
 
 // Issue 27, point 2: the drop-ins are checked with the main file.
+// Issue 27, point 12: a command that does not exist is a warning, there as here.
+TEST(ConfigCheckHelper, WarningsComeBackWithTheVerdict) {
+    std::string text =
+        "workers:\n"
+        "  - name: w\n"
+        "    command: [/nonexistent/llama-server]\n"
+        "    memory: {max: 1G}\n";
+    auto here = load_config_text(text, "mine.yaml");
+    auto there = check_config_in_helper(alone(text, "mine.yaml"), kNobody, built_daemon());
+    ASSERT_EQ(there.not_checked, "");
+    EXPECT_TRUE(there.errors.empty()) << there.errors.format();
+    ASSERT_EQ(here.errors.warning_lines().size(), 1u);
+    EXPECT_EQ(there.errors.warning_lines(), here.errors.warning_lines());
+}
+
 TEST(ConfigCheckHelper, TheDropinsAreCheckedWithTheMainFile) {
     ConfigTexts texts{
         {"main.yaml", "workers:\n  - {name: a, command: [/bin/a], memory: {max: 1G}}\n"},

@@ -144,6 +144,32 @@ dropins_are_checked_as_the_daemon_checks_them() {
 	assert_file_contains "$dir/ok.out" "drop-in(s) from $dir/workers.d: OK"
 	rm -rf "$dir"
 }
+# Issue 27, point 12: a worker whose program is not there is a warning with
+# its place, from the daemon's helper (as nobody) and from --check-config
+# alike; the configuration stays valid.
+a_missing_command_is_a_warning_with_its_place() {
+	local dir=$work/missing rc=0
+	rm -rf "$dir"
+	mkdir -p "$dir/workers.d"
+	cat >"$dir/infervisor.yaml" <<-YAML
+		workers:
+		  - name: llama
+		    command: [/opt/llama.cpp/bin/llama-server, --port, "8080"]
+		    memory: {max: 1G}
+	YAML
+	chmod -R a+rX "$dir"
+	as_nobody infervisorctl config check "$dir/infervisor.yaml" >"$dir/ctl.out" 2>"$dir/ctl.err" || rc=$?
+	log "config check: $(tr '\n' '|' <"$dir/ctl.out") stderr: $(tr '\n' '|' <"$dir/ctl.err")"
+	assert_eq 0 "$rc" "config check's exit status"
+	assert_file_contains "$dir/ctl.out" "$dir/infervisor.yaml with 0 drop-in(s) from $dir/workers.d: OK"
+	assert_file_contains "$dir/ctl.err" "warning: $dir/infervisor.yaml:2:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist: starting the worker will fail"
+	assert_fails grep -q "not running" "$dir/ctl.err"
+	infervisord -c "$dir/infervisor.yaml" --check-config >"$dir/daemon.out" 2>&1 || rc=$?
+	assert_eq 0 "$rc" "--check-config's exit status"
+	assert_file_contains "$dir/daemon.out" "warning: $dir/infervisor.yaml:2:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist"
+	rm -rf "$dir"
+}
 run_scenario hostile-config-checks-by-nobody-leave-the-daemons-memory-as-it-was hostile_checks_leave_the_daemons_memory_as_it_was
 run_scenario config-check-looks-at-credential-paths-as-the-caller credential_paths_are_looked_at_as_the_caller
 run_scenario config-check-checks-the-dropins-as-the-daemon-does dropins_are_checked_as_the_daemon_checks_them
+run_scenario a-missing-command-is-a-warning-with-its-place a_missing_command_is_a_warning_with_its_place
