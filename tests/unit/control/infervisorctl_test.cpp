@@ -505,6 +505,29 @@ TEST_F(InfervisorctlTest, ConfigCheckWithoutADaemonChecksLocally) {
     EXPECT_THAT(d.out, HasSubstr(dropin.string() + ":1:1: unknown key 'log_level'"));
 }
 
+// Issue 27, point 12: as a person reads them: in file and line order, each
+// mistake once, and the metric meant named.
+TEST_F(InfervisorctlTest, ConfigCheckErrorsReadInOrderEachMistakeOnce) {
+    testing::TempDir dir;
+    auto file = dir.write("w.yaml",
+                          "workers:\n"
+                          "  - name: llama\n"
+                          "    command: [/bin/true]\n"
+                          "    memory: {max: 12GG}\n"
+                          "    rules:\n"
+                          "      - {name: leak, when: memory.grwoth > 10%/min, action: kill}\n"
+                          "    colour: red\n");
+    std::vector<std::string> no_daemon = {"--socket", (dir.path() / "none").string()};
+    auto r = run_ctl({no_daemon[0], no_daemon[1], "config", "check", file.string()});
+    EXPECT_EQ(r.exit_code, 1);
+    std::string f = file.string();
+    EXPECT_EQ(r.out,
+              f + ":4:19: 'max': invalid size '12GG': unknown unit 'GG' (use K, M, G or T)\n" + f +
+                  ":6:28: 'when' in rule 'leak': unknown metric 'memory.grwoth' (did "
+                  "you mean 'memory.growth'?)\n" +
+                  f + ":7:5: unknown key 'colour' in worker 'llama'\n");
+}
+
 // Issue 27, point 12: valid, but the worker will not start; said, not failed.
 TEST_F(InfervisorctlTest, ConfigCheckWarnsOfACommandThatDoesNotExist) {
     testing::TempDir dir;
