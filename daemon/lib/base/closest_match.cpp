@@ -23,10 +23,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
-    if (word.empty() || word.size() > kMaxWordLength) return std::nullopt;
+    if (word.size() < 2 || word.size() > kMaxWordLength) return std::nullopt;
     // One edit per three letters, at least one and at most two.
     std::size_t limit = std::clamp<std::size_t>(word.size() / 3, 1, 2);
-    if (word.size() == 1) return std::nullopt;
     std::optional<std::string> best;
     std::size_t best_distance = limit + 1;
     for (const auto& candidate : candidates) {

@@ -7,6 +7,20 @@
 
 namespace infervisor {
 
+namespace {
+
+// Cuts what may quote the file to kMaxMessageBytes.
+void bound(ConfigError& error) {
+    if (error.file.size() > ConfigErrors::kMaxMessageBytes)
+        error.file.resize(ConfigErrors::kMaxMessageBytes);
+    if (error.message.size() > ConfigErrors::kMaxMessageBytes) {
+        error.message.resize(ConfigErrors::kMaxMessageBytes);
+        error.message += "... (cut)";
+    }
+}
+
+}  // namespace
+
 std::string ConfigError::format() const {
     if (line <= 0) return file + ": " + message;
     return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
@@ -37,7 +51,7 @@ std::size_t ConfigErrors::rank_of(const std::string& file) {
 }
 
 void ConfigErrors::keep(ConfigError error) {
-    if (error.file.size() > kMaxMessageBytes) error.file.resize(kMaxMessageBytes);
+    bound(error);
     bool full = errors_.size() >= kMaxKept;
     bool file_known = std::find(files_.begin(), files_.end(), error.file) != files_.end();
     // Full: one of a file not named yet would come after every kept error
@@ -54,10 +68,6 @@ void ConfigErrors::keep(ConfigError error) {
         ++dropped_;
         return;
     }
-    if (error.message.size() > kMaxMessageBytes) {
-        error.message.resize(kMaxMessageBytes);
-        error.message += "... (cut)";
-    }
     auto after =
         std::upper_bound(errors_.begin(), errors_.end(), at,
                          [&](const auto& p, const ConfigError& e) { return p < place(e); });
@@ -70,12 +80,9 @@ void ConfigErrors::keep(ConfigError error) {
 
 void ConfigErrors::warn_at(std::string file, int line, int column, std::string message) {
     if (warnings_.size() >= kMaxKept) return;
-    if (file.size() > kMaxMessageBytes) file.resize(kMaxMessageBytes);
-    if (message.size() > kMaxMessageBytes) {
-        message.resize(kMaxMessageBytes);
-        message += "... (cut)";
-    }
-    warnings_.push_back({std::move(file), line, column, std::move(message)});
+    ConfigError warning{std::move(file), line, column, std::move(message)};
+    bound(warning);
+    warnings_.push_back(std::move(warning));
 }
 
 std::vector<std::string> ConfigErrors::warning_lines() const {

@@ -211,12 +211,13 @@ bool YamlMap::get_string_map(const std::string& key, std::map<std::string, std::
 }
 
 void YamlMap::finish() {
+    std::vector<std::string> known;  // the hints' candidates, once there is an unknown key
     for (const auto& [key, value] : entries_) {
         (void)value;
         if (claimed_.count(key)) continue;
+        if (known.empty()) known.assign(claimed_.begin(), claimed_.end());
         std::string hint;
-        if (auto near = closest_match(key, {claimed_.begin(), claimed_.end()}))
-            hint = " (did you mean '" + *near + "'?)";
+        if (auto near = closest_match(key, known)) hint = " (did you mean '" + *near + "'?)";
         errors_.add(key_marks_.at(key), "unknown key '" + key + "' in " + what_ + hint);
     }
 }
