@@ -73,6 +73,15 @@ double cpu_seconds() {
     return secs(usage.ru_utime) + secs(usage.ru_stime);
 }
 
+// "Locked:   7580 kB" in /proc/self/smaps_rollup, in MiB: the resident
+// pages of locked mappings.
+double rollup_mib(const std::string& key) {
+    std::string rollup = read_file("/proc/self/smaps_rollup").value_or("");
+    size_t at = rollup.find("\n" + key + ":");
+    if (at == std::string::npos) return -1;
+    return std::strtod(rollup.c_str() + at + key.size() + 2, nullptr) / 1024.0;
+}
+
 // "VmRSS:\t    7580 kB" in /proc/self/status, in MiB.
 double status_mib(const std::string& key) {
     std::string status = read_file("/proc/self/status").value_or("");
@@ -136,6 +145,9 @@ int main(int argc, char** argv) {
     std::printf("supervisor RSS: %.1f MiB  (peak %.1f MiB; memory %s)\n", status_mib("VmRSS"),
                 status_mib("VmHWM"),
                 locked ? "locked as the daemon's is" : "not locked: no CAP_IPC_LOCK");
+    if (locked)
+        std::printf("pinned: %.1f MiB (of it the executable %.1f MiB)\n", rollup_mib("Locked"),
+                    static_cast<double>(locked->own_code_bytes) / (1 << 20));
 
     policy.stop();
     if (metrics) metrics->stop();

@@ -165,7 +165,10 @@ bool Daemon::terminating_for_restart() const {
 
 int Daemon::run() {
     if (auto locked = lock_own_memory())
-        spdlog::info("memory locked: the daemon's code and data stay in RAM (mlockall)");
+        spdlog::info(
+            "memory locked: the daemon's code ({} KiB) is pinned in RAM, what else it "
+            "uses is pinned as it is used (mlockall, MCL_ONFAULT)",
+            locked->own_code_bytes >> 10);
     else
         spdlog::warn("cannot lock the daemon's memory, so it may stall when the host thrashes: {}",
                      locked.error().message());

@@ -1,10 +1,14 @@
 #include "app/memory_lock.h"
 
+#include <link.h>
 #include <linux/capability.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <string>
 
 #include "base/capabilities.h"
@@ -15,26 +19,58 @@ namespace {
 
 constexpr int kOwnMappingBytes = 128 << 10;
 
+struct OwnSegments {
+    std::size_t bytes = 0;
+    int error = 0;  // the first mlock() errno, 0 when all were locked
+};
+
+// dl_iterate_phdr calls this for the executable first (its dlpi_name is
+// empty), then for each shared library; only the executable is wanted.
+int lock_executable_segments(dl_phdr_info* info, std::size_t, void* data) {
+    auto& segments = *static_cast<OwnSegments*>(data);
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_LOAD || header.p_memsz == 0) continue;
+        std::uintptr_t start = info->dlpi_addr + header.p_vaddr;
+        std::uintptr_t end = start + header.p_memsz;
+        start &= ~(page - 1);
+        end = (end + page - 1) & ~(page - 1);
+        // mlock() reads the range in and pins it, whatever mlockall's
+        // MCL_ONFAULT says for the rest.
+        if (::mlock(reinterpret_cast<void*>(start), end - start) < 0) {
+            if (segments.error == 0) segments.error = errno;
+            continue;
+        }
+        segments.bytes += end - start;
+    }
+    return 1;  // the executable only: stop here
+}
+
 }  // namespace
 
-Result<void> lock_own_memory() {
+Result<LockedMemory> lock_own_memory() {
     rlimit limit{};
     bool unlimited = ::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY;
     if (!unlimited && !has_effective_capability(CAP_IPC_LOCK))
         return plain_error("RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur) +
                            " bytes and CAP_IPC_LOCK is missing (run through infervisord.service, "
                            "which sets LimitMEMLOCK=infinity)");
-    // Fixed thresholds (which also stop glibc from raising them as large
-    // blocks are freed): a block of 128 KiB or more (a configuration text,
-    // a reply) is a mapping of its own, unmapped when freed.
+    // Before any thread exists, so that every thread allocates from the
+    // main arena. Fixed thresholds also stop glibc from raising them as
+    // large blocks are freed.
+    ::mallopt(M_ARENA_MAX, 1);
     ::mallopt(M_MMAP_THRESHOLD, kOwnMappingBytes);
     ::mallopt(M_TRIM_THRESHOLD, kOwnMappingBytes);
-    if (::mlockall(MCL_CURRENT) < 0) return errno_error("mlockall(MCL_CURRENT)");
-    // Without MCL_CURRENT this keeps the pages locked above and only sets
-    // how later mappings are locked.
-    if (::mlockall(MCL_FUTURE | MCL_ONFAULT) < 0)
-        return errno_error("mlockall(MCL_FUTURE | MCL_ONFAULT)");
-    return {};
+    if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
+        return errno_error("mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)");
+    OwnSegments segments;
+    ::dl_iterate_phdr(lock_executable_segments, &segments);
+    if (segments.error != 0) {
+        errno = segments.error;
+        return errno_error("mlock of the daemon's executable");
+    }
+    return LockedMemory{segments.bytes};
 }
 
 }  // namespace infervisor
