@@ -17,15 +17,19 @@
 // is never called after the runner is destroyed; the destructor waits for
 // the jobs that are running. A job must not touch loop-thread state.
 //
-// Memory: each thread's heap stays mapped (and locked, under mlockall) after
-// its job, so what this costs is bounded by max_jobs times the largest job.
+// Threads: each job runs on a thread of its own, which ends with the job, so
+// an idle daemon has none (a thread waiting for work would hold its stack's
+// pages, locked under mlockall, for nothing). Their allocations come from
+// the one malloc arena app/memory_lock.h sets up, whose free top is given
+// back: a job's garbage does not stay.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "base/clock.h"
@@ -53,6 +57,11 @@ class ConfigLoadRunner {
 
     std::size_t running() const { return *running_; }
     std::size_t max_jobs() const { return max_jobs_; }
+    // The jobs' threads that exist now (a timed-out job's among them).
+    std::size_t threads() const {
+        std::lock_guard lock(threads_->mutex);
+        return threads_->live;
+    }
     Duration deadline() const { return deadline_; }
 
   private:
@@ -65,7 +74,14 @@ class ConfigLoadRunner {
     // Shared with the jobs' completions, which may outlive nothing but the
     // loop: a completion that finds `alive` expired does nothing.
     std::shared_ptr<std::size_t> running_ = std::make_shared<std::size_t>(0);
-    boost::asio::thread_pool pool_;
+    // The jobs' threads, counted so that the destructor can wait for them:
+    // a thread holds this until its job has ended and its answer is posted.
+    struct Threads {
+        std::mutex mutex;
+        std::condition_variable ended;
+        std::size_t live = 0;  // guarded by mutex
+    };
+    std::shared_ptr<Threads> threads_ = std::make_shared<Threads>();
 };
 
 }  // namespace infervisor

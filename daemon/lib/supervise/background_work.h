@@ -7,23 +7,34 @@
 // destroyed by then, in which case the result is dropped. A job must not
 // touch loop-thread state: give it copies and its own descriptors. The
 // destructor waits for the job that is running, not for queued ones.
+//
+// The thread exists only while there is work: it is started by the run()
+// that finds none, and ends when the queue is empty. Most of the time the
+// daemon has nothing to measure or delete, and an idle thread still costs
+// its stack's touched pages, locked in RAM (app/memory_lock.h), and a line
+// in every `top -H`.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 namespace infervisor {
 
 class BackgroundWork {
   public:
-    explicit BackgroundWork(boost::asio::io_context& io) : io_(io), pool_(1) {}
+    explicit BackgroundWork(boost::asio::io_context& io) : io_(io) {}
     ~BackgroundWork() {
         alive_.reset();
-        pool_.stop();
-        pool_.join();
+        {
+            std::lock_guard lock(mutex_);
+            queue_.clear();  // queued jobs are dropped; the running one ends
+        }
+        if (thread_.joinable()) thread_.join();
     }
     BackgroundWork(const BackgroundWork&) = delete;
     BackgroundWork& operator=(const BackgroundWork&) = delete;
@@ -31,7 +42,7 @@ class BackgroundWork {
     template <class T>
     void run(std::function<T()> job, std::function<void(T)> done) {
         std::weak_ptr<char> alive = alive_;
-        boost::asio::post(pool_, [&io = io_, alive, job = std::move(job), done = std::move(done)] {
+        enqueue([&io = io_, alive, job = std::move(job), done = std::move(done)] {
             auto result = std::make_shared<T>(job());
             boost::asio::post(io, [alive, result, done] {
                 if (alive.lock()) done(std::move(*result));
@@ -39,10 +50,46 @@ class BackgroundWork {
         });
     }
 
+    // Whether the background thread exists now (for tests).
+    bool thread_running() const {
+        std::lock_guard lock(mutex_);
+        return working_;
+    }
+
   private:
+    void enqueue(std::function<void()> task) {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(task));
+        if (working_) return;  // the running thread takes it
+        // A thread that ended (working_ false) is joined before the next
+        // starts; it has nothing left to do but return.
+        if (thread_.joinable()) thread_.join();
+        working_ = true;
+        thread_ = std::thread([this] { drain(); });
+    }
+
+    void drain() {
+        for (;;) {
+            std::function<void()> task;
+            {
+                std::lock_guard lock(mutex_);
+                if (queue_.empty()) {
+                    working_ = false;
+                    return;
+                }
+                task = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            task();
+        }
+    }
+
     boost::asio::io_context& io_;
     std::shared_ptr<char> alive_ = std::make_shared<char>();
-    boost::asio::thread_pool pool_;
+    mutable std::mutex mutex_;
+    std::deque<std::function<void()>> queue_;  // guarded by mutex_
+    bool working_ = false;                     // guarded by mutex_: thread_ is draining
+    std::thread thread_;                       // started and joined on the loop thread
 };
 
 }  // namespace infervisor

@@ -8,6 +8,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <optional>
@@ -136,6 +138,35 @@ TEST(ConfigLoadRunner, AThrowingJobIsAnAnswerWithAnError) {
     EXPECT_EQ(answer->status, Status::done);
     EXPECT_NE(answer->loaded->errors.format().find("internal error while checking"),
               std::string::npos);
+}
+
+// The threads of this process (the entries of /proc/self/task).
+std::size_t own_threads() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/task"))
+        ++n;
+    return n;
+}
+
+TEST(ConfigLoadRunner, HoldsNoThreadWhileIdle) {
+    boost::asio::io_context io;
+    // (An earlier test's job thread may still be ending: at most as many.)
+    const std::size_t before = own_threads();
+    ConfigLoadRunner runner(io, 4, Duration::zero());
+    EXPECT_LE(own_threads(), before);  // none made in advance
+    EXPECT_EQ(runner.threads(), 0u);
+    HeldJob held;
+    std::optional<Answer> answer;
+    ASSERT_TRUE(runner.run(held.job(), [&](Status s, std::optional<LoadedConfig> l) {
+        answer = Answer{s, std::move(l)};
+    }));
+    EXPECT_EQ(runner.threads(), 1u);  // one for the job
+    held.release.set_value();
+    run_until(io, [&] { return answer.has_value(); });
+    // The job's thread ends with it (it may still be returning).
+    while (runner.threads() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(answer->status, Status::done);
 }
 
 }  // namespace
