@@ -18,6 +18,7 @@
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+source "${BASH_SOURCE[0]%/*}/../footprint.sh"
 
 deb_dir=$VMTEST_BUILD_DIR/deb
 export DEBIAN_FRONTEND=noninteractive
@@ -63,6 +64,28 @@ upgrade_keeps_the_workers() {
 	rm -f "$newer"
 }
 
+# The daemon as the package ships it (optimised, stripped), with the
+# packaged main configuration and one idle worker: its memory beside
+# earlyoom's in this boot (issue 28; tests/vm/footprint.sh).
+packaged_footprint() {
+	cat >/etc/infervisor/workers.d/footprint.yaml <<-YAML
+		workers:
+		  - name: idle
+		    command: [/usr/libexec/infervisor/infervisor-example-worker]
+		    notify: true
+		    memory: {max: 64M}
+	YAML
+	systemctl reload infervisord
+	wait_until 300 has_events idle ready 1
+	local pid
+	pid=$(systemctl show -P MainPID infervisord)
+	settle_rss "$pid"
+	footprint_report "$pid" "infervisord (Debian package), packaged main config, 1 worker, idle"
+	assert_eq 1 "$(status_kib "$pid" Threads)" "the idle daemon's threads"
+	earlyoom_beside "$pid" "infervisord (Debian package)"
+	rm /etc/infervisor/workers.d/footprint.yaml
+}
+
 # What of ours is left in the places a package or the daemon writes.
 leftovers() {
 	local places=(/etc /var/lib /run /lib/systemd/system /usr/lib/systemd /usr/lib/sysusers.d
@@ -105,6 +128,8 @@ install_start_purge() {
 	assert_cmd test -s /usr/share/man/man8/infervisord.8.gz
 	assert_cmd test -s /usr/share/zsh/vendor-completions/_infervisorctl
 	assert_cmd test -s /usr/share/fish/vendor_completions.d/infervisorctl.fish
+
+	packaged_footprint
 
 	# The demo workers, as the example package's docs say.
 	cp /usr/share/doc/infervisor-example-worker/examples/demo.yaml /etc/infervisor/workers.d/
