@@ -73,15 +73,6 @@ double cpu_seconds() {
     return secs(usage.ru_utime) + secs(usage.ru_stime);
 }
 
-// "Locked:   7580 kB" in /proc/self/smaps_rollup, in MiB: the resident
-// pages of locked mappings.
-double rollup_mib(const std::string& key) {
-    std::string rollup = read_file("/proc/self/smaps_rollup").value_or("");
-    size_t at = rollup.find("\n" + key + ":");
-    if (at == std::string::npos) return -1;
-    return std::strtod(rollup.c_str() + at + key.size() + 2, nullptr) / 1024.0;
-}
-
 // "VmRSS:\t    7580 kB" in /proc/self/status, in MiB.
 double status_mib(const std::string& key) {
     std::string status = read_file("/proc/self/status").value_or("");
@@ -146,7 +137,8 @@ int main(int argc, char** argv) {
                 status_mib("VmHWM"),
                 locked ? "locked as the daemon's is" : "not locked: no CAP_IPC_LOCK");
     if (locked)
-        std::printf("pinned: %.1f MiB (of it the executable %.1f MiB)\n", rollup_mib("Locked"),
+        std::printf("pinned: %.1f MiB (of it the executable %.1f MiB)\n",
+                    static_cast<double>(pinned_bytes()) / (1 << 20),
                     static_cast<double>(locked->own_code_bytes) / (1 << 20));
 
     policy.stop();

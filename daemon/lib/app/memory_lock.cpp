@@ -9,9 +9,12 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "base/capabilities.h"
+#include "base/file_io.h"
 
 namespace infervisor {
 
@@ -71,6 +74,22 @@ Result<LockedMemory> lock_own_memory() {
         return errno_error("mlock of the daemon's executable");
     }
     return LockedMemory{segments.bytes};
+}
+
+long long pinned_bytes() {
+    auto smaps = read_file("/proc/self/smaps");
+    if (!smaps) return -1;
+    long long total_kib = 0, rss_kib = 0;
+    std::string_view rest(*smaps);
+    while (!rest.empty()) {
+        std::size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        if (line.starts_with("Rss:")) rss_kib = std::strtoll(line.data() + 4, nullptr, 10);
+        if (line.starts_with("VmFlags:") && line.find(" lo") != std::string_view::npos)
+            total_kib += rss_kib;
+    }
+    return total_kib << 10;
 }
 
 }  // namespace infervisor

@@ -48,4 +48,11 @@ struct LockedMemory {
 // thread's work) does not stay locked.
 Result<LockedMemory> lock_own_memory();
 
+// What of this process is pinned now, in bytes: the Rss of each mapping
+// whose VmFlags say "lo" (/proc/self/smaps). VmLck counts a mapping locked
+// on fault whole, touched or not; smaps' "Locked:" is proportional (a page
+// shared with another process counts as a fraction). -1 when smaps cannot
+// be read. For tests and benchmarks: it reads the whole smaps.
+long long pinned_bytes();
+
 }  // namespace infervisor

@@ -6,7 +6,8 @@
 // `done(result)` runs on the loop thread — unless this BackgroundWork has been
 // destroyed by then, in which case the result is dropped. A job must not
 // touch loop-thread state: give it copies and its own descriptors. The
-// destructor waits for the job that is running, not for queued ones.
+// destructor waits for the job that is running, not for queued ones. When
+// no thread can be started, the job waits in the queue for the next run().
 //
 // The thread exists only while there is work: it is started by the run()
 // that finds none, and ends when the queue is empty. Most of the time the
@@ -21,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace infervisor {
@@ -64,8 +66,14 @@ class BackgroundWork {
         // A thread that ended (working_ false) is joined before the next
         // starts; it has nothing left to do but return.
         if (thread_.joinable()) thread_.join();
-        working_ = true;
-        thread_ = std::thread([this] { drain(); });
+        try {
+            thread_ = std::thread([this] { drain(); });
+            working_ = true;
+        } catch (const std::system_error&) {
+            // No thread to be had now (EAGAIN: the pids limit, say): the
+            // task stays queued and the next run() starts the thread that
+            // drains it. The loop must not die of it.
+        }
     }
 
     void drain() {

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "base/capabilities.h"
@@ -40,27 +39,7 @@ int in_child(const std::function<int()>& child) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
-// The resident pages of this process's locked mappings, in KiB: the Rss of
-// each mapping whose VmFlags say "lo" (locked), from /proc/self/smaps.
-// VmLck counts a mapping locked on fault whole, touched or not; smaps'
-// "Locked:" is proportional (a page this forked child shares with the test
-// runner counts half). This counts what is really pinned for this process.
-long pinned_kib() {
-    auto smaps = read_file("/proc/self/smaps");
-    if (!smaps) return -1;
-    long total = 0, rss = 0;
-    std::size_t at = 0;
-    while (at < smaps->size()) {
-        std::size_t end = smaps->find('\n', at);
-        if (end == std::string::npos) end = smaps->size();
-        std::string_view line(smaps->data() + at, end - at);
-        if (line.starts_with("Rss:")) rss = std::strtol(line.data() + 4, nullptr, 10);
-        if (line.starts_with("VmFlags:") && line.find(" lo") != std::string_view::npos)
-            total += rss;
-        at = end + 1;
-    }
-    return total;
-}
+long pinned_kib() { return static_cast<long>(pinned_bytes() >> 10); }
 
 bool drop_effective_ipc_lock() {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};

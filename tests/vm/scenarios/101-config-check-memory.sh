@@ -15,6 +15,7 @@
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
+source "${BASH_SOURCE[0]%/*}/../footprint.sh" # status_kib
 at_exit systemctl stop infervisord
 at_exit dump_state
 
@@ -36,10 +37,6 @@ write_extra_dirs() {
 }
 
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-
-status_kib() { # PID FIELD: the field of /proc/PID/status in KiB
-	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
-}
 
 hostile_checks_leave_the_daemons_memory_as_it_was() {
 	install_infervisor
