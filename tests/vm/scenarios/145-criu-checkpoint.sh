@@ -207,18 +207,21 @@ an_established_tcp_connection_is_refused_and_the_worker_killed() {
 	install_infervisor
 	use_criu_dropin
 	rm -rf "${store:?}/talker"
+	# The rule fires on memory the worker takes only once it is connected:
+	# a rule on runtime raced python's start in a loaded guest (the preflight
+	# ran before the connect, and criu itself then found the connection).
 	{
 		cat <<-YAML
 			workers:
 			  - name: talker
-			    command: [/usr/bin/python3, -c, "import socket, time\nl = socket.socket()\nl.bind(('127.0.0.1', 0))\nl.listen()\nc = socket.create_connection(l.getsockname())\na, _ = l.accept()\nprint('connected', flush=True)\ntime.sleep(3600)\n"]
+			    command: [/usr/bin/python3, -c, "import socket, time\nl = socket.socket()\nl.bind(('127.0.0.1', 0))\nl.listen()\nc = socket.create_connection(l.getsockname())\na, _ = l.accept()\nprint('connected', flush=True)\nheld = b'x' * (48 << 20)\ntime.sleep(3600)\n"]
 			    memory: {max: 96M}
 			    restart: {policy: always}
 			    checkpoint: {method: criu, timeout: 60s}
 		YAML
 		no_default_rules
 		cat <<-YAML
-			      - {name: late, when: "runtime > 3s", action: checkpoint, then: park}
+			      - {name: late, when: "memory.current > 40M", action: checkpoint, then: park}
 		YAML
 	} | use_workers criu.yaml
 	fresh_daemon
