@@ -1,11 +1,16 @@
 // UniqueFd: sole owner of a file descriptor; closes it on destruction.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <utility>
 
 namespace infervisor {
+
+// open(2) flags for a directory walked under a path a worker may control:
+// never through a symbolic link.
+inline constexpr int kOpenDirNoFollow = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 class UniqueFd {
   public:

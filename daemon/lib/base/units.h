@@ -35,4 +35,7 @@ Result<Duration> parse_duration(std::string_view text);
 // "1m30s"-style rendering; "0s" for zero.
 std::string format_duration(Duration d);
 
+// Whole milliseconds, as a journal field's value (RUNTIME_MS=1500).
+inline std::string milliseconds_text(Duration d) { return std::to_string(d.count()); }
+
 }  // namespace infervisor

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "base/unique_fd.h"
 #include "workdir/dir_entries.h"
 #include "workdir/disk_usage.h"
 #include "workdir/owned_dir.h"
@@ -22,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kSequenceDigits = 10;
 
 std::optional<uint64_t> parse_sequence(const std::string& name) {
@@ -42,7 +42,7 @@ std::string info_name(uint64_t sequence) {
 Result<UniqueFd> open_worker_dir(int root_fd, const std::string& name, const fs::path& shown) {
     if (::mkdirat(root_fd, name.c_str(), 0711) < 0 && errno != EEXIST)
         return errno_error("create directory " + shown.string());
-    UniqueFd fd(::openat(root_fd, name.c_str(), kOpenDir));
+    UniqueFd fd(::openat(root_fd, name.c_str(), kOpenDirNoFollow));
     if (!fd) {
         if (errno == ELOOP || errno == ENOTDIR)
             return plain_error(shown.string() + " is not a directory (a symbolic link?)");
@@ -60,7 +60,7 @@ Result<UniqueFd> open_worker_dir(int root_fd, const std::string& name, const fs:
 
 // The names in NAME, refusing more than kMaxCheckpointDirEntries.
 Result<std::vector<std::string>> bounded_names(int dir_fd, const fs::path& shown) {
-    UniqueFd own(::openat(dir_fd, ".", kOpenDir));
+    UniqueFd own(::openat(dir_fd, ".", kOpenDirNoFollow));
     if (!own) return errno_error("open " + shown.string());
     DIR* dir = ::fdopendir(own.get());
     if (!dir) return errno_error("read " + shown.string());
@@ -110,7 +110,7 @@ Result<bool> has_entries(UniqueFd dir_fd, const fs::path& shown) {
 Result<UniqueFd> open_trash(int dir_fd, const fs::path& shown) {
     if (::mkdirat(dir_fd, kCheckpointTrashName, 0700) < 0 && errno != EEXIST)
         return errno_error("create directory " + (shown / kCheckpointTrashName).string());
-    UniqueFd fd(::openat(dir_fd, kCheckpointTrashName, kOpenDir));
+    UniqueFd fd(::openat(dir_fd, kCheckpointTrashName, kOpenDirNoFollow));
     if (!fd) return errno_error("open directory " + (shown / kCheckpointTrashName).string());
     struct stat st;
     if (::fstat(fd.get(), &st) < 0 || st.st_uid != 0)
@@ -194,7 +194,7 @@ Result<fs::path> CheckpointStore::fresh_staging(uid_t uid, gid_t gid) {
 
 Result<StoredCheckpoint> CheckpointStore::publish() {
     fs::path staging = staging_path();
-    UniqueFd dir(::openat(fd_.get(), kCheckpointStagingName, kOpenDir));
+    UniqueFd dir(::openat(fd_.get(), kCheckpointStagingName, kOpenDirNoFollow));
     if (!dir) {
         if (errno == ENOENT) return plain_error(staging.string() + " does not exist");
         if (errno == ELOOP || errno == ENOTDIR)
@@ -237,13 +237,13 @@ Result<UniqueFd> CheckpointStore::dup_dir() const {
 
 Result<uint64_t> CheckpointStore::measure(int dir_fd, uint64_t sequence) {
     std::string name = sequence_name(sequence);
-    UniqueFd fd(::openat(dir_fd, name.c_str(), kOpenDir));
+    UniqueFd fd(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     if (!fd) return errno_error("open checkpoint " + name);
     return measure_usage(fd.get());
 }
 
 Result<void> CheckpointStore::empty_trash(int dir_fd) {
-    UniqueFd trash(::openat(dir_fd, kCheckpointTrashName, kOpenDir));
+    UniqueFd trash(::openat(dir_fd, kCheckpointTrashName, kOpenDirNoFollow));
     if (!trash) return errno == ENOENT ? Result<void>() : errno_error("open the checkpoint trash");
     UniqueFd listing(::fcntl(trash.get(), F_DUPFD_CLOEXEC, 0));
     auto names = read_dir_names(std::move(listing), "checkpoint trash");

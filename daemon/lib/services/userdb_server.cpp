@@ -23,21 +23,22 @@ namespace {
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr auto kIdle = std::chrono::seconds(10);
 
-struct Connection {
-    explicit Connection(Protocol::socket s) : socket(std::move(s)), idle(socket.get_executor()) {}
-    Protocol::socket socket;
-    asio::steady_timer idle;
-    void touch() { idle.expires_after(kIdle); }
-    void close() {
-        error_code ignored;
-        socket.close(ignored);
-        idle.cancel();
-    }
-};
-
 }  // namespace
 
 struct UserDbServer::State {
+    struct Connection {
+        explicit Connection(Protocol::socket s)
+            : socket(std::move(s)), idle(socket.get_executor()) {}
+        Protocol::socket socket;
+        asio::steady_timer idle;
+        void touch() { idle.expires_after(kIdle); }
+        void close() {
+            error_code ignored;
+            socket.close(ignored);
+            idle.cancel();
+        }
+    };
+
     State(asio::io_context& io, Paths p, std::filesystem::path s)
         : paths(std::move(p)),
           users(dynamic_users(paths)),
@@ -55,6 +56,8 @@ struct UserDbServer::State {
 };
 
 namespace {
+
+using Connection = UserDbServer::State::Connection;
 
 std::string reply_text(const std::string& message, UserDbServer::State& state) {
     nlohmann::json call = nlohmann::json::parse(message, nullptr, false);

@@ -24,7 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr std::size_t kMaxRecordBytes = 64 * 1024;
 
 fs::path record_dir(const Paths& paths) { return paths.state_dir / "dynamic-user-dirs"; }
@@ -55,7 +54,7 @@ bool remove_entry_of(int parent_fd, const char* name, uid_t uid, UidCleanup& out
 }
 
 void clean_temp_dir(const fs::path& dir, uid_t uid, UidCleanup& out) {
-    UniqueFd fd(::open(dir.c_str(), kOpenDir));
+    UniqueFd fd(::open(dir.c_str(), kOpenDirNoFollow));
     if (!fd) return;  // not on this host
     UniqueFd listing(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
     DIR* d = listing ? ::fdopendir(listing.get()) : nullptr;
@@ -103,7 +102,7 @@ void remove_sysv_ipc(uid_t uid, UidCleanup& out) {
 
 void remove_checkpoints(const Paths& paths, const std::string& worker, UidCleanup& out) {
     fs::path parent = paths.state_dir / "checkpoints";
-    UniqueFd fd(::open(parent.c_str(), kOpenDir));
+    UniqueFd fd(::open(parent.c_str(), kOpenDirNoFollow));
     if (!fd) return;  // none ever written
     struct stat st;
     if (::fstatat(fd.get(), worker.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return;

@@ -14,6 +14,7 @@
 
 #include "base/file_io.h"
 #include "base/signal_names.h"
+#include "base/units.h"
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/cgroup_stats.h"
 #include "notify/notify_message.h"
@@ -32,12 +33,6 @@ namespace infervisor {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string ms(Duration d) { return std::to_string(d.count()); }
-
-}  // namespace
 
 Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
     : ctx_(ctx),
@@ -298,7 +293,7 @@ void Worker::wait_for_lock(const Error& error) {
     emit(EventKind::start_delayed,
          "start delayed: " + error.what + "; not counted as a failed start, retrying in " +
              format_duration(delay) + " (attempt " + std::to_string(lock_waits_) + ")",
-         {{"DELAY_MS", ms(delay)}, {"ATTEMPT", std::to_string(lock_waits_)}});
+         {{"DELAY_MS", milliseconds_text(delay)}, {"ATTEMPT", std::to_string(lock_waits_)}});
     restart_timer_.expires_after(delay);
     restart_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec && state_ == WorkerState::backoff) launch();
@@ -472,7 +467,7 @@ void Worker::begin_stop() {
         emit(EventKind::stop_escalated,
              "did not stop within " + format_duration(spec_.stop_timeout) + " of " +
                  signal_name(spec_.stop_signal) + "; killing its cgroup",
-             {{"STOP_TIMEOUT_MS", ms(spec_.stop_timeout)}});
+             {{"STOP_TIMEOUT_MS", milliseconds_text(spec_.stop_timeout)}});
         (void)cgroup().kill();
     });
 }

@@ -17,8 +17,6 @@ namespace {
 
 std::filesystem::path state_dir_of(const Paths& paths) { return paths.runtime_dir / "state"; }
 
-std::string ms(Duration d) { return std::to_string(d.count()); }
-
 }  // namespace
 
 PersistedWorker Worker::persisted() const {
@@ -132,7 +130,7 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
              (reason.empty() ? "" : " (" + reason + ")") + " for " + format_duration(uptime) +
              ", left by an earlier daemon" + rebind_note,
          {{"PID", std::to_string(run_->pid)},
-          {"UPTIME_MS", ms(uptime)},
+          {"UPTIME_MS", milliseconds_text(uptime)},
           {"STATE", std::string(state_name(state_))},
           {"CGROUP", cgroup_path_in_proc()},
           {"RESTARTS", std::to_string(tracker_.total_restarts())}});

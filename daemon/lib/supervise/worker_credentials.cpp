@@ -14,7 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr mode_t kDirMode = 0711;
 constexpr mode_t kFileMode = 0400;
 
@@ -24,7 +23,7 @@ Result<UniqueFd> open_parent(const Paths& paths) {
     walk.create_mode = 0711;
     auto parent = open_trusted_dir(paths.runtime_dir / "credentials", walk);
     if (!parent) return parent.error();
-    UniqueFd fd(::openat(parent->get(), ".", kOpenDir));
+    UniqueFd fd(::openat(parent->get(), ".", kOpenDirNoFollow));
     if (!fd) return errno_error("open " + (paths.runtime_dir / "credentials").string());
     return fd;
 }
@@ -76,7 +75,7 @@ fs::path credentials_dir(const Paths& paths, const std::string& worker) {
 
 Result<void> remove_credentials(const Paths& paths, const std::string& worker) {
     if (!is_plain_name(worker)) return plain_error("bad worker name '" + worker + "'");
-    UniqueFd parent(::open((paths.runtime_dir / "credentials").c_str(), kOpenDir));
+    UniqueFd parent(::open((paths.runtime_dir / "credentials").c_str(), kOpenDirNoFollow));
     if (!parent) return errno == ENOENT ? Result<void>() : errno_error("open credentials dir");
     return remove_workdir_tree(parent.get(), worker);
 }
@@ -91,7 +90,7 @@ Result<fs::path> install_credentials(const Paths& paths, const std::string& work
     if (!parent) return parent.error();
     if (::mkdirat(parent->get(), worker.c_str(), 0700) < 0)
         return errno_error("create " + dir.string());
-    UniqueFd fd(::openat(parent->get(), worker.c_str(), kOpenDir));
+    UniqueFd fd(::openat(parent->get(), worker.c_str(), kOpenDirNoFollow));
     if (!fd) return errno_error("open " + dir.string());
     for (const auto& [name, source] : credentials) {
         if (!is_valid_credential_name(name))

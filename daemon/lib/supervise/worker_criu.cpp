@@ -202,7 +202,7 @@ std::optional<std::string> find_criu() {
 }
 
 std::optional<CriuRecord> read_criu_record(int dir_fd, const std::string& name) {
-    UniqueFd dir(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd dir(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     struct stat st;
     if (!dir || ::fstat(dir.get(), &st) < 0 || !root_owned_safe(st)) return std::nullopt;
     UniqueFd fd(

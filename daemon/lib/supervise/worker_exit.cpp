@@ -18,8 +18,6 @@ namespace infervisor {
 
 namespace {
 
-std::string ms(Duration d) { return std::to_string(d.count()); }
-
 // The run ended because the host ran out of memory: a host rule's kill, or
 // the kernel's OOM kill below the worker's own memory.max.
 bool ended_as_the_host_ran_out(const ExitReason& reason, const WorkerRun& run) {
@@ -99,8 +97,8 @@ void Worker::journal_exit(const ExitReason& reason, std::optional<uint64_t> peak
     Duration ran = run_->started_at
                        ? std::chrono::duration_cast<Duration>(ctx_.clock.now() - *run_->started_at)
                        : Duration(0);
-    std::vector<std::pair<std::string, std::string>> fields = {{"PID", std::to_string(run_->pid)},
-                                                               {"RUNTIME_MS", ms(ran)}};
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"PID", std::to_string(run_->pid)}, {"RUNTIME_MS", milliseconds_text(ran)}};
     reason.append_fields(fields);
     if (peak) fields.emplace_back("MEMORY_PEAK", std::to_string(*peak));
     emit(EventKind::exited, reason.describe() + " after " + format_duration(ran), fields);
@@ -232,7 +230,8 @@ void Worker::schedule_restart(const RestartVerdict& verdict) {
     emit(EventKind::restarting,
          "restarting in " + format_duration(verdict.delay) + " (attempt " +
              std::to_string(verdict.attempt) + ")",
-         {{"DELAY_MS", ms(verdict.delay)}, {"ATTEMPT", std::to_string(verdict.attempt)}});
+         {{"DELAY_MS", milliseconds_text(verdict.delay)},
+          {"ATTEMPT", std::to_string(verdict.attempt)}});
     room_wait_logged_ = false;
     restart_timer_.expires_after(verdict.delay);
     restart_timer_.async_wait([this](const boost::system::error_code& ec) {

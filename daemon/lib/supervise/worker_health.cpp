@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
+#include "base/units.h"
 #include "notify/notify_message.h"
 #include "process/pidfd.h"
 #include "supervise/worker.h"
@@ -11,12 +12,6 @@
 namespace infervisor {
 
 namespace asio = boost::asio;
-
-namespace {
-
-std::string ms(Duration d) { return std::to_string(d.count()); }
-
-}  // namespace
 
 void Worker::watch_notify() {
     notify_watch_ = std::make_unique<asio::posix::stream_descriptor>(
@@ -159,8 +154,9 @@ void Worker::on_heartbeat() {
                      format_duration(run_->learned_watchdog.longest_interval()) +
                      " apart): held to it, a run without one for " + format_duration(*timeout) +
                      " is ended (`watchdog: 0s` turns this off)",
-                 {{"WATCHDOG_MS", ms(*timeout)},
-                  {"HEARTBEAT_INTERVAL_MS", ms(run_->learned_watchdog.longest_interval())}});
+                 {{"WATCHDOG_MS", milliseconds_text(*timeout)},
+                  {"HEARTBEAT_INTERVAL_MS",
+                   milliseconds_text(run_->learned_watchdog.longest_interval())}});
     }
     arm_watchdog();
 }
@@ -194,7 +190,7 @@ void Worker::on_watchdog_expired() {
           {"THEN", "worker_policy"},
           {"DRY_RUN", "0"},
           {"RESULT", "done"},
-          {"WATCHDOG_MS", ms(*timeout)}});
+          {"WATCHDOG_MS", milliseconds_text(*timeout)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 
@@ -213,7 +209,8 @@ void Worker::on_start_timeout() {
     emit(EventKind::start_failed,
          "no " + awaited_signal() + " within " + format_duration(spec_.start_timeout) +
              "; killing its cgroup",
-         {{"PID", std::to_string(run_->pid)}, {"START_TIMEOUT_MS", ms(spec_.start_timeout)}});
+         {{"PID", std::to_string(run_->pid)},
+          {"START_TIMEOUT_MS", milliseconds_text(spec_.start_timeout)}});
     if (auto r = cgroup().kill(); !r) spdlog::error("{}: {}", spec_.name, r.error().message());
 }
 

@@ -16,7 +16,6 @@ namespace infervisor {
 
 namespace {
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr unsigned kStatxMask = STATX_TYPE | STATX_INO | STATX_NLINK | STATX_BLOCKS;
 
 struct UsageWalk {
@@ -26,8 +25,8 @@ struct UsageWalk {
 };
 
 UniqueFd open_dir_noatime(int parent_fd, const char* name) {
-    UniqueFd fd(::openat(parent_fd, name, kOpenDir | O_NOATIME));
-    if (!fd && errno == EPERM) fd.reset(::openat(parent_fd, name, kOpenDir));
+    UniqueFd fd(::openat(parent_fd, name, kOpenDirNoFollow | O_NOATIME));
+    if (!fd && errno == EPERM) fd.reset(::openat(parent_fd, name, kOpenDirNoFollow));
     return fd;
 }
 

@@ -6,14 +6,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/unique_fd.h"
 #include "workdir/owner_migration.h"
 #include "workdir/safe_path.h"
 
 namespace infervisor {
 
 namespace {
-
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 // Why `name` could not be opened as a directory, in words.
 Error explain_open_failure(int parent_fd, const std::string& name,
@@ -37,13 +36,13 @@ struct OpenedDir {
 
 Result<OpenedDir> open_or_create(int parent_fd, const std::string& name,
                                  const std::filesystem::path& shown) {
-    UniqueFd fd(::openat(parent_fd, name.c_str(), kOpenDir));
+    UniqueFd fd(::openat(parent_fd, name.c_str(), kOpenDirNoFollow));
     if (fd) return OpenedDir{std::move(fd), false};
     if (errno != ENOENT) return explain_open_failure(parent_fd, name, shown);
     // Created root-owned and private; handed over below, once opened.
     bool created = ::mkdirat(parent_fd, name.c_str(), 0700) == 0;
     if (!created && errno != EEXIST) return errno_error("create directory " + shown.string());
-    fd.reset(::openat(parent_fd, name.c_str(), kOpenDir));
+    fd.reset(::openat(parent_fd, name.c_str(), kOpenDirNoFollow));
     if (!fd) return explain_open_failure(parent_fd, name, shown);
     return OpenedDir{std::move(fd), created};
 }

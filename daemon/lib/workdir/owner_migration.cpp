@@ -12,8 +12,6 @@ namespace infervisor {
 
 namespace {
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-
 struct Walk {
     uid_t from_uid;
     gid_t from_gid;
@@ -49,7 +47,7 @@ Result<void> migrate_entry(int dir_fd, const std::string& name, const std::strin
         }
     }
     if (!S_ISDIR(st.st_mode)) return {};
-    UniqueFd child(::openat(dir_fd, name.c_str(), kOpenDir));
+    UniqueFd child(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     if (!child) return {};  // replaced since the stat (by a symlink, a file): never followed
     return migrate_children(child.get(), shown, walk, depth + 1);
 }
@@ -58,7 +56,7 @@ Result<void> migrate_children(int dir_fd, const std::string& shown, Walk& walk, 
     if (depth > kMaxRemovalDepth)
         return plain_error("hand " + shown + " over: deeper than " +
                            std::to_string(kMaxRemovalDepth) + " levels");
-    UniqueFd own(::openat(dir_fd, ".", kOpenDir));
+    UniqueFd own(::openat(dir_fd, ".", kOpenDirNoFollow));
     if (!own) return errno_error("open " + shown);
     auto names = read_dir_names(std::move(own), shown);
     if (!names) return names.error();

@@ -15,14 +15,12 @@ namespace infervisor {
 
 namespace {
 
-constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-
 struct Device {
     uint32_t major = 0, minor = 0;
 };
 
 Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown) {
-    UniqueFd own(::openat(dir_fd, ".", kOpenDir));
+    UniqueFd own(::openat(dir_fd, ".", kOpenDirNoFollow));
     if (!own) return errno_error("open " + shown);
     return read_dir_names(std::move(own), shown);
 }
@@ -64,7 +62,7 @@ Result<void> remove_entry(int dir_fd, const std::string& name, const std::string
     if (!S_ISDIR(sx.stx_mode)) return unlink_entry(dir_fd, name, shown, 0);
     if (is_mount_root(sx, dev))
         return Error{EBUSY, "remove " + shown + ": a file system is mounted there; not descending"};
-    UniqueFd child(::openat(dir_fd, name.c_str(), kOpenDir));
+    UniqueFd child(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     if (!child) {
         // Replaced by a symlink or file since the stat: remove that, never follow it.
         if (errno == ELOOP || errno == ENOTDIR) return unlink_entry(dir_fd, name, shown, 0);

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/byte_units.h"
 #include "support/temp_dir.h"
 
 namespace infervisor {
@@ -16,21 +17,19 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kMiB = 1 << 20;
-
 TEST(MemoryReclaim, WritesMemoryReclaimInStepsWhereTheKernelHasIt) {
     testing::TempDir fs;
-    fs.write("w/memory.current", std::to_string(300 * kMiB) + "\n");
+    fs.write("w/memory.current", std::to_string(300 * MiB) + "\n");
     fs.write("w/memory.reclaim", "");
     fs.write("w/memory.high", "max\n");
-    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * kMiB);
+    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * MiB);
     EXPECT_EQ(r.method, ReclaimMethod::memory_reclaim);
-    EXPECT_EQ(testing::slurp(fs.path() / "w/memory.reclaim"), std::to_string(64 * kMiB));
+    EXPECT_EQ(testing::slurp(fs.path() / "w/memory.reclaim"), std::to_string(64 * MiB));
     EXPECT_EQ(testing::slurp(fs.path() / "w/memory.high"), "max\n");  // untouched
     EXPECT_EQ(r.steps, 1);
     EXPECT_TRUE(r.complete);  // the step freed nothing: no more to gain
-    EXPECT_EQ(r.memory_before, 300 * kMiB);
-    EXPECT_EQ(r.memory_after, 300 * kMiB);
+    EXPECT_EQ(r.memory_before, 300 * MiB);
+    EXPECT_EQ(r.memory_after, 300 * MiB);
     EXPECT_EQ(r.bytes_reclaimed(), 0u);
     EXPECT_FALSE(r.memory_high_before);
     EXPECT_EQ(r.error, "");
@@ -38,14 +37,14 @@ TEST(MemoryReclaim, WritesMemoryReclaimInStepsWhereTheKernelHasIt) {
 
 TEST(MemoryReclaim, LowersMemoryHighOnOlderKernelsAndSaysWhatItWas) {
     testing::TempDir fs;
-    fs.write("w/memory.current", std::to_string(100 * kMiB) + "\n");
-    fs.write("w/memory.high", std::to_string(512 * kMiB) + "\n");
-    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * kMiB);
+    fs.write("w/memory.current", std::to_string(100 * MiB) + "\n");
+    fs.write("w/memory.high", std::to_string(512 * MiB) + "\n");
+    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * MiB);
     EXPECT_EQ(r.method, ReclaimMethod::memory_high);
-    EXPECT_EQ(r.memory_high_before, std::to_string(512 * kMiB));
+    EXPECT_EQ(r.memory_high_before, std::to_string(512 * MiB));
     // memory.current less one step.
     EXPECT_THAT(testing::slurp(fs.path() / "w/memory.high"),
-                ::testing::StartsWith(std::to_string(36 * kMiB)));
+                ::testing::StartsWith(std::to_string(36 * MiB)));
     EXPECT_EQ(r.steps, 1);
 }
 
@@ -53,7 +52,7 @@ TEST(MemoryReclaim, AStepNeverAsksForMoreThanTheCgroupHolds) {
     testing::TempDir fs;
     fs.write("w/memory.current", "4096\n");
     fs.write("w/memory.reclaim", "");
-    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * kMiB);
+    auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min, 64 * MiB);
     EXPECT_EQ(testing::slurp(fs.path() / "w/memory.reclaim"), "4096");
     EXPECT_EQ(r.steps, 1);
 }
@@ -69,7 +68,7 @@ TEST(MemoryReclaim, AnEmptyCgroupNeedsNoStep) {
 
 TEST(MemoryReclaim, StopsAtTheDeadlineBeforeAnyStepWhenItHasPassed) {
     testing::TempDir fs;
-    fs.write("w/memory.current", std::to_string(100 * kMiB) + "\n");
+    fs.write("w/memory.current", std::to_string(100 * MiB) + "\n");
     fs.write("w/memory.reclaim", "");
     auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 0ms);
     EXPECT_EQ(r.steps, 0);
@@ -90,7 +89,7 @@ TEST(MemoryReclaim, WithoutAMemoryControllerDoesNothingAndSaysWhy) {
 
 TEST(MemoryReclaim, AFailedWriteStopsWithItsError) {
     testing::TempDir fs;
-    fs.write("w/memory.current", std::to_string(100 * kMiB) + "\n");
+    fs.write("w/memory.current", std::to_string(100 * MiB) + "\n");
     fs.mkdir("w/memory.reclaim");  // not writable as a file: open fails with EISDIR
     auto r = reclaim_memory(CgroupDir(fs.path() / "w"), 1min);
     EXPECT_EQ(r.method, ReclaimMethod::memory_reclaim);

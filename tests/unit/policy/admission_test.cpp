@@ -4,17 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "support/byte_units.h"
+#include "support/measurement.h"
+
 namespace infervisor {
 namespace {
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
-
-std::string measurement(const AdmissionVerdict& v, const std::string& key) {
-    for (const auto& [k, value] : v.measurements)
-        if (k == key) return value;
-    return "<absent>";
-}
 
 TEST(Admission, FitsWhenTheReserveIsWithinMemAvailable) {
     auto v = check_admission(1 * GiB, 3 * GiB, {});

@@ -7,14 +7,13 @@
 
 #include "policy/policy_engine.h"
 #include "policy/rule_config.h"
+#include "support/byte_units.h"
+#include "support/measurement.h"
 
 namespace infervisor {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
 
 std::vector<RuleSpec> rules(const std::string& yaml, RuleScope scope = RuleScope::worker) {
     ConfigErrors errors;
@@ -22,12 +21,6 @@ std::vector<RuleSpec> rules(const std::string& yaml, RuleScope scope = RuleScope
     validate_rules(parsed, errors);
     EXPECT_TRUE(errors.empty()) << errors.format();
     return parsed;
-}
-
-std::string measurement(const Decision& d, const std::string& key) {
-    for (const auto& [k, v] : d.measurements)
-        if (k == key) return v;
-    return "<absent>";
 }
 
 // Replays samples one second (or `step`) apart and records when decisions come.

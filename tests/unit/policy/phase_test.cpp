@@ -14,15 +14,14 @@
 #include "policy/rule_config.h"
 #include "policy/worker_phase.h"
 #include "supervise/policy_options.h"
+#include "support/byte_units.h"
+#include "support/measurement.h"
 
 namespace infervisor {
 namespace {
 
 using namespace std::chrono_literals;
 using ::testing::IsEmpty;
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
 
 const Config& shipped() {
     static const Config config = [] {
@@ -34,12 +33,6 @@ const Config& shipped() {
         return loaded.config;
     }();
     return config;
-}
-
-std::string measurement(const Decision& d, const std::string& key) {
-    for (const auto& [k, v] : d.measurements)
-        if (k == key) return v;
-    return "<absent>";
 }
 
 // One worker's recorded memory: bytes at t seconds after its start.

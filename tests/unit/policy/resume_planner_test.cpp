@@ -8,13 +8,13 @@
 
 #include <functional>
 
+#include "support/byte_units.h"
+#include "support/measurement.h"
+
 namespace infervisor {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
 
 Condition condition(const std::string& text) {
     auto c = parse_condition(text, RuleScope::host);
@@ -22,16 +22,10 @@ Condition condition(const std::string& text) {
     return *c;
 }
 
-std::string measurement(const ResumeDecision& d, const std::string& key) {
-    for (const auto& [k, v] : d.measurements)
-        if (k == key) return v;
-    return "<absent>";
-}
-
 // One sample a second; `available(t)` shapes MemAvailable at t seconds.
-class Trace {
+class HostTrace {
   public:
-    Trace(ResumePlanner& planner) : planner_(planner), start_(clock_.now()) {}
+    HostTrace(ResumePlanner& planner) : planner_(planner), start_(clock_.now()) {}
 
     FakeClock& clock() { return clock_; }
     long seconds() const {
@@ -73,7 +67,7 @@ class Trace {
 TEST(ResumePlanner, ResumesOnceTheConditionHasHeldForItsWholeFor) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 2G for 10s"), 30s);
-    Trace t(planner);
+    HostTrace t(planner);
     t.waiting = {{"low", 0, t.clock().now(), 512 * MiB, "suspended"}};
     // Short of room for 20 s, then room; once with a dip at 25 s.
     t.run(
@@ -87,7 +81,7 @@ TEST(ResumePlanner, ResumesOnceTheConditionHasHeldForItsWholeFor) {
 TEST(ResumePlanner, TheDecisionSaysWhyWithTheHostsNumbers) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 2G for 5s"), 30s);
-    Trace t(planner);
+    HostTrace t(planner);
     t.waiting = {{"low", 3, t.clock().now(), 512 * MiB, "suspended"}};
     std::optional<ResumeDecision> d;
     while (!d && t.seconds() < 60) d = t.step(3 * GiB);
@@ -108,7 +102,7 @@ TEST(ResumePlanner, TheDecisionSaysWhyWithTheHostsNumbers) {
 TEST(ResumePlanner, NeverIntoThePressureThatPreemptedIt) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 2G for 10s"), 0s);
-    Trace t(planner);
+    HostTrace t(planner);
     // Plenty of room for a while, nobody waiting; at 20 s a host rule
     // preempts 'low' (the room measured before does not count for it).
     t.run(20, [](long) { return 3 * GiB; });
@@ -123,7 +117,7 @@ TEST(ResumePlanner, NeverIntoThePressureThatPreemptedIt) {
 TEST(ResumePlanner, APreemptionWhileWaitingStartsTheForAgain) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 2G for 10s"), 0s);
-    Trace t(planner);
+    HostTrace t(planner);
     t.waiting = {{"low", 0, t.clock().now(), 512 * MiB, "suspended"}};
     t.run(8, [](long) { return 3 * GiB; });
     planner.preempted(t.clock().now());  // at 8 s: another worker is put aside
@@ -136,7 +130,7 @@ TEST(ResumePlanner, APreemptionWhileWaitingStartsTheForAgain) {
 TEST(ResumePlanner, OneAtATimeHighestPriorityFirstEachAfterTheSettleAndTheFor) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 1G for 5s"), 20s);
-    Trace t(planner);
+    HostTrace t(planner);
     TimePoint now = t.clock().now();
     t.waiting = {{"batch", 0, now, 256 * MiB, "suspended"},
                  {"chat", 10, now + 1s, 256 * MiB, "parked"},
@@ -154,7 +148,7 @@ TEST(ResumePlanner, OneAtATimeHighestPriorityFirstEachAfterTheSettleAndTheFor) {
 TEST(ResumePlanner, TheFirstInLineWaitsUntilItFitsAndNobodyOvertakesIt) {
     ResumePlanner planner;
     planner.configure(condition("host.mem.available > 1G for 5s"), 0s);
-    Trace t(planner);
+    HostTrace t(planner);
     TimePoint now = t.clock().now();
     t.waiting = {{"big", 5, now, 3 * GiB, "parked"}, {"small", 0, now, 100 * MiB, "suspended"}};
     // 2 GiB available: room by the condition, but not for 'big' (3 GiB).
@@ -168,7 +162,7 @@ TEST(ResumePlanner, TheFirstInLineWaitsUntilItFitsAndNobodyOvertakesIt) {
 TEST(ResumePlanner, ARateConditionIsMeasuredFromTheHostsCounters) {
     ResumePlanner planner;
     planner.configure(condition("host.swap.in < 10 for 5s"), 0s);
-    Trace t(planner);
+    HostTrace t(planner);
     t.waiting = {{"low", 0, t.clock().now(), std::nullopt, "suspended"}};
     uint64_t pswpin = 0;
     std::optional<long> at;
@@ -183,7 +177,7 @@ TEST(ResumePlanner, ARateConditionIsMeasuredFromTheHostsCounters) {
 
 TEST(ResumePlanner, NothingWithoutAConditionOrWithNobodyWaiting) {
     ResumePlanner planner;
-    Trace t(planner);
+    HostTrace t(planner);
     t.waiting = {{"low", 0, t.clock().now(), 1 * MiB, "suspended"}};
     t.run(30, [](long) { return 3 * GiB; });
     EXPECT_TRUE(t.resumed.empty());

@@ -19,13 +19,13 @@
 #include "config/config_loader.h"
 #include "policy/policy_engine.h"
 #include "supervise/policy_options.h"
+#include "support/byte_units.h"
 
 namespace infervisor {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double MiB = 1 << 20;
 constexpr uint64_t kRam = 1ull << 30;
 
 // The shipped main file, loaded as the daemon loads it (the demo workers of

@@ -4,14 +4,13 @@
 
 #include <gmock/gmock.h>
 
+#include "support/byte_units.h"
+
 namespace infervisor {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
 
 Config workers_capped_at(std::vector<uint64_t> caps) {
     Config config;

@@ -12,6 +12,7 @@
 #include "services/metrics_collector.h"
 #include "services/policy_runner.h"
 #include "supervisor_fixture.h"
+#include "support/byte_units.h"
 
 namespace infervisor::testing {
 namespace {
@@ -20,8 +21,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using K = EventKind;
 using namespace std::chrono_literals;
-
-constexpr uint64_t GiB = 1ull << 30;
 
 class Admission : public SupervisorFixture {
   protected:

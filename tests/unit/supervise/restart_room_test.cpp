@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 
 #include "supervisor_fixture.h"
+#include "support/byte_units.h"
 
 namespace infervisor::testing {
 namespace {
@@ -13,9 +14,6 @@ namespace {
 using ::testing::HasSubstr;
 using K = EventKind;
 using namespace std::chrono_literals;
-
-constexpr uint64_t MiB = 1ull << 20;
-constexpr uint64_t GiB = 1ull << 30;
 
 MemInfo host(uint64_t total, uint64_t available) { return MemInfo{total, available}; }
 

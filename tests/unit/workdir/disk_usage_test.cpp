@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "support/byte_units.h"
 #include "support/temp_dir.h"
 #include "workdir_test_support.h"
 
@@ -17,8 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-constexpr uint64_t kMiB = 1 << 20;
 
 uint64_t usage_of(const fs::path& dir) {
     auto usage = measure_usage(testing::open_dir(dir).get());
@@ -29,23 +28,23 @@ uint64_t usage_of(const fs::path& dir) {
 TEST(DiskUsage, CountsAllocatedBytesOfTheWholeTree) {
     TempDir dir;
     uint64_t empty = usage_of(dir.path());
-    dir.write("a/b/c/weights.bin", std::string(kMiB, 'w'));
-    dir.write("top.bin", std::string(kMiB, 't'));
+    dir.write("a/b/c/weights.bin", std::string(MiB, 'w'));
+    dir.write("top.bin", std::string(MiB, 't'));
     uint64_t full = usage_of(dir.path());
-    EXPECT_GE(full - empty, 2 * kMiB);
-    EXPECT_LT(full - empty, 3 * kMiB);
+    EXPECT_GE(full - empty, 2 * MiB);
+    EXPECT_LT(full - empty, 3 * MiB);
 }
 
 TEST(DiskUsage, SparseFilesCountWhatTheyOccupy) {
     TempDir dir;
     uint64_t empty = usage_of(dir.path());
-    ASSERT_EQ(::truncate(dir.write("sparse", "").c_str(), 1024 * kMiB), 0);
-    EXPECT_LT(usage_of(dir.path()) - empty, kMiB);
+    ASSERT_EQ(::truncate(dir.write("sparse", "").c_str(), 1024 * MiB), 0);
+    EXPECT_LT(usage_of(dir.path()) - empty, MiB);
 }
 
 TEST(DiskUsage, CountsAHardLinkedFileOnce) {
     TempDir dir;
-    auto file = dir.write("model", std::string(kMiB, 'm'));
+    auto file = dir.write("model", std::string(MiB, 'm'));
     uint64_t once = usage_of(dir.path());
     fs::create_hard_link(file, dir.path() / "model.link");
     EXPECT_EQ(usage_of(dir.path()), once);
@@ -53,16 +52,16 @@ TEST(DiskUsage, CountsAHardLinkedFileOnce) {
 
 TEST(DiskUsage, DoesNotFollowSymlinks) {
     TempDir dir, outside;
-    outside.write("big", std::string(4 * kMiB, 'b'));
+    outside.write("big", std::string(4 * MiB, 'b'));
     uint64_t before = usage_of(dir.path());
     fs::create_symlink(outside.path() / "big", dir.path() / "big");
     fs::create_symlink(outside.path(), dir.path() / "outside");
-    EXPECT_LT(usage_of(dir.path()) - before, kMiB);
+    EXPECT_LT(usage_of(dir.path()) - before, MiB);
 }
 
 TEST(DiskUsage, WorksFromAnOPathDescriptor) {
     TempDir dir;
-    dir.write("f", std::string(kMiB, 'f'));
+    dir.write("f", std::string(MiB, 'f'));
     UniqueFd fd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     auto usage = measure_usage(fd.get());
     ASSERT_TRUE(usage.ok());
@@ -84,10 +83,10 @@ int measure_across_a_mount(const fs::path& dir) {
     fs::create_directories(dir / "mnt");
     if (::mount("tmpfs", (dir / "mnt").c_str(), "tmpfs", 0, "size=16m") < 0)
         return testing::kCannotMount;
-    std::ofstream(dir / "mnt" / "big") << std::string(4 * kMiB, 'x');
+    std::ofstream(dir / "mnt" / "big") << std::string(4 * MiB, 'x');
     uint64_t after = usage_of(dir);
     ::umount((dir / "mnt").c_str());
-    return after - before < kMiB ? 0 : 1;
+    return after - before < MiB ? 0 : 1;
 }
 
 TEST(DiskUsage, DoesNotCrossMountPoints) {
