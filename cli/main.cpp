@@ -48,14 +48,39 @@ std::string unknown_command_message(const CLI::App& app, std::string_view word) 
     return message + " (see 'infervisorctl --help')\n";
 }
 
-// CLI11's parse errors as our own: "infervisorctl: " first, and which
-// command's --help to read.
+// " (did you mean '--json'?)" for the first unexpected --option of the
+// command line that is near one the command takes (its own, or a global
+// one: those are taken after the command too); else "".
+std::string option_hint(const CLI::App& command, const CLI::App& top) {
+    std::vector<std::string> names;
+    for (const CLI::App* app : {&command, &top})
+        for (const auto* option : app->get_options())
+            for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+    // (With fallthrough, what the command did not take is left over at the top.)
+    std::vector<std::string> left_over = top.remaining();
+    for (const auto& arg : command.remaining()) left_over.push_back(arg);
+    for (const auto& arg : left_over) {
+        if (arg.rfind("--", 0) != 0) continue;
+        std::string word = arg.substr(0, arg.find('='));
+        if (auto meant = infervisor::closest_match(word, names))
+            return " (did you mean '" + *meant + "'?)";
+    }
+    return "";
+}
+
+// CLI11's parse errors as our own: "infervisorctl: " first, a did-you-mean
+// for a misspelt option, and which command's --help to read.
 std::string failure_message(const CLI::App* app, const CLI::Error& e) {
     std::string command = "infervisorctl";
-    for (const auto* sub : app->get_subcommands()) command += " " + sub->get_name();
+    const CLI::App* innermost = app;
+    for (const auto* sub : app->get_subcommands()) {
+        command += " " + sub->get_name();
+        innermost = sub;
+    }
     std::string what = e.what();
     if (!what.empty())
         what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) what += option_hint(*innermost, *app);
     return "infervisorctl: " + what + "\n(see '" + command + " --help')\n";
 }
 

@@ -158,8 +158,13 @@ void ConfigParser::parse_workers(const YAML::Node& list, Config& out, ConfigErro
         parse_worker_fields(item, spec, errors, true);
         out.worker_malformed.push_back(defaults_malformed_ || errors.count() > errors_before);
         out.workers.push_back(std::move(spec));
-        out.worker_locations.push_back(
-            {errors.file(), item.Mark().line + 1, item.Mark().column + 1});
+        WorkerSource source{{errors.file(), item.Mark().line + 1, item.Mark().column + 1}, {}};
+        if (item.IsMap())
+            for (const auto& entry : item)
+                if (entry.first.IsScalar())
+                    source.keys[entry.first.Scalar()] = {errors.file(), entry.first.Mark().line + 1,
+                                                         entry.first.Mark().column + 1};
+        out.worker_sources.push_back(std::move(source));
     }
 }
 

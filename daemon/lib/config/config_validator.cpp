@@ -21,9 +21,9 @@ namespace {
 
 class WorkerChecker {
   public:
-    WorkerChecker(const WorkerSpec& spec, const SourceLocation& at, ConfigErrors& errors,
+    WorkerChecker(const WorkerSpec& spec, const WorkerSource& source, ConfigErrors& errors,
                   AccountLookup& accounts, const ValidationOptions& options)
-        : spec_(spec), at_(at), errors_(errors), accounts_(accounts), options_(options) {}
+        : spec_(spec), source_(source), errors_(errors), accounts_(accounts), options_(options) {}
 
     // malformed: the worker's definition had an error of its own (see
     // Config::worker_malformed); only the checks of one field as written run.
@@ -40,20 +40,26 @@ class WorkerChecker {
     }
 
   private:
-    void fail(const std::string& message) {
-        errors_.add_at(at_.file, at_.line, at_.column, "worker '" + spec_.name + "': " + message);
+    // At the line of `key` when the worker wrote it, else at the worker's.
+    void fail(const std::string& key, const std::string& message) {
+        const SourceLocation& at = source_.of(key);
+        errors_.add_at(at.file, at.line, at.column, "worker '" + spec_.name + "': " + message);
     }
-    void warn(const std::string& message) {
-        errors_.warn_at(at_.file, at_.line, at_.column, "worker '" + spec_.name + "': " + message);
+    void warn(const std::string& key, const std::string& message) {
+        const SourceLocation& at = source_.of(key);
+        errors_.warn_at(at.file, at.line, at.column, "worker '" + spec_.name + "': " + message);
     }
 
     void check_command() {
         if (spec_.command.empty()) return;  // reported by the parser as missing
         const std::string& exe = spec_.command.front();
         if (exe.empty() || exe.front() != '/')
-            return fail("command[0] must be an absolute path (no PATH search, no shell), not '" +
-                        exe + "'");
-        if (auto problem = program_problem(exe)) warn(*problem);
+            return fail("command",
+                        "command[0] must be an absolute path (no PATH search, no "
+                        "shell), not '" +
+                            exe + "'");
+        if (auto problem = program_problem(exe, "starting the worker will fail"))
+            warn("command", "command[0] " + *problem);
     }
 
     // A warning, not an error: the program may be installed (or its file
@@ -61,98 +67,113 @@ class WorkerChecker {
     // program must not stop the daemon supervising the others. Looked at
     // with the checker's rights (the caller's for `config check`): a path
     // it may not see is not reported.
-    static std::optional<std::string> program_problem(const std::string& exe) {
+    static std::optional<std::string> program_problem(const std::string& exe,
+                                                      const std::string& consequence) {
         struct stat st {};
         if (::stat(exe.c_str(), &st) != 0) {
             if (errno != ENOENT && errno != ENOTDIR) return std::nullopt;
-            return "command[0] '" + exe + "' does not exist: starting the worker will fail";
+            return "'" + exe + "' does not exist: " + consequence;
         }
         if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0)
-            return "command[0] '" + exe +
-                   "' is not an executable file: starting the worker will fail";
+            return "'" + exe + "' is not an executable file: " + consequence;
         return std::nullopt;
     }
 
     void check_memory() {
         const MemorySpec& m = spec_.memory;
         if (!m.max) {
-            fail("memory.max is required: a worker without a memory cap can take the host down");
+            fail("memory",
+                 "memory.max is required: a worker without a memory cap can take the host down");
             return;
         }
-        if (*m.max < (4u << 20)) fail("memory.max " + format_size(m.max) + " is below 4M");
+        if (*m.max < (4u << 20))
+            fail("memory", "memory.max " + format_size(m.max) + " is below 4M");
         if (m.high && *m.high > *m.max)
-            fail("memory.high (" + format_size(m.high) + ") is above memory.max (" +
-                 format_size(m.max) + ")");
+            fail("memory", "memory.high (" + format_size(m.high) + ") is above memory.max (" +
+                               format_size(m.max) + ")");
         if (m.reserve && *m.reserve > *m.max)
-            fail("memory.reserve (" + format_size(m.reserve) + ") is above memory.max (" +
-                 format_size(m.max) + "): it could never use what it waits for");
+            fail("memory", "memory.reserve (" + format_size(m.reserve) + ") is above memory.max (" +
+                               format_size(m.max) + "): it could never use what it waits for");
     }
 
     void check_identity() {
         using Answer = AccountLookup::Answer;
         if (!spec_.user.empty() && spec_.user != kDynamicUser &&
             accounts_.user(spec_.user) == Answer::missing)
-            fail("user '" + spec_.user + "' does not exist on this host");
+            fail("user", "user '" + spec_.user + "' does not exist on this host");
         if (!spec_.group.empty() && accounts_.group(spec_.group) == Answer::missing)
-            fail("group '" + spec_.group + "' does not exist on this host");
+            fail("group", "group '" + spec_.group + "' does not exist on this host");
         for (const auto& g : spec_.supplementary_groups)
             if (accounts_.group(g) == Answer::missing)
-                fail("supplementary group '" + g + "' does not exist on this host");
+                fail("supplementary_groups",
+                     "supplementary group '" + g + "' does not exist on this host");
     }
 
     void check_credentials() {
         if (spec_.credentials.size() > kMaxCredentials)
-            fail("more than " + std::to_string(kMaxCredentials) + " credentials");
+            fail("credentials", "more than " + std::to_string(kMaxCredentials) + " credentials");
         size_t checked = 0;
         for (const auto& [name, source] : spec_.credentials) {
             if (++checked > kMaxCredentials) break;
             if (!is_valid_credential_name(name))
-                fail("credential name '" + name +
-                     "' must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'");
+                fail("credentials",
+                     "credential name '" + name +
+                         "' must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'");
             if (auto problem = credential_source_problem(source, options_.as_caller);
                 !problem.empty())
-                fail("credential '" + name + "': " + problem);
+                fail("credentials", "credential '" + name + "': " + problem);
         }
     }
 
     void check_times() {
         const RestartSpec& r = spec_.restart;
-        if (r.backoff_initial.count() <= 0) fail("restart.backoff_initial must be above 0s");
+        if (r.backoff_initial.count() <= 0)
+            fail("restart", "restart.backoff_initial must be above 0s");
         if (r.start_limit_interval.count() <= 0)
-            fail("restart.start_limit_interval must be above 0s");
-        if (spec_.stop_timeout.count() <= 0) fail("stop.timeout must be above 0s");
+            fail("restart", "restart.start_limit_interval must be above 0s");
+        if (spec_.stop_timeout.count() <= 0) fail("stop", "stop.timeout must be above 0s");
         if (spec_.watchdog.count() != 0 && spec_.watchdog < std::chrono::seconds(1))
-            fail("watchdog must be 0s (off) or at least 1s");
+            fail("watchdog", "watchdog must be 0s (off) or at least 1s");
     }
 
     void check_time_order() {
         const RestartSpec& r = spec_.restart;
         if (r.backoff_initial > r.backoff_max)
-            fail("restart.backoff_initial (" + format_duration(r.backoff_initial) +
-                 ") is above restart.backoff_max (" + format_duration(r.backoff_max) + ")");
+            fail("restart", "restart.backoff_initial (" + format_duration(r.backoff_initial) +
+                                ") is above restart.backoff_max (" +
+                                format_duration(r.backoff_max) + ")");
     }
 
     void check_environment() {
         for (const auto& [key, value] : spec_.environment) {
             if (key.empty() || key.find('=') != std::string::npos ||
                 key.find('\0') != std::string::npos)
-                fail("environment variable name '" + key +
-                     "' is invalid: it must be non-empty, without '='");
+                fail("environment", "environment variable name '" + key +
+                                        "' is invalid: it must be non-empty, without '='");
             if (value.find('\0') != std::string::npos)
-                fail("environment variable '" + key + "' contains a NUL byte");
+                fail("environment", "environment variable '" + key + "' contains a NUL byte");
         }
     }
 
-    // The rest of each probe is checked where it stands in the file.
+    // The rest of each probe is checked where it stands in the file. An
+    // exec probe's program is looked at as the worker's is (a warning).
     void check_probes() {
-        for (ProbeRole role : {ProbeRole::startup, ProbeRole::readiness, ProbeRole::liveness})
-            if (const auto& probe = spec_.probes.of(role))
-                for (const auto& missing : probe_spec_missing(*probe))
-                    fail("probe '" + std::string(probe_role_name(role)) + "': " + missing);
+        for (ProbeRole role : {ProbeRole::startup, ProbeRole::readiness, ProbeRole::liveness}) {
+            const auto& probe = spec_.probes.of(role);
+            if (!probe) continue;
+            std::string what = "probe '" + std::string(probe_role_name(role)) + "': ";
+            for (const auto& missing : probe_spec_missing(*probe)) fail("probes", what + missing);
+            if (probe->kind != ProbeKind::exec || probe->command.empty() ||
+                probe->command.front().empty() || probe->command.front().front() != '/')
+                continue;  // no program, or one the probe's parser reported
+            if (auto problem =
+                    program_problem(probe->command.front(), "every attempt of the probe will fail"))
+                warn("probes", what + "command[0] " + *problem);
+        }
     }
 
     const WorkerSpec& spec_;
-    const SourceLocation& at_;
+    const WorkerSource& source_;
     ConfigErrors& errors_;
     AccountLookup& accounts_;
     const ValidationOptions& options_;
@@ -260,7 +281,8 @@ void validate_config(const Config& config, ConfigErrors& errors, const Validatio
     AccountLookup accounts(config_limits::kMaxAccountLookups);
     for (size_t i = 0; i < config.workers.size(); ++i) {
         const WorkerSpec& spec = config.workers[i];
-        const SourceLocation& at = config.worker_locations.at(i);
+        const WorkerSource& source = config.worker_sources.at(i);
+        const SourceLocation& at = source.item;
         if (spec.name.empty()) continue;  // reported by the parser
         if (!is_valid_worker_name(spec.name)) {
             errors.add_at(at.file, at.line, at.column,
@@ -280,7 +302,7 @@ void validate_config(const Config& config, ConfigErrors& errors, const Validatio
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, at, errors, accounts, options).check(config.malformed(i));
+        WorkerChecker(spec, source, errors, accounts, options).check(config.malformed(i));
         // Only well-named, unique workers whose dirs are as written.
         if (!config.malformed(i)) workdirs.push_back(spec.workdir);
     }

@@ -47,9 +47,9 @@ Duration effective_growth_window(const DaemonSettings& settings);
 struct Config {
     DaemonSettings daemon;
     std::vector<WorkerSpec> workers;
-    std::vector<RuleSpec> default_rules;           // `defaults: rules:`, for every worker
-    std::vector<RuleSpec> host_rules;              // `host_rules:`, over host measurements
-    std::vector<SourceLocation> worker_locations;  // parallel to workers
+    std::vector<RuleSpec> default_rules;       // `defaults: rules:`, for every worker
+    std::vector<RuleSpec> host_rules;          // `host_rules:`, over host measurements
+    std::vector<WorkerSource> worker_sources;  // parallel to workers
     // Parallel to workers: its definition (or `defaults:`) had an error of
     // its own, so some field it wrote holds a default instead. The checks
     // that judge fields together, or a field's absence, skip such a worker

@@ -126,4 +126,15 @@ struct SourceLocation {
     std::string format() const;
 };
 
+// Where a worker's list item and each key written in it ("command",
+// "memory", "probes", ...) stand, so that a problem with a field is
+// reported at its line.
+struct WorkerSource {
+    SourceLocation item;
+    std::map<std::string, SourceLocation> keys;
+    // `key`'s location when the worker wrote it; else the item's (a value
+    // from `defaults:`, or one not written at all).
+    const SourceLocation& of(const std::string& key) const;
+};
+
 }  // namespace infervisor

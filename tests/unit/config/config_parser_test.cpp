@@ -70,8 +70,8 @@ TEST(ConfigParser, ParsesEveryWorkerField) {
     EXPECT_EQ(w.watchdog, std::chrono::seconds(30));
     EXPECT_FALSE(w.learn_watchdog);            // given: none learned
     EXPECT_TRUE(c.workers[1].learn_watchdog);  // not given: learned
-    EXPECT_EQ(c.worker_locations[0].line, 8);
-    EXPECT_EQ(c.worker_locations[0].column, 5);
+    EXPECT_EQ(c.worker_sources[0].item.line, 8);
+    EXPECT_EQ(c.worker_sources[0].item.column, 5);
     // Defaults apply; everything else keeps the built-in default.
     EXPECT_EQ(c.workers[1].restart.backoff_max, std::chrono::seconds(30));
     EXPECT_EQ(c.workers[1].restart.mode, RestartMode::on_failure);
@@ -170,12 +170,51 @@ TEST(ConfigValidator, WarnsOfACommandThatCannotBeRun) {
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
     auto warnings = loaded.errors.warning_lines();
     ASSERT_EQ(warnings.size(), 4u);
-    EXPECT_THAT(warnings[0], AllOf(HasSubstr("test.yaml:2:5: worker 'w"),
+    // At the `command` key of each worker.
+    EXPECT_THAT(warnings[0], AllOf(HasSubstr("test.yaml:2:16: worker 'w"),
                                    HasSubstr("command[0] '/nonexistent/llama-server' does not "
                                              "exist: starting the worker will fail")));
     EXPECT_THAT(warnings[1], HasSubstr("script.sh' is not an executable file"));
     EXPECT_THAT(warnings[2], HasSubstr("' is not an executable file"));
     EXPECT_THAT(warnings[3], HasSubstr("script.sh/x' does not exist"));
+}
+
+// Issue 27: an exec probe's program is looked at as the worker's is.
+TEST(ConfigValidator, WarnsOfAnExecProbeThatCannotBeRun) {
+    auto loaded = load_config_text(R"(workers:
+  - name: web
+    command: [/bin/true]
+    memory: {max: 1G}
+    probes:
+      liveness: {kind: exec, command: [/nonexistent/check-model], timeout: 5s}
+      readiness: {kind: exec, command: [/bin/true]}
+)",
+                                   "test.yaml");
+    EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
+    EXPECT_THAT(loaded.errors.warning_lines(),
+                ElementsAre("test.yaml:5:5: worker 'web': probe 'liveness': command[0] "
+                            "'/nonexistent/check-model' does not exist: every attempt of the "
+                            "probe will fail"));
+}
+
+// A field's problem is reported at its key; one the worker did not write (a
+// value from `defaults:`) at the worker.
+TEST(ConfigValidator, ReportsAFieldAtItsKeyOrAtTheWorker) {
+    auto errors = errors_of(R"(defaults:
+  memory: {max: 1G, high: 2G}
+workers:
+  - name: a
+    command: [/bin/true]
+  - name: b
+    command: [/bin/true]
+    memory:
+      max: 1G
+      high: 3G
+)");
+    EXPECT_THAT(errors, ElementsAre("test.yaml:4:5: worker 'a': memory.high (2G) is above "
+                                    "memory.max (1G)",
+                                    "test.yaml:8:5: worker 'b': memory.high (3G) is above "
+                                    "memory.max (1G)"));
 }
 
 TEST(ConfigParser, ReportsMissingRequiredKeys) {
@@ -214,11 +253,11 @@ TEST(ConfigValidator, RejectsImpossibleCombinations) {
     EXPECT_THAT(
         errors,
         ElementsAre(
-            "test.yaml:2:5: worker 'a': command[0] must be an absolute path (no PATH search, no "
+            "test.yaml:3:5: worker 'a': command[0] must be an absolute path (no PATH search, no "
             "shell), not 'bin/a'",
-            "test.yaml:2:5: worker 'a': user 'no-such-user-here' does not exist on this host",
-            "test.yaml:2:5: worker 'a': memory.high (2G) is above memory.max (1G)",
-            "test.yaml:2:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max "
+            "test.yaml:4:5: worker 'a': user 'no-such-user-here' does not exist on this host",
+            "test.yaml:5:5: worker 'a': memory.high (2G) is above memory.max (1G)",
+            "test.yaml:6:5: worker 'a': restart.backoff_initial (2m) is above restart.backoff_max "
             "(1m)",
             "test.yaml:7:5: duplicate worker name 'a' (first defined at test.yaml:2:5)",
             HasSubstr("test.yaml:10:5: invalid worker name '../evil'")));
@@ -255,9 +294,9 @@ TEST(ConfigValidator, RejectsEnvironmentNamesWithEquals) {
 )");
     EXPECT_THAT(
         errors,
-        ElementsAre("test.yaml:2:5: worker 'a': environment variable name '' is invalid: it must "
+        ElementsAre("test.yaml:5:5: worker 'a': environment variable name '' is invalid: it must "
                     "be non-empty, without '='",
-                    "test.yaml:2:5: worker 'a': environment variable name 'A=B' is invalid: it "
+                    "test.yaml:5:5: worker 'a': environment variable name 'A=B' is invalid: it "
                     "must be non-empty, without '='"));
 }
 

@@ -86,7 +86,7 @@ TEST(WorkerUsers, AConfigFileGivesEachWorkerAUidOfItsOwnUnlessItNamesAUser) {
     EXPECT_EQ(loaded.config.workers[1].user, "nobody");
 }
 
-TEST(WorkerCredentials, AreCheckedWhereTheWorkerStands) {
+TEST(WorkerCredentials, AreCheckedWhereTheyAreWritten) {
     testing::TempDir dir;
     auto token = dir.write("hf_token", "hf_secret");
     auto big = dir.write("big", std::string((1 << 20) + 1, 'x'));
@@ -110,7 +110,8 @@ TEST(WorkerCredentials, AreCheckedWhereTheWorkerStands) {
         "\n"
         "      relative: some/file\n");
     std::string all = loaded.errors.format();
-    EXPECT_THAT(all, HasSubstr("test.yaml:2:5: worker 'a': credential name '../escape'"));
+    // At the `credentials` key.
+    EXPECT_THAT(all, HasSubstr("test.yaml:5:5: worker 'a': credential name '../escape'"));
     EXPECT_THAT(all, HasSubstr("credential 'missing': cannot use"));
     EXPECT_THAT(all, HasSubstr("credential 'big': " + big.string() + " is larger than"));
     EXPECT_THAT(all, HasSubstr("credential 'relative': must be an absolute path"));

@@ -210,6 +210,20 @@ TEST_F(InfervisorctlTest, AMisspeltCommandNamesTheOneMeant) {
     EXPECT_THAT(ctl({"evnets", "-f"}).err, HasSubstr("(did you mean 'events'?)"));
 }
 
+// The command's own options and the global ones (taken after the command).
+TEST_F(InfervisorctlTest, AMisspeltOptionNamesTheOneMeant) {
+    auto r = ctl({"status", "--jsno"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "infervisorctl: the following argument was not expected: --jsno (did you mean "
+              "'--json'?)\n(see 'infervisorctl status --help')\n");
+    EXPECT_THAT(ctl({"events", "--sinse", "1h"}).err, HasSubstr("(did you mean '--since'?)"));
+    EXPECT_THAT(ctl({"status", "--no-pagr=1"}).err, HasSubstr("(did you mean '--no-pager'?)"));
+    auto far = ctl({"status", "--zzzzzz"});
+    EXPECT_EQ(far.exit_code, 2);
+    EXPECT_THAT(far.err, Not(HasSubstr("did you mean")));
+}
+
 TEST_F(InfervisorctlTest, LongOutputGoesThroughThePagerOnATerminal) {
     std::map<std::string, std::string> sed_pager = {{"SYSTEMD_PAGER", "sed s/^/paged:/"}};
     auto paged = ctl({"status"}, {.stdout_on_pty = true, .env = sed_pager});
@@ -541,7 +555,7 @@ TEST_F(InfervisorctlTest, ConfigCheckWarnsOfACommandThatDoesNotExist) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, file.string() + ": OK\n");
     EXPECT_THAT(r.err, HasSubstr("warning: " + file.string() +
-                                 ":2:5: worker 'llama': command[0] "
+                                 ":3:5: worker 'llama': command[0] "
                                  "'/opt/llama/bin/llama-server' does not exist: starting the "
                                  "worker will fail\n"));
     auto j = run_ctl({no_daemon[0], no_daemon[1], "config", "check", "--json", file.string()});

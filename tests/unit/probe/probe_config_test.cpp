@@ -142,12 +142,12 @@ TEST(ProbeConfig, ReportsEachProblemWhereTheProbeStands) {
 
 TEST(ProbeConfig, WhatAWorkerMustStillAddIsCheckedOnceItsOwnErrorsAreFixed) {
     // With its errors above fixed, the worker's probes are judged whole: the
-    // port an http probe lacks is reported where the worker stands. While the
+    // port an http probe lacks is reported at the worker's `probes`. While the
     // worker has errors of its own it is not (a port that failed to parse
     // would read as missing, a second error for one mistake).
     auto errors = errors_of(worker_with(R"(      startup: {kind: http, path: /health}
 )"));
-    EXPECT_THAT(errors, ElementsAre(HasSubstr("p.yaml:2:5: worker 'w': probe 'startup': 'port' is "
+    EXPECT_THAT(errors, ElementsAre(HasSubstr("p.yaml:5:5: worker 'w': probe 'startup': 'port' is "
                                               "required for kind http")));
 }
 

@@ -159,11 +159,11 @@ a_missing_command_is_a_warning_with_its_place() {
 	log "config check: $(tr '\n' '|' <"$dir/ctl.out") stderr: $(tr '\n' '|' <"$dir/ctl.err")"
 	assert_eq 0 "$rc" "config check's exit status"
 	assert_file_contains "$dir/ctl.out" "$dir/infervisor.yaml with 0 drop-in(s) from $dir/workers.d: OK"
-	assert_file_contains "$dir/ctl.err" "warning: $dir/infervisor.yaml:2:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist: starting the worker will fail"
+	assert_file_contains "$dir/ctl.err" "warning: $dir/infervisor.yaml:3:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist: starting the worker will fail"
 	assert_fails grep -q "not running" "$dir/ctl.err"
 	infervisord -c "$dir/infervisor.yaml" --check-config >"$dir/daemon.out" 2>&1 || rc=$?
 	assert_eq 0 "$rc" "--check-config's exit status"
-	assert_file_contains "$dir/daemon.out" "warning: $dir/infervisor.yaml:2:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist"
+	assert_file_contains "$dir/daemon.out" "warning: $dir/infervisor.yaml:3:5: worker 'llama': command[0] '/opt/llama.cpp/bin/llama-server' does not exist"
 	rm -rf "$dir"
 }
 run_scenario hostile-config-checks-by-nobody-leave-the-daemons-memory-as-it-was hostile_checks_leave_the_daemons_memory_as_it_was
