@@ -58,12 +58,12 @@ reload_restarts_only_changed_workers() {
 	code=0
 	out=$(infervisorctl reload --dry-run 2>&1) || code=$?
 	assert_eq 1 "$code" "reload --dry-run of an invalid config"
-	assert_contains "$out" "reload.yaml:2:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "dry run error"
+	assert_contains "$out" "reload.yaml:5:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "dry run error"
 	assert_eq 0 "$(ivd_journal INFERVISOR_EVENT=config-rejected -o cat | grep -c . || true)" \
 		"a dry run rejects nothing"
 	systemctl reload infervisord
 	wait_until 300 eval '(($(ivd_journal INFERVISOR_EVENT=config-rejected -o cat | grep -c . || true) >= 1))'
-	assert_contains "$(ivd_journal -o cat)" "reload.yaml:2:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "error with file:line:col"
+	assert_contains "$(ivd_journal -o cat)" "reload.yaml:5:5: worker 'steady': memory.high (512M) is above memory.max (128M)" "error with file:line:col"
 	assert_eq "$steady_pid" "$(main_pid steady)" "steady pid after rejected reload"
 	assert_eq "$changing_pid" "$(main_pid changing)" "changing pid after rejected reload"
 	assert_cmd kill -0 "$steady_pid"
