@@ -53,10 +53,10 @@ class WorkerChecker {
     void check_command() {
         if (spec_.command.empty()) return;  // reported by the parser as missing
         const std::string& exe = spec_.command.front();
-        if (exe.empty() || exe.front() != '/')
+        if (!exe.starts_with('/'))
             return fail("command",
-                        "command[0] must be an absolute path (no PATH search, no "
-                        "shell), not '" +
+                        "command[0] must be an absolute path (no PATH search, "
+                        "no shell), not '" +
                             exe + "'");
         if (auto problem = program_problem(exe, "starting the worker will fail"))
             warn("command", "command[0] " + *problem);
@@ -164,7 +164,7 @@ class WorkerChecker {
             std::string what = "probe '" + std::string(probe_role_name(role)) + "': ";
             for (const auto& missing : probe_spec_missing(*probe)) fail("probes", what + missing);
             if (probe->kind != ProbeKind::exec || probe->command.empty() ||
-                probe->command.front().empty() || probe->command.front().front() != '/')
+                !probe->command.front().starts_with('/'))
                 continue;  // no program, or one the probe's parser reported
             if (auto problem =
                     program_problem(probe->command.front(), "every attempt of the probe will fail"))
