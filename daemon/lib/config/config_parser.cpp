@@ -122,6 +122,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     map.get_duration("start_timeout", spec.start_timeout, Required::no, 24h);
     map.get_int("priority", spec.priority, -1000, 1000);
     map.get_bool("protected", spec.is_protected);
+    map.get_bool("preemptible", spec.preemptible);
     if (std::string admission; map.get_string("admission", admission)) {
         if (admission == "overcommit" || admission == "check")
             spec.overcommit = admission == "overcommit";

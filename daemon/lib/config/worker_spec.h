@@ -111,6 +111,10 @@ struct WorkerSpec {
     // worker is never picked by them.
     int64_t priority = 0;
     bool is_protected = false;
+    // A host rule's `action: preempt` may suspend it (frozen, its memory in
+    // swap, resume_when brings it back) rather than kill it. false: its
+    // clients must see it gone, not hanging (policy/preempt_ladder.h).
+    bool preemptible = true;
     // `admission: overcommit`: start even when memory.reserve does not fit
     // (the reserve still counts against the others).
     bool overcommit = false;

@@ -29,6 +29,9 @@ struct Decision {
     // compute it from is known (no memory.high, max or current).
     std::optional<uint64_t> memory_high;
     bool dry_run = false;  // journal it, do not act
+    // Chosen by a host rule's `preempt` (preempt_ladder.h): a suspension that
+    // frees (almost) nothing goes on to a kill.
+    bool ladder = false;
     // The rule acts for memory: a host rule, or a rule on a memory.* or
     // swap.* metric. A run it ends restarts only once the host has room.
     bool for_memory = false;

@@ -153,11 +153,13 @@ WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& 
 
 VictimView PolicyEngine::view_of(const WorkerCandidate& c) const {
     VictimView view{c.name, c.priority, c.is_protected, std::nullopt, std::nullopt, std::nullopt};
+    view.preempt = c.preempt;
     auto it = workers_.find(c.name);
     if (it != workers_.end() && it->second.last) {
         const WorkerSample& last = *it->second.last;
         view.memory_current = last.memory_current;
         view.memory_anon = last.memory_anon;
+        view.memory_unevictable = last.memory_unevictable;
         view.growth_bytes_per_min = it->second.victim.per_minute();
         view.growth_percent_per_min = growth_percent(last, it->second.growth.per_minute());
     }
@@ -210,8 +212,10 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         add_cause(d.measurements, rule, readings, due->held);
         add_host_context(d.measurements, in);
         if (victim) aim_at(d, *victim, rule, now);
+        if (victim && d.action == Action::preempt) take_gentlest_step(d, victim->view, in);
         if (victim &&
-            (action == Action::kill || action == Action::checkpoint || action == Action::suspend) &&
+            (d.action == Action::kill || d.action == Action::checkpoint ||
+             d.action == Action::suspend) &&
             options_.host_settle > Duration(0)) {
             host_.settled_at = now + options_.host_settle;
             add_measurement(d.measurements, "HOST_SETTLE_MS",
@@ -240,6 +244,17 @@ void PolicyEngine::aim_at(Decision& d, const Chosen& chosen, const RuleSpec& rul
     if (d.action == Action::throttle) d.memory_high = throttle_target(rule.throttle_to, last);
     add_worker_context(d.measurements, last, victim.growth_percent_per_min, nullptr, now);
     add_phase(d.measurements, it->second.phase, now);
+}
+
+void PolicyEngine::take_gentlest_step(Decision& d, const VictimView& victim,
+                                      const HostInputs& host) {
+    PreemptContext context{victim_size(victim), victim.memory_unevictable, host.sample.swap_free,
+                           host_mem_headroom(host.sample, host.mem_available_change_per_minute)};
+    PreemptStep step = choose_preempt_step(victim.preempt, context);
+    d.action = step.action;
+    d.ladder = true;
+    d.reason += "; " + step.why;
+    add_measurement(d.measurements, "PREEMPT_STEP", step.why);
 }
 
 void PolicyEngine::settle_host(TimePoint now) {

@@ -25,7 +25,9 @@
 // Host rules keep one timer each for the host. A step picks its victim with
 // pick_victim() (victim.h), by each worker's growth over the victim window
 // in every phase (loading too) and its anonymous memory; the decision says
-// why (VICTIM_REASON, with the others considered); an escalation hits the same victim as the step
+// why (VICTIM_REASON, with the others considered). `action: preempt`
+// becomes suspend, checkpoint or kill by the ladder (preempt_ladder.h) and
+// says why (PREEMPT_STEP); an escalation hits the same victim as the step
 // before it while that worker is still a candidate. A step with no victim
 // (every worker protected) is not taken and stays due, except that a `log`
 // step is taken with an empty worker.
@@ -159,6 +161,10 @@ class PolicyEngine {
         std::string reason;  // VICTIM_REASON
     };
     void aim_at(Decision& decision, const Chosen& victim, const RuleSpec& rule, TimePoint now);
+    // `action: preempt`: the decision becomes the ladder's step for this
+    // victim on this host (preempt_ladder.h), with why (PREEMPT_STEP).
+    static void take_gentlest_step(Decision& decision, const VictimView& victim,
+                                   const HostInputs& host);
     VictimView view_of(const WorkerCandidate& candidate) const;
     std::optional<Chosen> choose_victim(const std::string& rule, RuleStep step,
                                         const std::vector<WorkerCandidate>& candidates) const;

@@ -30,16 +30,24 @@ void read_when(YamlMap& map, RuleSpec& rule, RuleScope scope, ConfigErrors& erro
     rule.when = *condition;
 }
 
-std::optional<Action> read_action(YamlMap& map, const std::string& key, ConfigErrors& errors,
-                                  Required required) {
+std::optional<Action> read_action(YamlMap& map, const std::string& key, RuleScope scope,
+                                  ConfigErrors& errors, Required required) {
     std::string text;
     if (!map.get_string(key, text, required)) return std::nullopt;
     auto action = parse_action(text);
-    if (!action)
+    if (!action) {
         errors.add(map.take(key)->Mark(), "'" + key +
                                               "' must be one of log, throttle, freeze, "
-                                              "suspend, checkpoint, kill; not '" +
+                                              "suspend, checkpoint, preempt, kill; not '" +
                                               text + "'");
+    } else if (*action == Action::preempt && scope == RuleScope::worker) {
+        // It weighs the host's free swap and time left against the victim.
+        errors.add(map.take(key)->Mark(), "'" + key +
+                                              ": preempt' is for host_rules (it chooses how the "
+                                              "host's victim is put aside); a worker's rule "
+                                              "names its action: suspend, checkpoint or kill");
+        return std::nullopt;
+    }
     return action;
 }
 
@@ -95,22 +103,25 @@ RuleSpec parse_rule(const YAML::Node& item, ConfigErrors& errors, RuleScope scop
     map.get_bool("enabled", rule.enabled);
     Required needed = rule.enabled ? Required::yes : Required::no;
     read_when(map, rule, scope, errors, needed);
-    if (auto action = read_action(map, "action", errors, needed)) rule.action = *action;
+    if (auto action = read_action(map, "action", scope, errors, needed)) rule.action = *action;
     read_then(map, rule, errors);
     read_throttle_to(map, rule, errors);
     Duration d{};
     if (map.get_duration("escalate_after", d, Required::no, std::chrono::hours(24)))
         rule.escalate_after = d;
-    rule.escalate_to = read_action(map, "escalate_to", errors, Required::no);
+    rule.escalate_to = read_action(map, "escalate_to", scope, errors, Required::no);
     if (map.get_duration("cooldown", d, Required::no, std::chrono::hours(24))) rule.cooldown = d;
     map.get_bool("dry_run", rule.dry_run);
     map.finish();
     return rule;
 }
 
-// A kill ends the run; so does a checkpoint unless `then: keep_running`.
+// A kill ends the run; so does a checkpoint unless `then: keep_running`, and
+// a preempt that becomes one of them.
 bool ends_run(const RuleSpec& rule) {
-    auto ends = [](Action a) { return a == Action::kill || a == Action::checkpoint; };
+    auto ends = [](Action a) {
+        return a == Action::kill || a == Action::checkpoint || a == Action::preempt;
+    };
     return ends(rule.action) || (rule.escalate_to && ends(*rule.escalate_to));
 }
 
@@ -123,11 +134,13 @@ void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
     if (rule.escalate_after.has_value() != rule.escalate_to.has_value())
         fail("'escalate_after' and 'escalate_to' go together: give both or neither");
     if (rule.escalate_to && *rule.escalate_to <= rule.action)
-        fail("'escalate_to: " + std::string(to_string(*rule.escalate_to)) +
-             "' must be further up the ladder (log, throttle, freeze, suspend, checkpoint, kill) "
-             "than "
-             "'action: " +
-             std::string(to_string(rule.action)) + "'");
+        fail(
+            "'escalate_to: " + std::string(to_string(*rule.escalate_to)) +
+            "' must be further up the ladder (log, throttle, freeze, suspend, checkpoint, preempt, "
+            "kill) "
+            "than "
+            "'action: " +
+            std::string(to_string(rule.action)) + "'");
     if (rule.then == Then::keep_running && rule.action != Action::checkpoint)
         fail("'then: keep_running' needs 'action: checkpoint'");
     else if (rule.then != Then::worker_policy && !ends_run(rule))

@@ -5,7 +5,8 @@
 //     - name: runaway-growth            # required, unique in its list
 //       when: memory.growth > 15%/min for 2m    # required; see condition.h
 //       action: kill                    # required: log|throttle|freeze|suspend|
-//                                       #   checkpoint|kill
+//                                       #   checkpoint|kill (host rules: also
+//                                       #   preempt, preempt_ladder.h)
 //       then: restart                   # after a kill: restart|park
 //                                       #   (absent: the worker's restart policy)
 //     - name: pressure

@@ -16,6 +16,8 @@ std::string_view to_string(Action action) {
             return "suspend";
         case Action::checkpoint:
             return "checkpoint";
+        case Action::preempt:
+            return "preempt";
         case Action::kill:
             return "kill";
     }
@@ -38,7 +40,7 @@ std::string_view to_string(Then then) {
 
 std::optional<Action> parse_action(std::string_view text) {
     for (Action a : {Action::log, Action::throttle, Action::freeze, Action::suspend,
-                     Action::checkpoint, Action::kill})
+                     Action::checkpoint, Action::preempt, Action::kill})
         if (to_string(a) == text) return a;
     return std::nullopt;
 }

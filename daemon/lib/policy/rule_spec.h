@@ -20,6 +20,8 @@ enum class Action {
     freeze,      // cgroup.freeze = 1
     suspend,     // freeze, push its memory out to swap; resumed later (state `suspended`)
     checkpoint,  // ask the worker to checkpoint (signal + deadline)
+    preempt,     // host rules: suspend, checkpoint or kill, the gentlest that
+                 // works on the victim (preempt_ladder.h); decided as one of those
     kill,        // cgroup.kill, then Then
 };
 

@@ -32,6 +32,7 @@ void read_memory_stat(const CgroupStats& stats, WorkerSample& s) {
     if (!s.swapin_pages) s.swapin_pages = find_counter(*stat, "workingset_refault_anon");
     s.swapout_pages = find_counter(*stat, "pswpout");
     s.memory_anon = find_counter(*stat, "anon");
+    s.memory_unevictable = find_counter(*stat, "unevictable");
 }
 
 }  // namespace

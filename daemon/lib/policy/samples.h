@@ -41,6 +41,9 @@ struct WorkerSample {
     // memory.current the kernel cannot drop; page cache (a model mmapped from
     // its file) is not in it. Host rules choose victims by it (victim.h).
     std::optional<uint64_t> memory_anon;
+    // memory.stat unevictable: pages no reclaim can move (mlocked, ramfs);
+    // a suspension leaves them in RAM (preempt_ladder.h).
+    std::optional<uint64_t> memory_unevictable;
     // Only when sample_worker_extras() ran (the metrics, when they render).
     std::optional<uint64_t> memory_peak;   // memory.peak (5.19+)
     std::optional<uint64_t> pids_current;  // pids.current

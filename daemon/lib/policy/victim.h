@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "policy/preempt_ladder.h"
 
 namespace infervisor {
 
@@ -15,6 +16,7 @@ struct WorkerCandidate {
     std::string name;
     int priority = 0;           // higher = more valuable = chosen later
     bool is_protected = false;  // never chosen
+    PreemptFacts preempt;       // what a host rule's `preempt` may do with it
 };
 
 // A candidate with what the engine measured of it.
@@ -32,6 +34,8 @@ struct VictimView {
     std::optional<double> growth_bytes_per_min = std::nullopt;
     // memory.stat anon: what the worker holds that the kernel cannot drop.
     std::optional<uint64_t> memory_anon = std::nullopt;
+    std::optional<uint64_t> memory_unevictable = std::nullopt;
+    PreemptFacts preempt = {};
 };
 
 // Growth at or above this marks a worker as the likely cause of the host's

@@ -94,12 +94,15 @@ void PolicyRunner::configure(const Config& config) {
     std::set<std::string> now;
     for (const auto& w : config.workers) {
         engine_.set_worker_rules(w.name, w.rules);
+        if (const Worker* running = supervisor_.find(w.name); running && running->spec() != w)
+            preempt_history_.forget(w.name);  // a changed program may not pin the same way
         now.insert(w.name);
     }
     for (const auto& name : known_)
         if (!now.count(name)) {
             engine_.remove_worker(name);
             preempted_.erase(name);
+            preempt_history_.forget(name);
             watch_logged_.erase(name);
         }
     known_ = std::move(now);
@@ -233,8 +236,10 @@ void PolicyRunner::evaluate_now() {
         if (observer_)
             round.workers.push_back(
                 {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});
-        candidates.push_back(
-            {w->name(), static_cast<int>(w->spec().priority), w->spec().is_protected});
+        candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
+                              w->spec().is_protected,
+                              preempt_history_.facts_of(w->name(), w->spec().preemptible,
+                                                        w->checkpoints().last_answer_took(), now)});
     }
     HostSample host = sample_host(ctx_.paths.procfs, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
@@ -301,6 +306,7 @@ void PolicyRunner::resume(const ResumeDecision& d) {
     if (dry_run_ || !worker) return;
     preempted_.erase(d.worker);
     if (worker->state() != WorkerState::suspended) return worker->start();  // parked
+    preempt_history_.resumed(d.worker, ctx_.clock.now());
     std::string trigger = "resume_when '" + resume_planner_.condition()->text + "'";
     if (auto r = worker->resume(trigger); !r)
         spdlog::warn("{}: resume_when: {}", d.worker, r.error().message());
@@ -316,16 +322,45 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::freeze:
             return worker.freeze();
         case Action::suspend:
+            if (d.ladder) return worker.suspend(rule_trigger(d.rule), ladder_goes_on(d));
             return worker.suspend(rule_trigger(d.rule));
         case Action::checkpoint:
             if (d.for_memory && d.then != Then::keep_running)
                 worker.expect_memory_room(d.scope == RuleScope::host);
             return worker.checkpoint_by_policy(d.then, d.rule);
+        case Action::preempt:  // the engine decides it as one of the others
         case Action::kill:
             if (d.for_memory) worker.expect_memory_room(d.scope == RuleScope::host);
             return worker.kill_by_policy(d.then, d.rule);
     }
     return {};
+}
+
+WorkerSuspension::Finished PolicyRunner::ladder_goes_on(const Decision& d) {
+    std::weak_ptr<char> alive = alive_;
+    return [this, alive, d](const WorkerSuspension::Outcome& o) {
+        if (alive.expired() || !o.ok ||
+            !suspension_freed_nothing(o.memory_before, o.bytes_reclaimed))
+            return;
+        Worker* worker = supervisor_.find(d.worker);
+        if (!worker || worker->state() != WorkerState::suspended) return;
+        std::string freed = human_size(o.bytes_reclaimed) + " of " +
+                            (o.memory_before ? human_size(*o.memory_before) : "its memory");
+        preempt_history_.suspension_freed_nothing(
+            d.worker, "its suspension by rule '" + d.rule + "' freed " + freed);
+        // The cause, then its effect: this entry before the kill's exit.
+        Decision kill = d;
+        kill.action = Action::kill;
+        kill.step = RuleStep::escalate;
+        kill.reason = "the suspension freed only " + freed +
+                      " (memory pinned, or no room in swap): the ladder goes on";
+        kill.measurements = {{"PREEMPT_STEP", "kill: the suspension freed only " + freed},
+                             {"SUSPENSION_BYTES_RECLAIMED", std::to_string(o.bytes_reclaimed)}};
+        if (o.memory_before)
+            kill.measurements.emplace_back("SUSPENSION_MEMORY_BEFORE",
+                                           std::to_string(*o.memory_before));
+        execute(kill);
+    };
 }
 
 void PolicyRunner::execute(const Decision& d) {

@@ -38,6 +38,7 @@
 #include "config/daemon_config.h"
 #include "metrics/evaluation_round.h"
 #include "policy/policy_engine.h"
+#include "policy/preempt_history.h"
 #include "policy/resume_planner.h"
 #include "services/service.h"
 #include "supervise/supervisor.h"
@@ -88,6 +89,10 @@ class PolicyRunner final : public Service {
     void run_queued_evaluation();
     void execute(const Decision& decision);
     Result<void> carry_out(Worker& worker, const Decision& decision);
+    // After a suspension the preempt ladder chose: one that freed (almost)
+    // nothing is journaled as such and the worker killed by the same rule
+    // (preempt_ladder.h); the ladder remembers it (preempt_history_).
+    WorkerSuspension::Finished ladder_goes_on(const Decision& decision);
     // A host decision that was carried out: a preemption for resume_when.
     void note_preemption(const Decision& decision);
     std::vector<ResumeCandidate> waiting_for_room();
@@ -108,6 +113,7 @@ class PolicyRunner final : public Service {
     Supervisor& supervisor_;
     PolicyEngine engine_;
     ResumePlanner resume_planner_;
+    PreemptHistory preempt_history_;
     std::map<std::string, Preempted> preempted_;
     bool dry_run_ = false;
     Duration interval_ = std::chrono::seconds(2);

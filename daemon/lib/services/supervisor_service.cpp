@@ -122,6 +122,7 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
           {"keep", s.checkpoint.keep}}},
         {"priority", s.priority},
         {"protected", s.is_protected},
+        {"preemptible", s.preemptible},
         {"admission", s.overcommit ? "overcommit" : "check"},
         {"workdir", s.workdir.workdir.string()},
         {"rules", rules},

@@ -154,6 +154,7 @@ class Worker {
     const std::string& policy_rule() const { return run_ ? run_->policy_rule : parked_rule_; }
     // The suspension's side (since when, what memory it will want back).
     const WorkerSuspension& suspension() const { return suspension_; }
+    const WorkerCheckpoints& checkpoints() const { return checkpoints_; }
 
     std::optional<TimePoint> started_at() const { return run_ ? run_->started_at : std::nullopt; }
     // When this run became `running` (ready): at exec for a worker with

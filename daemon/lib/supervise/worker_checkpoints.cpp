@@ -254,6 +254,9 @@ void WorkerCheckpoints::publish_answer(std::optional<double> seconds, const std:
     auto published = store_->publish();
     if (!published) return report_unusable(trigger, published.error(), answer);
     last_published_ = clock_.now();
+    if (answer && seconds)
+        last_answer_took_ =
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*seconds));
     if (answer) {
         timeout_timer_.cancel();
         pending_->published = published->sequence;

@@ -137,6 +137,10 @@ class WorkerCheckpoints {
 
     // The newest complete checkpoint, as a path for messages ("none").
     std::string last_good() const;
+    // How long the last requested checkpoint took from the request to its
+    // publishing, in this daemon's life (whatever run); empty until one has:
+    // proof that the method works (policy/preempt_ladder.h).
+    std::optional<Duration> last_answer_took() const { return last_answer_took_; }
 
   private:
     struct Pending {
@@ -179,6 +183,7 @@ class WorkerCheckpoints {
     std::optional<StoredCheckpoint> offered_;  // what this run was given
     std::optional<Pending> pending_;
     std::optional<TimePoint> last_published_;
+    std::optional<Duration> last_answer_took_;
     size_t unusable_unrequested_ = 0;  // CHECKPOINT=1 with nothing to publish
     int recording_ = 0;                // published checkpoints being measured
     bool deferred_ = false;            // an unrequested CHECKPOINT=1 came meanwhile

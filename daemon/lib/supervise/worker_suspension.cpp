@@ -188,7 +188,7 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     emit_(EventKind::suspended,
           "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how,
           std::move(fields));
-    answer_suspend({true, "suspended; " + how});
+    answer_suspend({true, "suspended; " + how, r.memory_before, r.bytes_reclaimed()});
     if (queued_resume_) {
         auto [trigger, finished] = std::move(*queued_resume_);
         queued_resume_.reset();

@@ -57,6 +57,9 @@ class WorkerSuspension {
     struct Outcome {
         bool ok = false;
         std::string detail;  // what happened, in words
+        // Suspended: memory.current before the reclaim, and what it pushed out.
+        std::optional<uint64_t> memory_before;
+        uint64_t bytes_reclaimed = 0;
     };
     using Finished = std::function<void(const Outcome&)>;
     // Runs once thawed, before `resumed` is journaled: the Worker's state

@@ -111,6 +111,26 @@ TEST(RuleConfig, HostMetricInWorkerRulesIsAnError) {
               std::string::npos);
 }
 
+TEST(RuleConfig, PreemptIsAHostRuleAction) {
+    auto host = parse(
+        "host_rules:\n  - {name: low, when: host.mem.available < 5%, action: preempt, then: "
+        "park}\n",
+        "host_rules");
+    ASSERT_TRUE(host.errors.empty()) << host.errors.format();
+    ASSERT_EQ(host.rules.size(), 1u);
+    EXPECT_EQ(host.rules[0].action, Action::preempt);
+    ConfigErrors validation;
+    validate_rules(host.rules, validation);
+    EXPECT_TRUE(validation.empty()) << validation.format();
+
+    auto worker = parse("rules:\n  - {name: x, when: runtime > 1h, action: preempt}\n");
+    ASSERT_EQ(worker.errors.all().size(), 1u);
+    EXPECT_EQ(worker.errors.all()[0].format(),
+              "workers.d/llama.yaml:2:43: 'action: preempt' is for host_rules (it chooses how the "
+              "host's victim is put aside); a worker's rule names its action: suspend, checkpoint "
+              "or kill");
+}
+
 TEST(RuleConfig, ReportsBadKeysAndValues) {
     auto p = parse(R"(rules:
   - name: a
@@ -124,10 +144,10 @@ TEST(RuleConfig, ReportsBadKeysAndValues) {
     action: kill
 )");
     std::string all = p.errors.format();
-    EXPECT_NE(
-        all.find(":4:13: 'action' must be one of log, throttle, freeze, suspend, checkpoint, kill; "
-                 "not 'explode'"),
-        std::string::npos)
+    EXPECT_NE(all.find(":4:13: 'action' must be one of log, throttle, freeze, suspend, checkpoint, "
+                       "preempt, kill; "
+                       "not 'explode'"),
+              std::string::npos)
         << all;
     EXPECT_NE(all.find(":5:11: 'then' must be restart, park or keep_running, not 'reboot'"),
               std::string::npos)

@@ -7,8 +7,10 @@
 //
 // The host is a model: MemAvailable is RAM minus the system's share minus
 // what the live workers hold (anonymous memory; their swap_max is 0, so
-// the host's swap stays free and unused). A kill ends the worker's run at
-// once (no restart: what follows a kill is the Worker's half of the issue).
+// the host's swap stays free and unused). A kill or a checkpoint ends the
+// worker's run at once (no restart: what follows is the Worker's half of the
+// issue); a suspension moves its memory into swap and takes it out of the
+// candidates (resume_when is the ResumePlanner's, not replayed here).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,15 +68,16 @@ class Host {
 
     // `mib(t)`: its anonymous memory t seconds after its start, in MiB.
     void worker(std::string name, double cap_mib, double start_at,
-                std::function<double(double)> mib) {
-        workers_.push_back({std::move(name), cap_mib * MiB, start_at, std::move(mib), true});
+                std::function<double(double)> mib, PreemptFacts preempt = {}) {
+        workers_.push_back(
+            {std::move(name), cap_mib * MiB, start_at, std::move(mib), true, false, 0, preempt});
     }
 
     double now() const { return t_; }
     double available() const {
         double used = system_;
         for (const auto& w : workers_)
-            if (w.alive && t_ >= w.start_at) used += w.mib(t_ - w.start_at) * MiB;
+            if (w.alive && !w.suspended && t_ >= w.start_at) used += w.mib(t_ - w.start_at) * MiB;
         return std::max(0.0, static_cast<double>(kRam) - used);
     }
     double available_percent() const { return 100.0 * available() / static_cast<double>(kRam); }
@@ -104,6 +107,11 @@ class Host {
             if (w.name == name) return w.alive;
         return false;
     }
+    bool suspended(const std::string& name) const {
+        for (const auto& w : workers_)
+            if (w.name == name) return w.suspended;
+        return false;
+    }
 
   private:
     struct Worker {
@@ -112,6 +120,9 @@ class Host {
         double start_at;
         std::function<double(double)> mib;
         bool alive;
+        bool suspended;
+        double in_swap;  // bytes its suspension pushed out
+        PreemptFacts preempt;
     };
 
     TimePoint at() const {
@@ -122,7 +133,7 @@ class Host {
         std::vector<Decision> decisions;
         std::vector<WorkerCandidate> candidates;
         for (const auto& w : workers_) {
-            if (!w.alive || t_ < w.start_at) continue;
+            if (!w.alive || w.suspended || t_ < w.start_at) continue;
             WorkerSample s;
             s.time = at();
             s.started_at =
@@ -133,7 +144,7 @@ class Host {
             s.memory_anon = static_cast<uint64_t>(w.mib(t_ - w.start_at) * MiB);
             s.memory_current = *s.memory_anon + (4ull << 20);  // its binary's page cache
             for (auto& d : engine_->evaluate(w.name, s, at())) decisions.push_back(std::move(d));
-            candidates.push_back({w.name, 0, false});
+            candidates.push_back({w.name, 0, false, w.preempt});
         }
         HostSample h;
         h.time = at();
@@ -141,16 +152,24 @@ class Host {
         h.mem_available = static_cast<uint64_t>(available());
         h.swap_total = swap_ ? kRam : 0;
         h.swap_free = h.swap_total;
+        for (const auto& w : workers_) *h.swap_free -= static_cast<uint64_t>(w.in_swap);
         history_.push_back({t_, available_percent()});
         for (auto& d : engine_->evaluate_host(h, candidates, at()))
             decisions.push_back(std::move(d));
         for (auto& d : decisions) {
             actions_.push_back({t_, d, available_percent()});
-            if (d.action == Action::kill && !d.dry_run) {
-                for (auto& w : workers_)
-                    if (w.name == d.worker) w.alive = false;
-                engine_->forget(d.worker);
+            if (d.dry_run) continue;
+            for (auto& w : workers_) {
+                if (w.name != d.worker) continue;
+                if (d.action == Action::kill || d.action == Action::checkpoint) w.alive = false;
+                if (d.action == Action::suspend) {
+                    w.suspended = true;
+                    w.in_swap = w.mib(t_ - w.start_at) * MiB;
+                }
             }
+            if (d.action == Action::kill || d.action == Action::checkpoint ||
+                d.action == Action::suspend)
+                engine_->forget(d.worker);
         }
     }
 
@@ -199,7 +218,10 @@ TEST(ShippedHostRules, TheTinyHostTakesTheGrowerNotTheSteadyServer) {
     const Decision& first = actions[0].decision;
     EXPECT_EQ(first.worker, "batch") << describe(actions);
     EXPECT_EQ(first.scope, RuleScope::host);
-    EXPECT_EQ(first.action, Action::kill);
+    EXPECT_EQ(first.action, Action::kill) << "no swap to suspend it into";
+    EXPECT_EQ(field(first, "PREEMPT_STEP"),
+              "kill: not suspended (no free swap), not checkpointed (no checkpoint of it has "
+              "completed)");
     EXPECT_EQ(field(first, "PHASE"), "loading") << "the grower was still loading";
     EXPECT_EQ(field(first, "VICTIM_REASON").rfind("growing 20.0 MiB/s (anon ", 0), 0u)
         << field(first, "VICTIM_REASON");
@@ -244,13 +266,81 @@ TEST(ShippedHostRules, HostRulesAloneStopASteadyLeakBeforeTheKernel) {
     const auto& actions = host.actions();
     ASSERT_FALSE(actions.empty()) << "the leak was not stopped";
     EXPECT_EQ(actions[0].decision.worker, "leaker") << describe(actions);
-    EXPECT_EQ(actions[0].decision.action, Action::kill);
+    EXPECT_EQ(actions[0].decision.action, Action::suspend) << "swap holds it: gentle first";
     EXPECT_EQ(actions.size(), 1u) << describe(actions);
     EXPECT_GT(actions[0].available_percent, 2.0) << describe(actions);
     double danger = host.first_below(25.0);
     ASSERT_GE(danger, 0);
     EXPECT_LE(actions[0].at - danger, 10.0) << describe(actions);
     EXPECT_TRUE(host.alive("steady"));
+}
+
+// Gentle first (issue 25): the tiny host of case 1 with swap. The batch job
+// is suspended, not killed: frozen, its memory in swap, its work intact;
+// the server is untouched, and nothing else is needed.
+TEST(ShippedHostRules, WithSwapTheGrowerIsSuspendedNotKilled) {
+    Shipped shipped = load_shipped();
+    Host host(shipped, 150, /*swap=*/true);
+    host.worker("server", 400, 0, load(350));
+    host.worker("batch", 1024, 60, [](double t) { return std::min(800.0, 10 + 20 * t); });
+    host.run_until(180);
+    const auto& actions = host.actions();
+    ASSERT_EQ(actions.size(), 1u) << describe(actions);
+    const Decision& d = actions[0].decision;
+    EXPECT_EQ(d.worker, "batch");
+    EXPECT_EQ(d.action, Action::suspend);
+    EXPECT_TRUE(d.ladder);
+    EXPECT_EQ(field(d, "PREEMPT_STEP").rfind("suspend: preemptible, swap free 1G for its ", 0), 0u)
+        << field(d, "PREEMPT_STEP");
+    EXPECT_TRUE(host.suspended("batch"));
+    EXPECT_TRUE(host.alive("server"));
+    EXPECT_FALSE(host.suspended("server"));
+}
+
+// `preemptible: false`: the same grower is killed, swap or not, and the
+// journal says why it was not suspended.
+TEST(ShippedHostRules, AGrowerThatIsNotPreemptibleIsKilled) {
+    Shipped shipped = load_shipped();
+    Host host(shipped, 150, /*swap=*/true);
+    host.worker("server", 400, 0, load(350));
+    host.worker(
+        "batch", 1024, 60, [](double t) { return std::min(800.0, 10 + 20 * t); },
+        PreemptFacts{false, "", std::nullopt});
+    host.run_until(180);
+    ASSERT_FALSE(host.actions().empty());
+    const Decision& d = host.actions()[0].decision;
+    EXPECT_EQ(d.worker, "batch") << describe(host.actions());
+    EXPECT_EQ(d.action, Action::kill);
+    EXPECT_NE(field(d, "PREEMPT_STEP").find("not preemptible"), std::string::npos)
+        << field(d, "PREEMPT_STEP");
+    EXPECT_TRUE(host.alive("server"));
+}
+
+// Without swap, a grower whose checkpoints work (the last took 1 s) is
+// checkpointed rather than killed: the host, falling 20 MB/s, has time for it
+// (some 4 s when the rule fires). One whose last checkpoint took 2 minutes
+// is killed: no time for that.
+TEST(ShippedHostRules, WithoutSwapAWorkingCheckpointIsTakenWhenTheHostHasTimeForIt) {
+    Shipped shipped = load_shipped();
+    for (auto [took, expected] : {std::pair{Duration(1'000), Action::checkpoint},
+                                  std::pair{Duration(120'000), Action::kill}}) {
+        Host host(shipped, 150, /*swap=*/false);
+        host.worker("server", 400, 0, load(350));
+        host.worker(
+            "batch", 1024, 60, [](double t) { return std::min(800.0, 10 + 20 * t); },
+            PreemptFacts{true, "", took});
+        host.run_until(180);
+        ASSERT_FALSE(host.actions().empty());
+        const Decision& d = host.actions()[0].decision;
+        EXPECT_EQ(d.worker, "batch") << describe(host.actions());
+        EXPECT_EQ(d.action, expected) << field(d, "PREEMPT_STEP");
+        if (expected == Action::kill) {
+            EXPECT_NE(field(d, "PREEMPT_STEP").find("its last checkpoint took 2m"),
+                      std::string::npos)
+                << field(d, "PREEMPT_STEP");
+        }
+        EXPECT_TRUE(host.alive("server"));
+    }
 }
 
 // With the worker rules on, as shipped, one of them or a host rule ends the

@@ -1,0 +1,34 @@
+#include "policy/preempt_history.h"
+
+#include "base/units.h"
+
+namespace infervisor {
+
+PreemptFacts PreemptHistory::facts_of(const std::string& worker, bool preemptible,
+                                      std::optional<Duration> checkpoint_took,
+                                      TimePoint now) const {
+    PreemptFacts facts{preemptible, "", checkpoint_took};
+    auto it = entries_.find(worker);
+    if (it == entries_.end()) return facts;
+    const Entry& e = it->second;
+    if (!e.freed_nothing.empty()) {
+        facts.no_suspend = e.freed_nothing;
+    } else if (e.resumed_at && now - *e.resumed_at < kRegrowWindow) {
+        Duration ago = std::chrono::floor<std::chrono::seconds>(now - *e.resumed_at);
+        facts.no_suspend = "it grew back within " + format_duration(ago) +
+                           " of resume_when's resume: the suspension did not help";
+    }
+    return facts;
+}
+
+void PreemptHistory::suspension_freed_nothing(const std::string& worker, std::string what) {
+    entries_[worker].freed_nothing = std::move(what);
+}
+
+void PreemptHistory::resumed(const std::string& worker, TimePoint now) {
+    entries_[worker].resumed_at = now;
+}
+
+void PreemptHistory::forget(const std::string& worker) { entries_.erase(worker); }
+
+}  // namespace infervisor

@@ -1,0 +1,59 @@
+#include "policy/preempt_ladder.h"
+
+#include "base/units.h"
+
+namespace infervisor {
+
+namespace {
+
+// Why the worker cannot be suspended; "" when it can.
+std::string why_not_suspend(const PreemptFacts& facts, const PreemptContext& c) {
+    if (!facts.preemptible) return "not preemptible";
+    if (!facts.no_suspend.empty()) return facts.no_suspend;
+    if (c.victim_anon && c.victim_unevictable && *c.victim_anon > 0 &&
+        static_cast<double>(*c.victim_unevictable) >=
+            kMostlyUnevictable * static_cast<double>(*c.victim_anon))
+        return "its memory is unevictable (" + human_size(*c.victim_unevictable) + " of " +
+               human_size(*c.victim_anon) + ": mlocked)";
+    if (!c.swap_free || *c.swap_free == 0) return "no free swap";
+    if (c.victim_anon && *c.swap_free < *c.victim_anon)
+        return "swap free " + human_size(*c.swap_free) + " < its " + human_size(*c.victim_anon);
+    return "";
+}
+
+// Why no checkpoint is taken; "" when one can be.
+std::string why_not_checkpoint(const PreemptFacts& facts, const PreemptContext& c) {
+    if (!facts.checkpoint_took) return "no checkpoint of it has completed";
+    if (c.host_headroom && *c.host_headroom < 2 * *facts.checkpoint_took)
+        return "the host runs out in " + format_duration(*c.host_headroom) +
+               ", its last checkpoint took " + format_duration(*facts.checkpoint_took);
+    return "";
+}
+
+std::string suspend_reason(const PreemptContext& c) {
+    std::string why = "suspend: preemptible";
+    if (c.swap_free) why += ", swap free " + human_size(*c.swap_free);
+    if (c.victim_anon) why += " for its " + human_size(*c.victim_anon);
+    return why;
+}
+
+}  // namespace
+
+PreemptStep choose_preempt_step(const PreemptFacts& facts, const PreemptContext& c) {
+    std::string no_suspend = why_not_suspend(facts, c);
+    std::string no_checkpoint = why_not_checkpoint(facts, c);
+    if (no_suspend.empty()) return {Action::suspend, suspend_reason(c)};
+    if (no_checkpoint.empty())
+        return {Action::checkpoint, "checkpoint: not suspended (" + no_suspend +
+                                        "); its last checkpoint took " +
+                                        format_duration(*facts.checkpoint_took)};
+    return {Action::kill,
+            "kill: not suspended (" + no_suspend + "), not checkpointed (" + no_checkpoint + ")"};
+}
+
+bool suspension_freed_nothing(std::optional<uint64_t> before, uint64_t reclaimed) {
+    if (!before || *before == 0) return reclaimed == 0;
+    return static_cast<double>(reclaimed) < kSuspensionMustFree * static_cast<double>(*before);
+}
+
+}  // namespace infervisor

@@ -1,0 +1,72 @@
+// PreemptLadder: what a host rule's `action: preempt` does to its victim —
+// the gentlest step that will work on this worker on this host, in order:
+//
+//  1. suspend    (freeze, memory pushed to swap; resume_when brings it back)
+//                if the worker is `preemptible`, nothing has shown that a
+//                suspension would not help it (no_suspend: an earlier one
+//                freed nothing, or it grew again after its last resume), its
+//                memory is not mostly unevictable (memory.stat unevictable:
+//                mlocked pages cannot go to swap), and the host's free swap
+//                holds its anonymous memory (there is somewhere to put it);
+//  2. checkpoint (its state written, then stopped; the next run restores it)
+//                if a checkpoint requested of this worker has completed
+//                before (the method works) and the host has time for one:
+//                host.mem.headroom not falling, or at least twice the time
+//                its last checkpoint took;
+//  3. kill       otherwise.
+//
+// After a suspension that frees (almost) nothing (suspension_freed_nothing()),
+// the ladder goes on at once: the executor kills the frozen worker (a
+// checkpoint needs it thawed, and the host is short of memory now), and
+// remembers it in no_suspend for the next time.
+// Pure: facts in, a step and the reason out, for the journal (PREEMPT_STEP).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/clock.h"
+#include "policy/rule_spec.h"
+
+namespace infervisor {
+
+// What the supervisor knows of a worker that a preempt step may use.
+struct PreemptFacts {
+    bool preemptible = true;  // the worker's `preemptible`
+    // Why a suspension would not help this worker, from what happened to it
+    // before ("its suspension at 14:02:17 freed 0 B of 412 MiB"); "" if none.
+    std::string no_suspend;
+    // How long its last requested checkpoint took, from the request to the
+    // checkpoint being published; empty when none has completed.
+    std::optional<Duration> checkpoint_took;
+};
+
+// The victim's and the host's numbers at the decision.
+struct PreemptContext {
+    std::optional<uint64_t> victim_anon;         // memory.stat anon, else memory.current
+    std::optional<uint64_t> victim_unevictable;  // memory.stat unevictable
+    std::optional<uint64_t> swap_free;           // SwapFree
+    std::optional<Duration> host_headroom;       // host.mem.headroom; empty: not falling
+};
+
+struct PreemptStep {
+    Action action = Action::kill;  // suspend, checkpoint or kill
+    std::string why;  // "suspend: preemptible; 900 MiB of swap free for its 412 MiB anon"
+};
+
+// A suspension that pushed out less than this share of the worker's memory
+// freed (almost) nothing: its memory is pinned, or swap is full.
+inline constexpr double kSuspensionMustFree = 0.10;
+
+// Unevictable memory at or above this share of the worker's: a suspension
+// would leave it where it is.
+inline constexpr double kMostlyUnevictable = 0.90;
+
+PreemptStep choose_preempt_step(const PreemptFacts& facts, const PreemptContext& context);
+
+// Whether a suspension that pushed out `reclaimed` of `before` freed (almost)
+// nothing. Unknown `before` (no memory controller) and nothing reclaimed: yes.
+bool suspension_freed_nothing(std::optional<uint64_t> before, uint64_t reclaimed);
+
+}  // namespace infervisor
