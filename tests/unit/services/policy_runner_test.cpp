@@ -7,6 +7,7 @@
 
 #include "policy/rule_config.h"
 #include "supervise/supervisor_fixture.h"
+#include "support/temp_dir.h"
 
 namespace infervisor::testing {
 namespace {
@@ -66,6 +67,62 @@ TEST_F(PolicyRunnerTest, ARuleKillsTheWorkerAndParksIt) {
 
     supervisor_->find("runaway")->start();  // an operator's start
     run_until_event("runaway", K::started, 2);
+}
+
+// Issue 25, gentle first: a host rule's `preempt` suspends a preemptible
+// worker when the host (a fake /proc) has swap free for it. This machine's
+// cgroup2 has no memory controller, so the suspension frees nothing: that is
+// journaled, and the ladder goes on at once to a kill by the same rule. Its
+// next run is not suspended again but killed, and the journal says why.
+TEST_F(PolicyRunnerTest, APreemptSuspensionThatFreesNothingGoesOnToAKill) {
+    TempDir proc;
+    auto meminfo = [&](int available_percent) {
+        proc.write("meminfo", "MemTotal: 1048576 kB\nMemAvailable: " +
+                                  std::to_string(1048576 / 100 * available_percent) +
+                                  " kB\nSwapTotal: 1048576 kB\nSwapFree: 1048576 kB\n");
+    };
+    meminfo(5);
+    ctx_->paths.procfs = proc.path();
+    Config c = config({example("batch", {})});
+    c.daemon.sample_interval = 100ms;
+    c.daemon.host_settle = 0ms;
+    ConfigErrors errors;
+    c.host_rules = parse_host_rules(
+        YAML::Load("[{name: low, when: 'host.mem.available < 10%', action: preempt}]"), errors);
+    ASSERT_TRUE(errors.empty()) << errors.format();
+    start(c);
+    run_until_event("batch", K::exited);
+    std::vector<const Event*> actions;
+    for (const Event& e : events_)
+        if (e.worker == "batch" && e.kind == K::policy_action) actions.push_back(&e);
+    ASSERT_EQ(actions.size(), 2u);
+    EXPECT_EQ(field(*actions[0], "ACTION"), "suspend");
+    EXPECT_EQ(field(*actions[0], "PREEMPT_STEP"), "suspend: preemptible, swap free 1G");
+    EXPECT_EQ(field(*actions[1], "ACTION"), "kill");
+    EXPECT_EQ(field(*actions[1], "RULE"), "low");
+    EXPECT_EQ(field(*actions[1], "PREEMPT_STEP"),
+              "kill: the suspension freed only 0B of its memory");
+    EXPECT_EQ(field(*actions[1], "SUSPENSION_BYTES_RECLAIMED"), "0");
+    EXPECT_EQ(field(*last("batch", K::exited), "EXIT_SIGNAL"), "SIGKILL");
+    // The cause before its effects: the suspension, then the kill (then its
+    // restart, which may already have begun).
+    std::vector<EventKind> kinds = kinds_of("batch");
+    kinds.resize(std::min<size_t>(kinds.size(), 6));
+    EXPECT_THAT(kinds, ElementsAre(K::started, K::ready, K::policy_action, K::suspended,
+                                   K::policy_action, K::exited));
+
+    meminfo(50);  // room: it restarts ...
+    run_until_event("batch", K::started, 2);
+    // The rule fired and is latched until a round sees its condition false.
+    const size_t rounds = runner_->evaluations();
+    run_until([&] { return runner_->evaluations() >= rounds + 2; });
+    meminfo(5);  // ... into the same trouble
+    run_until([&] { return count("batch", K::policy_action) >= 3; });
+    const Event* third = last("batch", K::policy_action);
+    EXPECT_EQ(field(*third, "ACTION"), "kill");
+    EXPECT_EQ(field(*third, "PREEMPT_STEP"),
+              "kill: not suspended (its suspension by rule 'low' freed 0B of its memory), not "
+              "checkpointed (no checkpoint of it has completed)");
 }
 
 TEST_F(PolicyRunnerTest, ThenRestartRestartsEvenWithRestartPolicyNever) {
