@@ -52,6 +52,12 @@ void stamp(int fd, const char* what) {
 }
 
 constexpr std::chrono::milliseconds kLeakStep{100};
+// The most of the leak's time one step makes up for. A loop that runs late
+// (a slow or loaded host) still holds the rate; a worker that was frozen
+// (cgroup.freeze, SIGSTOP) goes on leaking where it stopped, as a leak that
+// grows with the work done does, instead of allocating the whole time it was
+// frozen at once.
+constexpr std::chrono::seconds kLeakMostCatchUp{1};
 
 // $WATCHDOG_USEC, unless $WATCHDOG_PID says it is meant for another process.
 std::optional<std::chrono::microseconds> watchdog_from_environment() {
@@ -208,8 +214,8 @@ void Worker::become_ready() {
     say("ready (model %ld MiB, rss=%ld MiB)", options_.model_mb, rss_mib());
     auto now = Clock::now();
     next_serve_ = now + std::chrono::milliseconds(options_.serve_interval_ms);
-    leak_start_ = now + std::chrono::milliseconds(options_.leak_after_ms);
-    next_leak_ = leak_start_ + kLeakStep;
+    last_leak_ = now + std::chrono::milliseconds(options_.leak_after_ms);
+    next_leak_ = last_leak_ + kLeakStep;
     next_leak_report_ = now + std::chrono::seconds(1);
 }
 
@@ -222,10 +228,12 @@ bool Worker::serve_one() {
     return true;
 }
 
-// Allocates what the rate owes since serving began, so the rate holds even
-// when the loop runs late (a slow or loaded host).
+// Allocates what the rate owes for the time it has leaked, so the rate holds
+// even when the loop runs late; a step makes up for kLeakMostCatchUp at most.
 void Worker::leak_some(Clock::time_point now) {
-    std::chrono::duration<double> elapsed = now - leak_start_;
+    leaking_for_ += std::min<Clock::duration>(now - last_leak_, kLeakMostCatchUp);
+    last_leak_ = now;
+    std::chrono::duration<double> elapsed = leaking_for_;
     auto owed = static_cast<size_t>(options_.leak_mb_per_s * kMiB * elapsed.count());
     const auto most = static_cast<size_t>(options_.leak_max_mb) * kMiB;
     bool done = false;

@@ -54,8 +54,9 @@ class Worker {
     std::string tmp_path_;
     std::optional<std::chrono::microseconds> watchdog_interval_;
     Clock::time_point next_serve_{}, next_watchdog_{}, next_leak_{}, next_leak_report_{};
-    Clock::time_point leak_start_{};
-    bool leak_done_ = false;  // --leak-max-mb reached
+    Clock::time_point last_leak_{};  // the leak's last step (its start, before one)
+    Clock::duration leaking_for_{};  // the time the leak has run, freezes left out
+    bool leak_done_ = false;         // --leak-max-mb reached
 };
 
 }  // namespace example_worker
