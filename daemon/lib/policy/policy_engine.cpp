@@ -191,9 +191,21 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         host_.mem_available.add(sample.time, static_cast<double>(*sample.mem_available));
     const HostInputs in{sample, host_.swap_in.per_second(), host_.swap_out.per_second(),
                         host_.mem_available.per_minute()};
+    // What the conditions read: after a resume, no swap rate and no pressure.
+    std::optional<HostSample> without_thrash;
+    std::optional<HostInputs> discounted;
+    if (now < host_.thrash_discounted_until) {
+        without_thrash = sample;
+        without_thrash->memory_pressure.reset();
+        without_thrash->cpu_pressure.reset();
+        without_thrash->io_pressure.reset();
+        discounted.emplace(HostInputs{*without_thrash, std::nullopt, std::nullopt,
+                                      in.mem_available_change_per_minute});
+    }
+    const HostInputs& read = discounted ? *discounted : in;
     std::vector<Decision> out;
     for (const RuleSpec& rule : host_rules_) {
-        const Readings readings = read_condition(rule.when, in);
+        const Readings readings = read_condition(rule.when, read);
         RuleTimer& timer = timer_for(host_.timers, rule);
         // Checked per rule: a kill by an earlier rule in this pass counts.
         bool settling = now < host_.settled_at;
@@ -248,8 +260,10 @@ void PolicyEngine::aim_at(Decision& d, const Chosen& chosen, const RuleSpec& rul
 
 void PolicyEngine::take_gentlest_step(Decision& d, const VictimView& victim,
                                       const HostInputs& host) {
-    PreemptContext context{victim_size(victim), victim.memory_unevictable, host.sample.swap_free,
-                           host_mem_headroom(host.sample, host.mem_available_change_per_minute)};
+    PreemptContext context{
+        victim_size(victim), victim.memory_unevictable, host.sample.swap_free,
+        host_mem_headroom(host.sample, host.mem_available_change_per_minute),
+        victim.growth_bytes_per_min && *victim.growth_bytes_per_min >= kRunawayGrowthBytesPerMin};
     PreemptStep step = choose_preempt_step(victim.preempt, context);
     d.action = step.action;
     d.ladder = true;
@@ -257,8 +271,9 @@ void PolicyEngine::take_gentlest_step(Decision& d, const VictimView& victim,
     add_measurement(d.measurements, "PREEMPT_STEP", step.why);
 }
 
-void PolicyEngine::settle_host(TimePoint now) {
-    host_.settled_at = std::max(host_.settled_at, now + options_.host_settle);
+void PolicyEngine::resumed(TimePoint now) {
+    host_.thrash_discounted_until =
+        std::max(host_.thrash_discounted_until, now + options_.host_settle);
 }
 
 void PolicyEngine::forget(const std::string& worker) { workers_.erase(worker); }

@@ -33,13 +33,20 @@
 // step is taken with an empty worker.
 //
 // After a host step that ends a victim's run (kill, checkpoint) or suspends
-// it, and after settle_host() (a worker was resumed), the host
-// settles for `host_settle`: the victim's memory is being freed and the
-// other workers page theirs back in, which looks like thrashing to swap and
-// pressure rules but is the recovery. While it settles, a host rule that has
-// not fired does not start its `for` clock, and cooldown repeats wait; an
-// escalation of a rule that already fired still climbs its ladder. So a
-// second victim needs host_settle + `for` of the condition after the first.
+// it, the host settles for `host_settle`: the victim's memory is being freed
+// and the other workers page theirs back in, which looks like thrashing to
+// swap and pressure rules but is the recovery. While it settles, a host rule
+// that has not fired does not start its `for` clock, and cooldown repeats
+// wait; an escalation of a rule that already fired still climbs its ladder.
+// So a second victim needs host_settle + `for` of the condition after the
+// first.
+//
+// After a resume (resumed()) only the thrash signals are discounted for
+// `host_settle`: the resumed worker pages its memory back in, so host rules
+// read no swap rate and no pressure (those comparisons are false) while it
+// does; MemAvailable and swap.free count as always. A worker that resumes
+// and grows the host into trouble again is acted on at once, not 30s later
+// when the kernel's OOM killer may already have had to.
 #pragma once
 
 #include <map>
@@ -101,10 +108,9 @@ class PolicyEngine {
     // For runs started from now on (the span a worker's memory must hold
     // still to count as loaded; see worker_phase.h).
     void set_load_settle(Duration settle) { options_.phases.settle = settle; }
-    // Host rules settle for host_settle from `now`, as after a kill: a worker
-    // that was just resumed pages its memory back in, which looks like
-    // thrashing but is the resume.
-    void settle_host(TimePoint now);
+    // A worker was resumed at `now`: for host_settle, host rules read no swap
+    // rate and no pressure (see above).
+    void resumed(TimePoint now);
 
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
                                    TimePoint now);
@@ -149,6 +155,7 @@ class PolicyEngine {
         std::map<std::string, TimedRule> timers;
         std::map<std::string, std::string> victims;  // rule → worker of its last step
         TimePoint settled_at{};                      // host rules wait until then (see host_settle)
+        TimePoint thrash_discounted_until{};         // after a resume (see resumed())
     };
 
     WorkerState& state_of(const std::string& worker);

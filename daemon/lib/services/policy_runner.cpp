@@ -55,9 +55,10 @@ void PolicyRunner::on_event(const Event& e) {
             watches_.erase(e.worker);  // before the cgroup is removed
             return;
         case EventKind::resumed:
-            // Its memory comes back from swap: not growth, not host thrashing.
+            // Its memory comes back from swap: not growth, not host thrashing
+            // (but running out is still running out: policy_engine.h).
             engine_.forget(e.worker);
-            engine_.settle_host(ctx_.clock.now());
+            engine_.resumed(ctx_.clock.now());
             preempted_.erase(e.worker);
             return;
         default:

@@ -594,6 +594,31 @@ TEST_F(HostPolicy, AnEscalationStillClimbsWhileTheHostSettles) {
     EXPECT_EQ(out[1].second.worker, "a");
 }
 
+// After a resume the worker pages back in: for host_settle a swap-in rule
+// does not count it as thrashing, but MemAvailable running out is acted on
+// at once (a resumed leak must not be left to the kernel's OOM killer).
+TEST_F(HostPolicy, AfterAResumeOnlyTheThrashSignalsAreDiscounted) {
+    two_workers_under(R"(
+- {name: thrash, when: host.swap.in > 50 for 5s, action: kill}
+- {name: out, when: host.mem.available < 5%, action: kill})",
+                      30s);
+    engine.resumed(clock.now());
+    // Paging back in for 20s, with room: no action.
+    auto out = swap_trace(engine, clock, 20, {});
+    EXPECT_TRUE(out.empty());
+    // Still within host_settle, the host runs out: acted on at once.
+    auto now = host(1 * GiB, {{"a", 0, false}, {"b", 0, false}});
+    ASSERT_EQ(now.size(), 1u);
+    EXPECT_EQ(now[0].rule, "out");
+    // Once host_settle (after the resume, and after that kill) has passed,
+    // swap-in counts again.
+    host(50 * GiB, {{"a", 0, false}, {"b", 0, false}});
+    clock.advance(60s);
+    out = swap_trace(engine, clock, 10, {});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].second.rule, "thrash");
+}
+
 TEST_F(HostPolicy, ThrottlingDoesNotMakeTheHostSettle) {
     two_workers_under(R"(
 - {name: squeeze, when: host.swap.in > 50 for 5s, action: throttle}
