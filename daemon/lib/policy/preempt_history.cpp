@@ -11,13 +11,9 @@ PreemptFacts PreemptHistory::facts_of(const std::string& worker, bool preemptibl
     auto it = entries_.find(worker);
     if (it == entries_.end()) return facts;
     const Entry& e = it->second;
-    if (!e.freed_nothing.empty()) {
-        facts.no_suspend = e.freed_nothing;
-    } else if (e.resumed_at && now - *e.resumed_at < kRegrowWindow) {
-        Duration ago = std::chrono::floor<std::chrono::seconds>(now - *e.resumed_at);
-        facts.no_suspend = "it grew back within " + format_duration(ago) +
-                           " of resume_when's resume: the suspension did not help";
-    }
+    facts.no_suspend = e.freed_nothing;
+    if (e.resumed_at && now - *e.resumed_at < kRegrowWindow)
+        facts.resumed_ago = std::chrono::floor<std::chrono::seconds>(now - *e.resumed_at);
     return facts;
 }
 

@@ -5,8 +5,10 @@
 //    or swap had no room; not suspended again while this daemon runs (the
 //    same program pins the same way) unless its config changes;
 //  - a resume by resume_when: a worker a host rule picks again within
-//    kRegrowWindow of it grew back into the trouble it was suspended for
-//    (a leak, not a burst), so the ladder goes past the suspension.
+//    kRegrowWindow of it, growing (PreemptContext::victim_growing), grew
+//    back into the trouble it was suspended for (a leak, not a burst), so
+//    the ladder goes past the suspension; one that holds still is suspended
+//    again.
 // Pure: the caller says when.
 #pragma once
 

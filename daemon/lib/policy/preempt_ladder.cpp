@@ -10,6 +10,9 @@ namespace {
 std::string why_not_suspend(const PreemptFacts& facts, const PreemptContext& c) {
     if (!facts.preemptible) return "not preemptible";
     if (!facts.no_suspend.empty()) return facts.no_suspend;
+    if (facts.resumed_ago && c.victim_growing)
+        return "it grew back within " + format_duration(*facts.resumed_ago) +
+               " of resume_when's resume: the suspension did not help";
     if (c.victim_anon && c.victim_unevictable && *c.victim_anon > 0 &&
         static_cast<double>(*c.victim_unevictable) >=
             kMostlyUnevictable * static_cast<double>(*c.victim_anon))

@@ -4,7 +4,10 @@
 //  1. suspend    (freeze, memory pushed to swap; resume_when brings it back)
 //                if the worker is `preemptible`, nothing has shown that a
 //                suspension would not help it (no_suspend: an earlier one
-//                freed nothing, or it grew again after its last resume), its
+//                freed nothing; or resume_when resumed it within the last
+//                30 minutes and it is growing again: a leak, which a second
+//                suspension would only put off; one that holds still and is
+//                picked for another's trouble is suspended again), its
 //                memory is not mostly unevictable (memory.stat unevictable:
 //                mlocked pages cannot go to swap), and the host's free swap
 //                holds its anonymous memory (there is somewhere to put it);
@@ -35,11 +38,14 @@ namespace infervisor {
 struct PreemptFacts {
     bool preemptible = true;  // the worker's `preemptible`
     // Why a suspension would not help this worker, from what happened to it
-    // before ("its suspension at 14:02:17 freed 0 B of 412 MiB"); "" if none.
+    // before ("its suspension by rule 'r' freed 0B of 412M"); "" if none.
     std::string no_suspend;
     // How long its last requested checkpoint took, from the request to the
     // checkpoint being published; empty when none has completed.
     std::optional<Duration> checkpoint_took;
+    // How long ago resume_when resumed it, within PreemptHistory's
+    // kRegrowWindow; empty otherwise.
+    std::optional<Duration> resumed_ago = std::nullopt;
 };
 
 // The victim's and the host's numbers at the decision.
@@ -48,11 +54,14 @@ struct PreemptContext {
     std::optional<uint64_t> victim_unevictable;  // memory.stat unevictable
     std::optional<uint64_t> swap_free;           // SwapFree
     std::optional<Duration> host_headroom;       // host.mem.headroom; empty: not falling
+    // Growing at kRunawayGrowthBytesPerMin or faster (victim.h), loading or
+    // serving: the victim's own memory is what runs the host out.
+    bool victim_growing = false;
 };
 
 struct PreemptStep {
     Action action = Action::kill;  // suspend, checkpoint or kill
-    std::string why;  // "suspend: preemptible; 900 MiB of swap free for its 412 MiB anon"
+    std::string why;               // "suspend: preemptible, swap free 900M for its 412M"
 };
 
 // A suspension that pushed out less than this share of the worker's memory

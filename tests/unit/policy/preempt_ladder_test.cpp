@@ -14,8 +14,12 @@ using namespace std::chrono_literals;
 
 PreemptContext host(std::optional<uint64_t> anon, std::optional<uint64_t> swap_free,
                     std::optional<Duration> headroom = std::nullopt,
-                    std::optional<uint64_t> unevictable = 0) {
-    return {anon, unevictable, swap_free, headroom};
+                    std::optional<uint64_t> unevictable = 0, bool growing = false) {
+    return {anon, unevictable, swap_free, headroom, growing};
+}
+
+PreemptContext growing(std::optional<uint64_t> anon, std::optional<uint64_t> swap_free) {
+    return host(anon, swap_free, std::nullopt, 0, true);
 }
 
 TEST(PreemptLadder, SuspendsAPreemptibleWorkerWhoseMemoryFitsInFreeSwap) {
@@ -89,14 +93,28 @@ TEST(PreemptHistory, AWorkerThatGrowsBackSoonAfterItsResumeIsNotSuspendedAgain) 
     TimePoint t{std::chrono::hours(1)};
     history.resumed("w", t);
     auto facts = history.facts_of("w", true, 4s, t + 90s);
-    EXPECT_EQ(facts.no_suspend,
-              "it grew back within 1m30s of resume_when's resume: the suspension did not help");
+    EXPECT_EQ(facts.resumed_ago, 90s);
     EXPECT_EQ(facts.checkpoint_took, 4s);
-    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 1024 * MiB)).action, Action::checkpoint);
+    auto step = choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB));
+    EXPECT_EQ(step.action, Action::checkpoint);
+    EXPECT_EQ(step.why,
+              "checkpoint: not suspended (it grew back within 1m30s of resume_when's resume: the "
+              "suspension did not help); its last checkpoint took 4s");
     // Long after: a new burst, suspended again.
-    EXPECT_EQ(
-        history.facts_of("w", true, std::nullopt, t + PreemptHistory::kRegrowWindow).no_suspend,
-        "");
+    auto later = history.facts_of("w", true, std::nullopt, t + PreemptHistory::kRegrowWindow);
+    EXPECT_EQ(later.resumed_ago, std::nullopt);
+    EXPECT_EQ(choose_preempt_step(later, growing(400 * MiB, 1024 * MiB)).action, Action::suspend);
+}
+
+// Picked again soon after its resume but holding still (the lowest priority,
+// the host's trouble another's): suspended again, not killed.
+TEST(PreemptHistory, AResumedWorkerThatHoldsStillIsSuspendedAgain) {
+    PreemptHistory history;
+    TimePoint t{std::chrono::hours(1)};
+    history.resumed("w", t);
+    auto facts = history.facts_of("w", true, std::nullopt, t + 60s);
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 1024 * MiB)).action, Action::suspend);
+    EXPECT_EQ(choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB)).action, Action::kill);
 }
 
 }  // namespace
