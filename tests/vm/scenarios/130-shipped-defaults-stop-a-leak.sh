@@ -10,12 +10,25 @@
 # are more than the guest has, as in the field report.
 #
 # The same run again with the worker rules near-the-cap and runaway-growth
-# disabled for the leaker shows what the host rules alone do. Figures (not
-# asserted): time from the leak's start to the kill, the leaker's peak, pages
-# swapped out, the steady worker's worst gap between requests (served every
-# 200 ms) and its memory stall time (memory.pressure some total), and the
-# time from the host crossing into danger (MemAvailable under 25% of
-# MemTotal, polled every half second) to the action. Guest time ~2 x 80 s.
+# disabled for the leaker shows what the host rules alone do, gentle first
+# (issue 25): the shipped host rule's `preempt` suspends the leaker (it is
+# preemptible by default and the swap holds it), the shipped resume_when
+# brings it back a minute after the host has room, it leaks on, and the same
+# rule then kills it: a worker that grows back after its resume is not
+# suspended again. Still no OOM kill, and steady untouched.
+#
+# Last, the peer on the same leak in the same boot: earlyoom (Debian's, with
+# its defaults) and no infervisord, the two programs started with the same
+# memory caps as transient systemd units (no swap cap: earlyoom has none to
+# give). Its figures are logged beside ours; asserted only that the leak
+# ended and steady was not the one killed by earlyoom.
+#
+# Figures (not asserted): time from the leak's start to the action, the
+# leaker's peak, pages swapped out, the steady worker's worst gap between
+# requests (served every 200 ms) and its memory stall time (memory.pressure
+# some total), and the time from the host crossing into danger
+# (MemAvailable under 25% of MemTotal, polled every half second) to the
+# action. Guest time ~80 s + ~170 s + ~120 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -68,6 +81,34 @@ worst_gap_ms() { # WORKER: the longest time between two served requests
 	output_times "$1" 'served request' | awk 'NR > 1 && $1 - p > g { g = $1 - p } { p = $1 } END { print int(g / 1000) }'
 }
 
+# With the worker rules off: the shipped host rule suspends the leaker, the
+# shipped resume_when brings it back, and once it has grown again the rule
+# kills it (not a second suspension), each step journaled with why.
+host_rules_suspend_then_kill() {
+	local actions steps
+	actions=$(event_field leaker policy-action ACTION | grep -vx resume | paste -sd' ')
+	steps=$(event_field leaker policy-action PREEMPT_STEP)
+	log "leaker's actions: $actions; steps: $(paste -sd'|' <<<"$steps")"
+	assert_eq "suspend kill" "$actions" "leaker's actions, in order"
+	assert_contains "$(sed -n 1p <<<"$steps")" "suspend: preemptible" "the first step"
+	assert_contains "$(sed -n 2p <<<"$steps")" "grew back within" "why the second is a kill"
+	# Its actions and what they did, up to its first exit, in order.
+	# (resume_when's resume is a policy action of its own, RULE=resume_when.)
+	assert_eq "policy-action suspended resume_when resumed policy-action exited" \
+		"$(event_sequence leaker | tr ' ' '\n' | sed 's/^policy-action:resume_when$/resume_when/; s/:.*//' |
+			awk '/^(policy-action|resume_when|suspended|resumed|oom-killed|exited)$/ { print } /^exited$/ { exit }' |
+			paste -sd' ')" "leaker's events up to its exit"
+	assert_contains "$(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=resumed -o cat | head -n1)" \
+		"resume_when" "who resumed it"
+	assert_eq SIGKILL "$(event_field leaker exited EXIT_SIGNAL | head -n1)" "leaker's exit signal"
+	local resumed killed
+	resumed=$(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=resumed -o export |
+		sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
+	killed=$(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action INFERVISOR_ACTION=kill -o export |
+		sed -n 's/^__REALTIME_TIMESTAMP=//p' | head -n1)
+	log "FIGURES host rules: resumed -> killed after it grew again $(((killed - resumed) / 1000)) ms"
+}
+
 leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	local label=$1
 	install_infervisor
@@ -88,7 +129,11 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	kill "$watcher" 2>/dev/null || true
 
 	# The daemon ended it, before any OOM kill, and never touched steady.
-	assert_eq kill "$(event_field leaker policy-action ACTION | head -n1)" "leaker's first action"
+	if [[ -z ${2:-} ]]; then
+		assert_eq kill "$(event_field leaker policy-action ACTION | head -n1)" "leaker's first action"
+	else
+		host_rules_suspend_then_kill
+	fi
 	assert_eq 0 "$(event_count leaker oom-killed)" "leaker oom-killed events"
 	assert_eq 0 "$(kernel_oom_kills)" "kernel OOM kills on the host"
 	assert_eq 0 "$(event_count steady policy-action)" "steady's policy actions"
@@ -120,6 +165,62 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 	systemctl stop infervisord
 }
 
+# earlyoom_on_the_same_leak: infervisord stopped; the same two programs as
+# transient units with the same memory caps (the worker's SyslogIdentifier,
+# so the figures above read their lines), earlyoom with its defaults.
+earlyoom_on_the_same_leak() {
+	local earlyoom=$VMTEST_BUILD_DIR/vm-reference/usr/bin/earlyoom
+	assert_cmd test -x "$earlyoom" # tests/vm/run-all unpacks Debian's
+	systemctl stop infervisord
+	ivd_cursor=$(journalctl -q -n 1 --show-cursor | sed -n 's/^-- cursor: //p')
+	export ivd_cursor
+	local swapped_before watch=/run/vmtest-130-memwatch-peer watcher
+	swapped_before=$(pswpout)
+	memwatch "$watch" &
+	watcher=$!
+	at_exit kill "$watcher"
+	at_exit stop_peer_units
+	systemd-run -q --unit=peer-earlyoom "$earlyoom" -r 0
+	systemd-run -q --unit=peer-steady -p MemoryMax=400M -p SyslogIdentifier=infervisor-worker-peer-steady \
+		"$ivd_example_worker" --model-mb 300 --serve-interval-ms 200
+	systemd-run -q --unit=peer-leaker -p MemoryMax=600M -p SyslogIdentifier=infervisor-worker-peer-leaker \
+		"$ivd_example_worker" --model-mb 50 --leak-mb-per-s 20 --leak-after-ms 40000
+	wait_until 300 has_output peer-leaker 'leaked'
+	local leak_start
+	leak_start=$(output_times peer-leaker 'leaked' | head -n1)
+	# Bounded: whoever ends it (earlyoom, or the kernel).
+	wait_until 600 unit_ended peer-leaker
+	local ended swapped_after
+	ended=$(date +%s%6N)
+	swapped_after=$(pswpout)
+	kill "$watcher" 2>/dev/null || true
+	local killed_line kill_at
+	# Its kill: "sending SIGTERM to process PID uid 0 "NAME": badness ...".
+	killed_line=$(journalctl -q --no-pager --cursor="$ivd_cursor" -u peer-earlyoom -o cat |
+		grep -m1 -E 'sending SIG[A-Z]+ to process' || true)
+	kill_at=$(journalctl -q --no-pager --cursor="$ivd_cursor" -u peer-earlyoom -o export |
+		awk '/^__REALTIME_TIMESTAMP=/ { t = substr($0, 22) } /^MESSAGE=sending SIG[A-Z]+ to process/ { print t; exit }')
+	[[ -n $kill_at ]] || kill_at=$ended
+	local danger from_danger="n/a (never under 25%)"
+	danger=$(awk -v s="$leak_start" -v k="$kill_at" '$1 >= s - 1000000 && $1 <= k && $2 < 25 { print $1; exit }' "$watch")
+	[[ -z $danger ]] || from_danger="$(((kill_at - danger) / 1000)) ms"
+	log "FIGURES earlyoom 1.7 (defaults), same leak, same boot: time to action $(((kill_at - leak_start) / 1000 + 1000)) ms" \
+		"after the leak began;" \
+		"MemAvailable < 25% -> action $from_danger;" \
+		"pages swapped out $((swapped_after - swapped_before));" \
+		"kernel OOM kills $(kernel_oom_kills);" \
+		"steady: worst gap between requests $(worst_gap_ms peer-steady) ms (every 200 ms)," \
+		"still running: $(systemctl is-active peer-steady || true)"
+	log "earlyoom: ${killed_line:-(no kill of its own: the OOM killer of the kernel or the cap ended it)}"
+	stop_peer_units
+}
+
+stop_peer_units() { systemctl stop peer-earlyoom peer-steady peer-leaker 2>/dev/null || true; }
+
+has_output() { [[ -n $(output_times "$1" "$2") ]]; }
+unit_ended() { [[ $(systemctl is-active "$1" || true) != active ]]; }
+
 run_scenario shipped-defaults-end-a-leak-before-the-kernel leak_is_ended_by_the_daemon shipped
 run_scenario without-growth-rules-the-host-rules-end-it leak_is_ended_by_the_daemon "growth rules off" \
 	"    rules: [{name: near-the-cap, enabled: false}, {name: runaway-growth, enabled: false}]"
+run_scenario earlyoom-on-the-same-leak-for-comparison earlyoom_on_the_same_leak
