@@ -125,6 +125,28 @@ bool ends_run(const RuleSpec& rule) {
     return ends(rule.action) || (rule.escalate_to && ends(*rule.escalate_to));
 }
 
+// Where an action stands on the ladder, for escalate_to. A preempt's
+// gentlest step is a suspension, so it stands with suspend: escalating from
+// a checkpoint to a preempt could step down.
+int ladder_rank(Action a) {
+    switch (a) {
+        case Action::log:
+            return 0;
+        case Action::throttle:
+            return 1;
+        case Action::freeze:
+            return 2;
+        case Action::suspend:
+        case Action::preempt:
+            return 3;
+        case Action::checkpoint:
+            return 4;
+        case Action::kill:
+            return 5;
+    }
+    return 0;
+}
+
 void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
     auto fail = [&](const std::string& message) {
         errors.add_at(rule.place.file, rule.place.line, rule.place.column,
@@ -133,14 +155,11 @@ void validate_rule(const RuleSpec& rule, ConfigErrors& errors) {
     if (!rule.enabled) return;
     if (rule.escalate_after.has_value() != rule.escalate_to.has_value())
         fail("'escalate_after' and 'escalate_to' go together: give both or neither");
-    if (rule.escalate_to && *rule.escalate_to <= rule.action)
-        fail(
-            "'escalate_to: " + std::string(to_string(*rule.escalate_to)) +
-            "' must be further up the ladder (log, throttle, freeze, suspend, checkpoint, preempt, "
-            "kill) "
-            "than "
-            "'action: " +
-            std::string(to_string(rule.action)) + "'");
+    if (rule.escalate_to && ladder_rank(*rule.escalate_to) <= ladder_rank(rule.action))
+        fail("'escalate_to: " + std::string(to_string(*rule.escalate_to)) +
+             "' must be further up the ladder (log, throttle, freeze, suspend or preempt, "
+             "checkpoint, kill) than 'action: " +
+             std::string(to_string(rule.action)) + "'");
     if (rule.then == Then::keep_running && rule.action != Action::checkpoint)
         fail("'then: keep_running' needs 'action: checkpoint'");
     else if (rule.then != Then::worker_policy && !ends_run(rule))

@@ -131,6 +131,31 @@ TEST(RuleConfig, PreemptIsAHostRuleAction) {
               "or kill");
 }
 
+// A preempt's gentlest step is a suspension: it escalates from below that,
+// and a checkpoint or a suspension does not escalate to it.
+TEST(RuleConfig, PreemptStandsWithSuspendOnTheLadder) {
+    auto p = parse(R"(host_rules:
+  - {name: a, when: host.swap.in > 0, action: freeze, escalate_after: 1m, escalate_to: preempt}
+  - {name: b, when: host.swap.in > 0, action: preempt, escalate_after: 1m, escalate_to: kill}
+  - {name: c, when: host.swap.in > 0, action: checkpoint, escalate_after: 1m, escalate_to: preempt}
+  - {name: d, when: host.swap.in > 0, action: suspend, escalate_after: 1m, escalate_to: preempt}
+)",
+                   "host_rules");
+    ASSERT_TRUE(p.errors.empty()) << p.errors.format();
+    ConfigErrors errors;
+    validate_rules(p.rules, errors);
+    std::string all = errors.format();
+    ASSERT_EQ(errors.all().size(), 2u) << all;
+    EXPECT_NE(all.find(":4:5: rule 'c': 'escalate_to: preempt' must be further up the ladder "
+                       "(log, throttle, freeze, suspend or preempt, checkpoint, kill) than "
+                       "'action: checkpoint'"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(":5:5: rule 'd': 'escalate_to: preempt' must be further up"),
+              std::string::npos)
+        << all;
+}
+
 TEST(RuleConfig, ReportsBadKeysAndValues) {
     auto p = parse(R"(rules:
   - name: a
