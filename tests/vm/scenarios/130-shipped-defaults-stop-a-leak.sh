@@ -183,8 +183,11 @@ earlyoom_on_the_same_leak() {
 	systemd-run -q --unit=peer-earlyoom "$earlyoom" -r 0
 	systemd-run -q --unit=peer-steady -p MemoryMax=400M -p SyslogIdentifier=infervisor-worker-peer-steady \
 		"$ivd_example_worker" --model-mb 300 --serve-interval-ms 200
+	# The leak begins once steady has loaded and serves (no phases to wait
+	# for here: earlyoom has none), at the same rate.
+	wait_until 300 has_output peer-steady 'served request'
 	systemd-run -q --unit=peer-leaker -p MemoryMax=600M -p SyslogIdentifier=infervisor-worker-peer-leaker \
-		"$ivd_example_worker" --model-mb 50 --leak-mb-per-s 20 --leak-after-ms 40000
+		"$ivd_example_worker" --model-mb 50 --leak-mb-per-s 20 --leak-after-ms 5000
 	wait_until 300 has_output peer-leaker 'leaked'
 	local leak_start
 	leak_start=$(output_times peer-leaker 'leaked' | head -n1)
