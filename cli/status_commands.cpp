@@ -48,9 +48,9 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     auto reply = ctx.call(*client, "io.infervisor.supervisor.List");
     if (!reply) return;
     json shown = json::array();
-    std::vector<WorkerStatus> workers;
+    std::vector<WorkerView> workers;
     for (const auto& item : reply->parameters.value("workers", json::array())) {
-        auto status = worker_status_from_json(item);
+        auto status = worker_view_from_json(item);
         if (!args.names.empty() &&
             std::find(args.names.begin(), args.names.end(), status.name) == args.names.end())
             continue;
@@ -78,7 +78,7 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     // As `systemctl status UNIT...`: 3 when a named worker is unknown or not running.
     for (const auto& name : args.names) {
         auto it = std::find_if(workers.begin(), workers.end(),
-                               [&](const WorkerStatus& w) { return w.name == name; });
+                               [&](const WorkerView& w) { return w.name == name; });
         if (it == workers.end())
             ctx.fail(kUnknownWorker, "no worker named '" + name + "'");
         else if (it->state != "running")
@@ -96,7 +96,7 @@ void run_show(CliContext& ctx, const std::string& name) {
         std::cout << dump_json(reply->parameters, 2) << "\n";
         return;
     }
-    WorkerDetail detail{worker_status_from_json(reply->parameters.value("worker", json())),
+    WorkerDetail detail{worker_view_from_json(reply->parameters.value("worker", json())),
                         reply->parameters.value("spec", json::object())};
     print_worker_detail(std::cout, detail, events_of(recent_events(*client), name), ctx.colour);
 }

@@ -11,7 +11,7 @@ namespace infervisor::cli {
 
 namespace {
 
-using Cell = std::function<std::string(const WorkerStatus&)>;
+using Cell = std::function<std::string(const WorkerView&)>;
 struct Column {
     const char* header;
     Cell cell;
@@ -44,38 +44,35 @@ std::string probe_line(const ProbeStatus& p) {
 }
 
 // "running (loading)": up, but the policy still counts it as loading.
-std::string short_state(const WorkerStatus& w) {
+std::string short_state(const WorkerView& w) {
     return w.state == "running" && w.phase == "loading" ? w.state + " (loading)" : w.state;
 }
 
-std::string state_with_reason(const WorkerStatus& w) {
+std::string state_with_reason(const WorkerView& w) {
     return short_state(w) + (w.state_reason.empty() ? "" : " (" + printable(w.state_reason) + ")");
 }
 
 std::vector<Column> columns(TableWidth width) {
     bool wide = width == TableWidth::wide;
     std::vector<Column> c;
-    c.push_back(
-        {"NAME", [](const WorkerStatus& w) { return w.name + (w.is_protected ? "*" : ""); }});
+    c.push_back({"NAME", [](const WorkerView& w) { return w.name + (w.is_protected ? "*" : ""); }});
     c.push_back({"STATE", wide ? Cell(state_with_reason) : Cell(short_state), true});
-    c.push_back({"PID", [](const WorkerStatus& w) {
+    c.push_back({"PID", [](const WorkerView& w) {
                      return w.main_pid ? std::to_string(*w.main_pid) : std::string("-");
                  }});
-    c.push_back({"UPTIME", [](const WorkerStatus& w) { return human_uptime(w.uptime_usec); }});
+    c.push_back({"UPTIME", [](const WorkerView& w) { return human_uptime(w.uptime_usec); }});
     c.push_back({wide ? "MEMORY" : "MEM",
-                 [](const WorkerStatus& w) { return human_bytes(w.memory_current); }});
+                 [](const WorkerView& w) { return human_bytes(w.memory_current); }});
+    if (wide) c.push_back({"HIGH", [](const WorkerView& w) { return human_limit(w.memory_high); }});
+    c.push_back({"MAX", [](const WorkerView& w) { return human_limit(w.memory_max); }});
     if (wide)
-        c.push_back({"HIGH", [](const WorkerStatus& w) { return human_limit(w.memory_high); }});
-    c.push_back({"MAX", [](const WorkerStatus& w) { return human_limit(w.memory_max); }});
-    if (wide)
-        c.push_back({"SWAP", [](const WorkerStatus& w) { return human_bytes(w.swap_current); }});
-    c.push_back({"PSI10", [](const WorkerStatus& w) {
-                     return human_percent(w.memory_pressure_some_avg10);
-                 }});
-    c.push_back({"RESTARTS", [](const WorkerStatus& w) { return std::to_string(w.restarts); }});
+        c.push_back({"SWAP", [](const WorkerView& w) { return human_bytes(w.swap_current); }});
+    c.push_back(
+        {"PSI10", [](const WorkerView& w) { return human_percent(w.memory_pressure_some_avg10); }});
+    c.push_back({"RESTARTS", [](const WorkerView& w) { return std::to_string(w.restarts); }});
     if (wide) {
-        c.push_back({"PROBES", [](const WorkerStatus& w) { return probes_summary(w.probes); }});
-        c.push_back({"LAST EXIT", [](const WorkerStatus& w) {
+        c.push_back({"PROBES", [](const WorkerView& w) { return probes_summary(w.probes); }});
+        c.push_back({"LAST EXIT", [](const WorkerView& w) {
                          return w.last_exit.empty() ? std::string("-") : printable(w.last_exit);
                      }});
     }
@@ -100,7 +97,7 @@ void print_row(std::ostream& out, const std::vector<Column>& cols,
 
 // What would change the state, as the command to run; "" when nothing is
 // needed.
-std::string next_step(const WorkerStatus& w) {
+std::string next_step(const WorkerView& w) {
     const std::string& n = w.name;
     if (w.state == "failed")
         return "fix the cause (see its events and `infervisorctl logs " + n +
@@ -122,7 +119,7 @@ std::string next_step(const WorkerStatus& w) {
 
 }  // namespace
 
-void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour,
+void print_status_table(std::ostream& out, const std::vector<WorkerView>& workers, bool colour,
                         bool legend, TableWidth table_width) {
     auto cols = columns(table_width);
     std::vector<std::vector<std::string>> rows;
@@ -142,7 +139,7 @@ void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& work
         print_row(out, cols, rows[i + 1], width, colour ? state_colour(workers[i].state) : nullptr);
 }
 
-void print_status_notes(std::ostream& out, const std::vector<WorkerStatus>& workers) {
+void print_status_notes(std::ostream& out, const std::vector<WorkerView>& workers) {
     bool any = false;
     for (const auto& w : workers) {
         std::string probes = probes_summary(w.probes);
@@ -168,7 +165,7 @@ std::string event_line(const ControlEvent& e) {
     return line;
 }
 
-void print_worker_block(std::ostream& out, const WorkerStatus& w,
+void print_worker_block(std::ostream& out, const WorkerView& w,
                         const std::vector<ControlEvent>& events, bool colour) {
     const char* on = colour ? state_colour(w.state) : "";
     const char* off = colour ? kColourReset : "";
@@ -202,7 +199,7 @@ void print_worker_block(std::ostream& out, const WorkerStatus& w,
 
 void print_worker_detail(std::ostream& out, const WorkerDetail& detail,
                          const std::vector<ControlEvent>& events, bool colour) {
-    print_worker_block(out, detail.status, events, colour);
+    print_worker_block(out, detail.view, events, colour);
     out << "\n  Spec:\n" << dump_json(detail.spec, 2) << "\n";
     auto env = detail.spec.find("environment");
     if (env != detail.spec.end() && env->is_object())

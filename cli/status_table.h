@@ -17,20 +17,20 @@ enum class TableWidth { narrow, wide };
 
 // With `colour`, the state is coloured (padding is computed without codes);
 // without `legend`, the header line is left out (--no-legend).
-void print_status_table(std::ostream& out, const std::vector<WorkerStatus>& workers, bool colour,
+void print_status_table(std::ostream& out, const std::vector<WorkerView>& workers, bool colour,
                         bool legend = true, TableWidth width = TableWidth::narrow);
 
 // Under the narrow table: a line for each worker with something to say
 // (its state's reason, probes that do not pass), for it is not in the
 // table: "batch: suspended (rule 'host-thrash')". Not with --no-legend,
 // whose output scripts read as the table's rows alone.
-void print_status_notes(std::ostream& out, const std::vector<WorkerStatus>& workers);
+void print_status_notes(std::ostream& out, const std::vector<WorkerView>& workers);
 
 // One worker as `systemctl status` shows a unit: its state and for how long,
 // why, what would change it (the command to run), its process and memory,
 // then `events` (its newest events, oldest first), each line as `events`
 // prints it.
-void print_worker_block(std::ostream& out, const WorkerStatus& worker,
+void print_worker_block(std::ostream& out, const WorkerView& worker,
                         const std::vector<ControlEvent>& events, bool colour);
 
 // `infervisorctl show`: the block, then the worker's configuration.

@@ -62,9 +62,9 @@ std::optional<Result<VarlinkReply>> draw(VarlinkClient& client, const CliContext
                                          bool terminal, TableWidth width) {
     auto reply = client.call("io.infervisor.supervisor.List");
     if (!reply || reply->failed()) return reply;
-    std::vector<WorkerStatus> workers;
+    std::vector<WorkerView> workers;
     for (const auto& item : reply->parameters.value("workers", json::array()))
-        workers.push_back(worker_status_from_json(item));
+        workers.push_back(worker_view_from_json(item));
     if (terminal) std::cout << "\x1b[H\x1b[2J";  // home, clear
     std::time_t now = std::time(nullptr);
     char clock[16];

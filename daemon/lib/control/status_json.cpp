@@ -96,7 +96,7 @@ std::optional<CheckpointStatus> checkpoint_from_json(const json& v) {
 
 }  // namespace
 
-json to_json(const WorkerStatus& s) {
+json to_json(const WorkerView& s) {
     return {
         {"name", s.name},
         {"state", s.state},
@@ -138,8 +138,8 @@ json to_json(const ControlEvent& e) {
     };
 }
 
-WorkerStatus worker_status_from_json(const json& v) {
-    WorkerStatus s;
+WorkerView worker_view_from_json(const json& v) {
+    WorkerView s;
     read(v, "name", s.name);
     read(v, "state", s.state);
     read(v, "state_reason", s.state_reason);

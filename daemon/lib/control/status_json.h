@@ -1,6 +1,6 @@
-// The JSON shapes of WorkerStatus and ControlEvent on the wire, as declared in
-// io.infervisor.supervisor.varlink. Shared by the server (to_json) and by
-// infervisorctl (from_json).
+// The JSON shapes of a WorkerView (the Varlink type WorkerStatus) and a
+// ControlEvent on the wire, as declared in io.infervisor.supervisor.varlink.
+// Shared by the server (to_json) and by infervisorctl (from_json).
 //
 // Reading is lenient: a missing or mistyped member leaves the default, so a
 // client keeps working against a daemon that has grown new members or
@@ -17,10 +17,10 @@
 
 namespace infervisor {
 
-nlohmann::json to_json(const WorkerStatus& status);
+nlohmann::json to_json(const WorkerView& view);
 nlohmann::json to_json(const ControlEvent& event);
 
-WorkerStatus worker_status_from_json(const nlohmann::json& value);
+WorkerView worker_view_from_json(const nlohmann::json& value);
 ControlEvent event_from_json(const nlohmann::json& value);
 
 // "oom-killed" <-> "oom_killed" (Varlink enum values cannot hold a "-").

@@ -1,6 +1,7 @@
 // SupervisorApi: what the control socket may ask of the supervisor, and the
-// plain data it gets back. The control server depends on this interface only;
-// the daemon's supervisor implements it, tests use a FakeSupervisor.
+// plain data it gets back (a worker: its WorkerView, view/worker_view.h).
+// The control server depends on this interface only; the daemon's
+// supervisor implements it, tests use a FakeSupervisor.
 //
 // Threading: every member is called on the event-loop thread and every
 // callback is invoked on that thread. Nothing here may block.
@@ -32,73 +33,14 @@
 #include "base/config_texts.h"
 #include "control/peer_credentials.h"
 #include "metrics/history_ring.h"
+#include "view/worker_view.h"
 
 namespace infervisor {
 
-// One health probe of a worker (see probe/probe_spec.h).
-struct ProbeStatus {
-    std::string probe;    // startup, readiness or liveness
-    std::string target;   // "GET http://127.0.0.1:8080/health", "TCP ...", "exec ..."
-    std::string verdict;  // unknown, passing or failing
-    bool active = false;  // being probed now (startup stops once passed)
-    int64_t consecutive_failures = 0;
-    uint64_t failures = 0;                    // in the current (or last) run
-    std::optional<std::string> last_failure;  // its answer, e.g. "HTTP 503"
-    std::optional<int64_t> last_failure_http_status;
-    std::optional<uint64_t> last_failure_age_usec;  // how long ago
-
-    bool operator==(const ProbeStatus&) const = default;
-};
-
-// The checkpoint a checkpointed worker's next start restores.
-struct CheckpointStatus {
-    std::string path;
-    std::optional<uint64_t> bytes;  // null when it could not be measured
-    uint64_t age_usec = 0;          // since it was written
-
-    bool operator==(const CheckpointStatus&) const = default;
-};
-
-// One worker as `infervisorctl status` shows it. Optional members are null
-// when unknown or not applicable (no process, controller missing); for the
-// limits (high, max, swap_max) null means "max", i.e. no limit.
-struct WorkerStatus {
-    std::string name;
-    // stopped, starting, running, stopping, backoff, failed, parked,
-    // suspended, waiting, checkpointed (parked after the checkpoint its rule
-    // asked for: supervise/worker_state.h)
-    std::string state;
-    // Why it is in that state ("rule 'host-thrash'", "infervisorctl"); "" if
-    // there is nothing to say.
-    std::string state_reason;
-    std::optional<uint64_t> state_age_usec;  // in that state since
-    std::optional<pid_t> main_pid;
-    std::optional<uint64_t> uptime_usec;  // of the current process
-    uint64_t restarts = 0;
-    std::optional<uint64_t> memory_current;
-    std::optional<uint64_t> memory_high;
-    std::optional<uint64_t> memory_max;
-    std::optional<uint64_t> memory_peak;
-    std::optional<uint64_t> swap_current;
-    std::optional<uint64_t> swap_max;
-    std::optional<double> memory_pressure_some_avg10;  // percent, from memory.pressure
-    std::string last_exit;      // e.g. "exited 0", "killed by SIGKILL (memory.max)"; "" if none
-    std::string status_text;    // the worker's last STATUS= notification; "" if none
-    bool is_protected = false;  // exempt from policy kills
-    std::vector<ProbeStatus> probes;  // empty (null on the wire) without probes
-    // The policy's phase of the current run: "loading" (its memory may climb
-    // freely: growth rules wait) or "serving"; "" when not running or not
-    // evaluated yet.
-    std::string phase;
-    std::optional<CheckpointStatus> checkpoint;  // state checkpointed only
-
-    bool operator==(const WorkerStatus&) const = default;
-};
-
-// `infervisorctl show`: the status plus the worker's spec, rendered by the
+// `infervisorctl show`: the view plus the worker's spec, rendered by the
 // supervisor as a JSON object (keys as in the YAML configuration).
 struct WorkerDetail {
-    WorkerStatus status;
+    WorkerView view;
     nlohmann::json spec = nlohmann::json::object();
 };
 
@@ -220,7 +162,7 @@ class SupervisorApi {
     virtual ~SupervisorApi() = default;
 
     // Reading: synchronous snapshots of current state.
-    virtual std::vector<WorkerStatus> list_workers() const = 0;
+    virtual std::vector<WorkerView> list_workers() const = 0;
     virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
     // The newest events that match `query`, oldest first (the daemon keeps
     // a ring of the last ones, control/event_ring.h).

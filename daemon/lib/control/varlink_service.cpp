@@ -214,7 +214,7 @@ void VarlinkService::get(const VarlinkCall& call, const Sink& sink) {
     if (!detail) return sink->fail(err::kWorkerNotFound, {{"name", name}});
     json spec = detail->spec.is_object() ? detail->spec : json::object();
     if (!caller_privileged_) hide_environment(spec);
-    sink->reply({{"worker", to_json(detail->status)}, {"spec", std::move(spec)}}, false);
+    sink->reply({{"worker", to_json(detail->view)}, {"spec", std::move(spec)}}, false);
 }
 
 void VarlinkService::start(const VarlinkCall& call, const Sink& sink) {

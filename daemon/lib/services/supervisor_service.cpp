@@ -151,9 +151,9 @@ ConfigCheckHelper SupervisorService::default_check_helper() {
     return helper;
 }
 
-WorkerStatus SupervisorService::status_of(const Worker& w) const {
+WorkerView SupervisorService::status_of(const Worker& w) const {
     WorkerSnapshot snap = w.snapshot();
-    WorkerStatus s;
+    WorkerView s;
     s.name = snap.name;
     s.state = std::string(shown_state_name(snap.state, snap.checkpoint.has_value()));
     s.state_reason = snap.state_reason;
@@ -193,8 +193,8 @@ WorkerStatus SupervisorService::status_of(const Worker& w) const {
     return s;
 }
 
-std::vector<WorkerStatus> SupervisorService::list_workers() const {
-    std::vector<WorkerStatus> out;
+std::vector<WorkerView> SupervisorService::list_workers() const {
+    std::vector<WorkerView> out;
     for (const Worker* w : supervisor_.workers()) out.push_back(status_of(*w));
     return out;
 }

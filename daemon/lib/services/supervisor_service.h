@@ -33,7 +33,7 @@ class SupervisorService final : public SupervisorApi {
                       ReloadFunction reload);
     ~SupervisorService() override;
 
-    std::vector<WorkerStatus> list_workers() const override;
+    std::vector<WorkerView> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     std::optional<WorkerHistory> history(const std::string& name, std::size_t limit) const override;
@@ -66,7 +66,7 @@ class SupervisorService final : public SupervisorApi {
     // that did not start, with why.
     void start_and_watch(const std::vector<Worker*>& workers, StartWatch::Kind kind,
                          ActionDone done);
-    WorkerStatus status_of(const Worker& worker) const;
+    WorkerView status_of(const Worker& worker) const;
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;

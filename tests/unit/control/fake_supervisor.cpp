@@ -6,15 +6,15 @@
 
 namespace infervisor::testing {
 
-WorkerStatus& FakeSupervisor::add_worker(const std::string& name, const std::string& state) {
+WorkerView& FakeSupervisor::add_worker(const std::string& name, const std::string& state) {
     WorkerDetail detail;
-    detail.status.name = name;
-    detail.status.state = state;
+    detail.view.name = name;
+    detail.view.state = state;
     detail.spec = {{"name", name},
                    {"command", {"/usr/bin/" + name, "--serve"}},
                    {"environment", {{"HF_TOKEN", "hf_secret_of_" + name}}}};
     workers_.push_back(std::move(detail));
-    return workers_.back().status;
+    return workers_.back().view;
 }
 
 void FakeSupervisor::add_workers(std::size_t n) {
@@ -35,19 +35,19 @@ void FakeSupervisor::add_workers(std::size_t n) {
 
 WorkerDetail* FakeSupervisor::find(const std::string& name) {
     auto it = std::find_if(workers_.begin(), workers_.end(),
-                           [&](const WorkerDetail& w) { return w.status.name == name; });
+                           [&](const WorkerDetail& w) { return w.view.name == name; });
     return it == workers_.end() ? nullptr : &*it;
 }
 
-std::vector<WorkerStatus> FakeSupervisor::list_workers() const {
-    std::vector<WorkerStatus> out;
-    for (const auto& w : workers_) out.push_back(w.status);
+std::vector<WorkerView> FakeSupervisor::list_workers() const {
+    std::vector<WorkerView> out;
+    for (const auto& w : workers_) out.push_back(w.view);
     return out;
 }
 
 std::optional<WorkerDetail> FakeSupervisor::get_worker(const std::string& name) const {
     for (const auto& w : workers_)
-        if (w.status.name == name) return w;
+        if (w.view.name == name) return w;
     return std::nullopt;
 }
 
@@ -91,7 +91,7 @@ void FakeSupervisor::act(const std::string& verb, const std::vector<std::string>
     actions.push_back(record);
     auto finish = [this, names, new_state, done = std::move(done)] {
         for (const auto& n : names)
-            if (auto* w = find(n)) w->status.state = new_state;
+            if (auto* w = find(n)) w->view.state = new_state;
         done(ActionOutcome::success());
     };
     if (hold_actions) {

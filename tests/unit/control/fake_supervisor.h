@@ -20,11 +20,11 @@ namespace infervisor::testing {
 class FakeSupervisor : public SupervisorApi {
   public:
     // Adds a worker in state `state` with a small spec.
-    WorkerStatus& add_worker(const std::string& name, const std::string& state = "running");
+    WorkerView& add_worker(const std::string& name, const std::string& state = "running");
     // n workers "worker-000".. with plausible measurements (for the benchmark).
     void add_workers(std::size_t n);
 
-    std::vector<WorkerStatus> list_workers() const override;
+    std::vector<WorkerView> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     // Every line (of every text) that says "bad" is an error there;

@@ -318,7 +318,7 @@ TEST_F(VarlinkServiceTest, IntrospectionForGenericVarlinkTools) {
 }
 
 TEST(StatusJson, RoundTripsAWorkerStatus) {
-    WorkerStatus s;
+    WorkerView s;
     s.name = "llama";
     s.state = "suspended";
     s.state_reason = "rule 'host-thrash'";
@@ -327,11 +327,11 @@ TEST(StatusJson, RoundTripsAWorkerStatus) {
     s.memory_pressure_some_avg10 = 1.5;
     s.last_exit = "exited 1";
     s.is_protected = true;
-    EXPECT_EQ(worker_status_from_json(to_json(s)), s);
+    EXPECT_EQ(worker_view_from_json(to_json(s)), s);
 }
 
 TEST(StatusJson, RoundTripsProbesAndSendsNullWithoutThem) {
-    WorkerStatus s;
+    WorkerView s;
     s.name = "llama";
     EXPECT_TRUE(to_json(s)["probes"].is_null());
     ProbeStatus p;
@@ -350,14 +350,14 @@ TEST(StatusJson, RoundTripsProbesAndSendsNullWithoutThem) {
     q.last_failure_http_status = 503;
     s.probes = {p, q};
     EXPECT_EQ(to_json(s)["probes"].size(), 2u);
-    EXPECT_EQ(worker_status_from_json(to_json(s)), s);
+    EXPECT_EQ(worker_view_from_json(to_json(s)), s);
 }
 
 TEST(StatusJson, ReadsLenientlyWhatItDoesNotKnow) {
-    auto s = worker_status_from_json({{"name", 3}, {"state", "ready"}, {"new_field", 1}});
+    auto s = worker_view_from_json({{"name", 3}, {"state", "ready"}, {"new_field", 1}});
     EXPECT_EQ(s.name, "");
     EXPECT_EQ(s.state, "ready");
-    EXPECT_EQ(worker_status_from_json(json::array()).name, "");
+    EXPECT_EQ(worker_view_from_json(json::array()).name, "");
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ TEST_F(Checkpoints, AWorkerParkedAfterItsCheckpointShowsAsCheckpointedUntilStart
 
     EventRing recent;
     SupervisorService service(*ctx_, *supervisor_, recent, {});
-    WorkerStatus status = service.list_workers().at(0);
+    WorkerView status = service.list_workers().at(0);
     EXPECT_EQ(status.state, "checkpointed");
     EXPECT_EQ(status.state_reason, w->state_reason());
     ASSERT_TRUE(status.checkpoint.has_value());
