@@ -4,10 +4,10 @@
 #include <map>
 
 #include "base/signal_names.h"
-#include "cgroup/cgroup_stats.h"
 #include "config/config_loader.h"
 #include "services/config_check_helper.h"
 #include "services/event_recorder.h"
+#include "supervise/worker_view_of.h"
 
 namespace infervisor {
 
@@ -41,25 +41,6 @@ const char* restart_mode_name(RestartMode m) {
             return "always";
     }
     return "?";
-}
-
-ProbeStatus probe_status_of(const ProbeSnapshot& p) {
-    ProbeStatus out;
-    out.probe = std::string(probe_role_name(p.role));
-    out.target = p.target;
-    out.verdict = std::string(probe_verdict_name(p.verdict));
-    out.active = p.active;
-    out.consecutive_failures = p.consecutive_failures;
-    out.failures = p.failures;
-    if (p.last_failure) {
-        out.last_failure = p.last_failure->detail;
-        if (p.last_failure->http_status)
-            out.last_failure_http_status = *p.last_failure->http_status;
-    }
-    if (p.last_failure_age)
-        out.last_failure_age_usec = static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(*p.last_failure_age).count());
-    return out;
 }
 
 nlohmann::json probes_to_json(const ProbesSpec& probes) {
@@ -151,57 +132,16 @@ ConfigCheckHelper SupervisorService::default_check_helper() {
     return helper;
 }
 
-WorkerView SupervisorService::status_of(const Worker& w) const {
-    WorkerSnapshot snap = w.snapshot();
-    WorkerView s;
-    s.name = snap.name;
-    s.state = std::string(shown_state_name(snap.state, snap.checkpoint.has_value()));
-    s.state_reason = snap.state_reason;
-    if (snap.pid) s.main_pid = snap.pid;
-    if (snap.started_at)
-        s.uptime_usec = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                  ctx_.clock.now() - *snap.started_at)
-                                                  .count());
-    if (snap.state_since != TimePoint{})
-        s.state_age_usec = static_cast<uint64_t>(std::max<int64_t>(
-            0, std::chrono::duration_cast<std::chrono::microseconds>(ctx_.clock.now() -
-                                                                     snap.state_since)
-                   .count()));
-    s.restarts = snap.restarts;
-    s.memory_current = snap.memory_current;
-    s.memory_peak = snap.memory_peak;
-    s.swap_current = snap.swap_current;
-    s.memory_high = w.spec().memory.high;
-    s.memory_max = w.spec().memory.max;
-    s.swap_max = w.spec().memory.swap_max;
-    if (snap.pid) {
-        auto psi = CgroupStats(w.cgroup()).memory_pressure();
-        if (psi) s.memory_pressure_some_avg10 = psi->some.avg10;
-    }
-    s.last_exit = snap.last_exit;
-    s.status_text = snap.status_text;
-    s.is_protected = w.spec().is_protected;
-    for (const auto& p : snap.probes) s.probes.push_back(probe_status_of(p));
-    if (snap.pid) s.phase = w.phase();
-    if (snap.checkpoint && snap.state == WorkerState::parked)
-        s.checkpoint =
-            CheckpointStatus{snap.checkpoint->path, snap.checkpoint->bytes,
-                             static_cast<uint64_t>(std::max<int64_t>(
-                                 0, std::chrono::duration_cast<std::chrono::microseconds>(
-                                        ctx_.clock.now() - snap.checkpoint->written_at)
-                                        .count()))};
-    return s;
-}
-
 std::vector<WorkerView> SupervisorService::list_workers() const {
     std::vector<WorkerView> out;
-    for (const Worker* w : supervisor_.workers()) out.push_back(status_of(*w));
+    for (const Worker* w : supervisor_.workers()) out.push_back(view_of(*w, ctx_.clock.now()));
     return out;
 }
 
 std::optional<WorkerDetail> SupervisorService::get_worker(const std::string& name) const {
     for (const Worker* w : supervisor_.workers())
-        if (w->name() == name) return WorkerDetail{status_of(*w), spec_to_json(w->spec())};
+        if (w->name() == name)
+            return WorkerDetail{view_of(*w, ctx_.clock.now()), spec_to_json(w->spec())};
     return std::nullopt;
 }
 

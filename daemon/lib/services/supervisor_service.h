@@ -1,7 +1,8 @@
 // SupervisorService: the Supervisor as the control socket sees it
-// (control/supervisor_api.h): status snapshots, acting calls that complete
-// when the workers have settled, reload, config validation, and the event
-// stream (journal events converted; the recent ones from an EventRecorder).
+// (control/supervisor_api.h): the workers' views (view_of, supervise/
+// worker_view_of.h), acting calls that complete when the workers have
+// settled, reload, config validation, and the event stream (journal events
+// converted; the recent ones from an EventRecorder).
 #pragma once
 
 #include <functional>
@@ -66,7 +67,6 @@ class SupervisorService final : public SupervisorApi {
     // that did not start, with why.
     void start_and_watch(const std::vector<Worker*>& workers, StartWatch::Kind kind,
                          ActionDone done);
-    WorkerView status_of(const Worker& worker) const;
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;

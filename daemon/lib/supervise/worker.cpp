@@ -16,7 +16,6 @@
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "cgroup/cgroup_limits.h"
-#include "cgroup/cgroup_stats.h"
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
@@ -109,26 +108,9 @@ std::string Worker::cgroup_path_in_proc() const {
     return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
 }
 
-WorkerSnapshot Worker::snapshot() const {
-    WorkerSnapshot s;
-    s.name = spec_.name;
-    s.state = state_;
-    s.pid = main_pid();
-    s.started_at = started_at();
-    s.restarts = tracker_.total_restarts();
-    s.status_text = status_text_;
-    s.last_exit = last_exit_;
-    s.state_reason = state_reason();
-    s.state_since = state_since_;
-    s.checkpoint = parked_checkpoint_;
-    if (main_pid() != 0) {
-        CgroupStats stats(cgroup());
-        s.memory_current = value_or_empty(stats.memory_current());
-        s.memory_peak = value_or_empty(stats.memory_peak());
-        s.swap_current = value_or_empty(stats.swap_current());
-    }
-    if (probes_) s.probes = probes_->snapshot();
-    return s;
+std::vector<ProbeSnapshot> Worker::probes() const {
+    if (!probes_) return {};
+    return probes_->snapshot();
 }
 
 void Worker::start() {

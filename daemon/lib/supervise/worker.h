@@ -37,23 +37,6 @@
 
 namespace infervisor {
 
-// A snapshot for status displays; memory figures read from the cgroup now.
-struct WorkerSnapshot {
-    std::string name;
-    WorkerState state = WorkerState::stopped;
-    pid_t pid = 0;
-    std::optional<TimePoint> started_at;
-    size_t restarts = 0;
-    std::string status_text;   // last STATUS= from the worker
-    std::string last_exit;     // ExitReason::describe() of the last run
-    std::string state_reason;  // Worker::state_reason()
-    TimePoint state_since{};   // when it entered `state`
-    std::optional<uint64_t> memory_current, memory_peak, swap_current;
-    std::vector<ProbeSnapshot> probes;  // one per configured probe
-    // Parked after the checkpoint its rule asked for: shown as checkpointed.
-    std::optional<ParkedCheckpoint> checkpoint;
-};
-
 class Worker {
   public:
     using Done = std::function<void()>;
@@ -66,7 +49,9 @@ class Worker {
     const WorkerSpec& spec() const { return spec_; }
     const std::string& name() const { return spec_.name; }
     WorkerState state() const { return state_; }
-    WorkerSnapshot snapshot() const;
+    // When it entered state(): set_state(); the construction (or adoption)
+    // before that.
+    TimePoint state_since() const { return state_since_; }
     CgroupDir cgroup() const { return ctx_.cgroups.worker(spec_.name); }
 
     // Starts unless already up; from `failed` an explicit start clears the
@@ -184,10 +169,15 @@ class Worker {
     }
     // The main process has exited and the run is being wound up.
     bool exiting() const { return run_ && run_->stage == WorkerRun::Stage::exiting; }
-    // Restarts so far and how the last run ended (as in snapshot(), without
-    // reading the cgroup).
+    // The main process, while the run has one; 0 otherwise.
+    pid_t main_pid() const { return run_ ? run_->pid : 0; }
+    // Restarts so far, and how the last run ended (ExitReason::describe()).
     size_t restarts() const { return tracker_.total_restarts(); }
     const std::string& last_exit() const { return last_exit_; }
+    // The last STATUS= from the worker; "" if none.
+    const std::string& status_text() const { return status_text_; }
+    // One for each configured probe, in the current (or last) run.
+    std::vector<ProbeSnapshot> probes() const;
     // Last WATCHDOG=1 of this run, if any.
     std::optional<TimePoint> last_heartbeat() const {
         return run_ ? run_->last_heartbeat : std::nullopt;
@@ -281,8 +271,6 @@ class Worker {
     // lifecycle's moves it is (worker_state.h), and a change the lifecycle
     // does not list is logged as the bug it is.
     void set_state(WorkerState state, WorkerMove move);
-    // The main process, while the run has one; 0 otherwise.
-    pid_t main_pid() const { return run_ ? run_->pid : 0; }
     // The run has a main process that has not exited.
     bool live() const { return run_ && run_->stage == WorkerRun::Stage::live; }
     void persist() const;

@@ -48,14 +48,14 @@ TEST_F(AdoptionLifecycle, ARunningWorkerIsAdoptedWithItsPidUptimeAndHeartbeats) 
     Config config = load("workers:\n" + worker_yaml("a", "    watchdog: 2s\n") + worker_yaml("b"));
     supervisor_->apply(config);
     run_until([&] { return count("a", K::ready) == 1 && count("b", K::ready) == 1; });
-    pid_t pid = supervisor_->find("a")->snapshot().pid;
+    pid_t pid = supervisor_->find("a")->main_pid();
     auto started_at = supervisor_->find("a")->started_at();
 
     new_daemon(config);
     Worker* w = supervisor_->find("a");
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->state(), WorkerState::running);
-    EXPECT_EQ(w->snapshot().pid, pid);
+    EXPECT_EQ(w->main_pid(), pid);
     // Persisted to the millisecond.
     EXPECT_LE(std::chrono::abs(*w->started_at() - *started_at), 1ms);
     EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted));
@@ -86,7 +86,7 @@ TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
     EXPECT_EQ(w->state(), WorkerState::running);
     // The liveness probe runs again, as the worker's user, in its own cgroup.
     run_until([&] {
-        auto probes = w->snapshot().probes;
+        auto probes = w->probes();
         return probes.size() == 1 && probes[0].active && probes[0].attempts >= 2 &&
                probes[0].verdict == ProbeVerdict::passing;
     });
@@ -106,8 +106,8 @@ TEST_F(AdoptionLifecycle, ARunWhoseStateFileCannotBeReadIsAdoptedFromItsCgroup) 
     Config config = load("workers:\n" + worker_yaml("newer") + worker_yaml("damaged"));
     supervisor_->apply(config);
     run_until([&] { return count("newer", K::ready) == 1 && count("damaged", K::ready) == 1; });
-    pid_t newer = supervisor_->find("newer")->snapshot().pid;
-    pid_t damaged = supervisor_->find("damaged")->snapshot().pid;
+    pid_t newer = supervisor_->find("newer")->main_pid();
+    pid_t damaged = supervisor_->find("damaged")->main_pid();
     supervisor_.reset();
     // What a later release might write, and a file cut short.
     dir_->write("run/state/newer", "infervisor-worker-state 2\nname=newer\nstate=serving-v2\npid=" +
@@ -119,7 +119,7 @@ TEST_F(AdoptionLifecycle, ARunWhoseStateFileCannotBeReadIsAdoptedFromItsCgroup) 
         Worker* w = supervisor_->find(name);
         ASSERT_NE(w, nullptr) << name;
         EXPECT_EQ(w->state(), WorkerState::running) << name;
-        EXPECT_EQ(w->snapshot().pid, pid) << name;
+        EXPECT_EQ(w->main_pid(), pid) << name;
         EXPECT_THAT(kinds_of(name), ElementsAre(K::adopted)) << name;
         EXPECT_EQ(::kill(pid, 0), 0) << name << " must still run";
     }
@@ -138,7 +138,7 @@ TEST_F(AdoptionLifecycle, AWorkerThatDiedWhileNoDaemonWatchedIsRestartedOnce) {
     Config config = load("workers:\n" + worker_yaml("a"));
     supervisor_->apply(config);
     run_until_event("a", K::ready);
-    pid_t pid = supervisor_->find("a")->snapshot().pid;
+    pid_t pid = supervisor_->find("a")->main_pid();
     supervisor_.reset();
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
@@ -149,15 +149,15 @@ TEST_F(AdoptionLifecycle, AWorkerThatDiedWhileNoDaemonWatchedIsRestartedOnce) {
     const Event* exited = last("a", K::exited);
     EXPECT_THAT(exited->message, HasSubstr("exited while the supervisor was down"));
     EXPECT_EQ(field(*exited, "EXIT_STATUS"), "unknown");
-    EXPECT_EQ(supervisor_->find("a")->snapshot().restarts, 1u);
-    EXPECT_NE(supervisor_->find("a")->snapshot().pid, pid);
+    EXPECT_EQ(supervisor_->find("a")->restarts(), 1u);
+    EXPECT_NE(supervisor_->find("a")->main_pid(), pid);
 }
 
 TEST_F(AdoptionLifecycle, ASpecChangedWhileNoDaemonRanRestartsAsAReloadWould) {
     Config before = load("workers:\n" + worker_yaml("a") + worker_yaml("same"));
     supervisor_->apply(before);
     run_until([&] { return count("a", K::ready) == 1 && count("same", K::ready) == 1; });
-    pid_t old_pid = supervisor_->find("a")->snapshot().pid;
+    pid_t old_pid = supervisor_->find("a")->main_pid();
 
     Config after =
         load("workers:\n" + worker_yaml("a", "    pids_max: 64\n") + worker_yaml("same"));
@@ -165,7 +165,7 @@ TEST_F(AdoptionLifecycle, ASpecChangedWhileNoDaemonRanRestartsAsAReloadWould) {
     run_until_event("a", K::ready);
     EXPECT_THAT(kinds_of("a"),
                 ElementsAre(K::adopted, K::exited, K::stopped, K::started, K::ready));
-    EXPECT_NE(supervisor_->find("a")->snapshot().pid, old_pid);
+    EXPECT_NE(supervisor_->find("a")->main_pid(), old_pid);
     EXPECT_EQ(supervisor_->find("a")->spec().pids_max, 64);
     EXPECT_THAT(kinds_of("same"), ElementsAre(K::adopted));
 }
@@ -200,7 +200,7 @@ TEST_F(AdoptionLifecycle, AParkedWorkerStaysParkedAndAGarbledStateFileIsNotTrust
     Worker* w = supervisor_->find("parked");
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->state(), WorkerState::parked);
-    EXPECT_EQ(w->snapshot().last_exit, "killed by SIGKILL");
+    EXPECT_EQ(w->last_exit(), "killed by SIGKILL");
     EXPECT_EQ(w->shown_state(), "checkpointed");  // parked after a checkpoint
     EXPECT_EQ(w->parked_checkpoint(), parked.checkpoint);
     EXPECT_EQ(count("parked", K::started), 0u);
@@ -226,7 +226,7 @@ TEST_F(AdoptionLifecycle, ProcessesInACgroupNoStateExplainsAreNeverTakenForTheWo
     EXPECT_EQ(WTERMSIG(status), SIGKILL);
     run_until_event("a", K::ready);
     EXPECT_THAT(kinds_of("a"), ElementsAre(K::leftover_reaped, K::started, K::ready));
-    EXPECT_NE(supervisor_->find("a")->snapshot().pid, child);
+    EXPECT_NE(supervisor_->find("a")->main_pid(), child);
 }
 
 TEST_F(AdoptionLifecycle, AfterAStopOfEverythingNothingIsLeftToAdopt) {

@@ -27,7 +27,7 @@ class Checkpoints : public SupervisorFixture {
         return spec;
     }
     long served(const std::string& name) {
-        std::string status = supervisor_->find(name)->snapshot().status_text;
+        std::string status = supervisor_->find(name)->status_text();
         long n = 0;
         std::sscanf(status.c_str(), "served %ld", &n);
         return n;

@@ -48,7 +48,7 @@ class CriuCheckpoints : public SupervisorFixture {
     }
     long served(const std::string& name) {
         long n = 0;
-        std::sscanf(supervisor_->find(name)->snapshot().status_text.c_str(), "served %ld", &n);
+        std::sscanf(supervisor_->find(name)->status_text().c_str(), "served %ld", &n);
         return n;
     }
 };
@@ -126,7 +126,7 @@ TEST_F(CriuCheckpoints, AnAdoptedWorkersNextStagingDirIsRootsToo) {
     ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
     supervisor_->apply(loaded.config);
     run_until_event("talker", K::ready);
-    pid_t pid = supervisor_->find("talker")->snapshot().pid;
+    pid_t pid = supervisor_->find("talker")->main_pid();
 
     // The daemon ends without stopping anything; a new one adopts the worker.
     supervisor_.reset();
@@ -135,7 +135,7 @@ TEST_F(CriuCheckpoints, AnAdoptedWorkersNextStagingDirIsRootsToo) {
     supervisor_->adopt_leftovers(loaded.config);
     supervisor_->apply(loaded.config);
     ASSERT_EQ(count("talker", K::adopted), 1u);
-    ASSERT_EQ(supervisor_->find("talker")->snapshot().pid, pid);
+    ASSERT_EQ(supervisor_->find("talker")->main_pid(), pid);
 
     // A refused dump starts the staging dir afresh: as root's, not the worker's.
     ASSERT_TRUE(supervisor_->find("talker")->checkpoint_by_policy(Then::park, "late").ok());

@@ -69,7 +69,7 @@ TEST_F(ProbedWorker, IsStartingUntilItsEndpointAnswers200) {
     EXPECT_EQ(field(*change, "PROBE"), "startup");
     EXPECT_EQ(field(*change, "PROBE_VERDICT"), "passing");
     EXPECT_EQ(field(*change, "PROBE_HTTP_STATUS"), "200");
-    auto probes = w->snapshot().probes;
+    auto probes = w->probes();
     ASSERT_EQ(probes.size(), 1u);
     EXPECT_FALSE(probes[0].active);     // a startup probe stops once passed
     EXPECT_GE(probes[0].failures, 1u);  // it was asked while loading, and said 503
@@ -118,11 +118,11 @@ TEST_F(ProbedWorker, AHangingExecProbeIsKilledAtItsTimeoutAndLeavesNothing) {
     Worker* w = supervisor_->find("stuck");
     ASSERT_TRUE(w);
     run_until([&] {
-        auto p = w->snapshot().probes;
+        auto p = w->probes();
         return !p.empty() && p[0].failures >= 2;
     });
     EXPECT_EQ(w->state(), WorkerState::starting);
-    EXPECT_EQ(w->snapshot().probes[0].last_failure->detail, "no exit within 200ms; killed");
+    EXPECT_EQ(w->probes()[0].last_failure->detail, "no exit within 200ms; killed");
     bool stopped = false;
     supervisor_->stop_all([&] { stopped = true; });
     run_until([&] { return stopped; });

@@ -45,7 +45,7 @@ TEST_F(StartTimeout, NoReadyInTimeIsAFailedStartUpToTheStartLimit) {
     EXPECT_EQ(field(*exited, "EXIT_SIGNAL"), "SIGKILL");
     Worker* w = supervisor_->find("mute");
     EXPECT_EQ(w->state(), WorkerState::failed);
-    EXPECT_EQ(w->snapshot().last_exit, "no READY=1 within 300ms");
+    EXPECT_EQ(w->last_exit(), "no READY=1 within 300ms");
     EXPECT_FALSE(w->cgroup().exists());
 }
 

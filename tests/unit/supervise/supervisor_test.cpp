@@ -44,7 +44,7 @@ TEST_F(Lifecycle, WorkerRunsInItsOwnCgroupWithItsLimitsAndBecomesReady) {
     Worker* w = supervisor_->find("llama");
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->state(), WorkerState::running);
-    pid_t pid = w->snapshot().pid;
+    pid_t pid = w->main_pid();
     ASSERT_GT(pid, 0);
     EXPECT_THAT(cgroup_of(pid), HasSubstr("/workers/llama"));
     EXPECT_EQ(*limits_written_.at("llama").memory_max, 256ull << 20);
@@ -85,7 +85,7 @@ TEST_F(Lifecycle, CrashLoopRestartsWithBackoffUntilTheStartLimit) {
     EXPECT_THAT(delays, ElementsAre("20", "40"));
     Worker* w = supervisor_->find("crashy");
     EXPECT_EQ(w->state(), WorkerState::failed);
-    EXPECT_EQ(w->snapshot().last_exit, "exited with code 3");
+    EXPECT_EQ(w->last_exit(), "exited with code 3");
 
     w->start();  // an operator's start clears the breaker
     run_until_event("crashy", K::started, 4);
@@ -132,16 +132,16 @@ TEST_F(Lifecycle, ReloadRestartsOnlyChangedWorkers) {
     b.notify = true;  // the successor must get READY=1 through a fresh notify socket
     supervisor_->apply(config({a, b}));
     run_until([&] { return count("a", K::ready) == 1 && count("b", K::ready) == 1; });
-    pid_t a_pid = supervisor_->find("a")->snapshot().pid;
-    pid_t b_pid = supervisor_->find("b")->snapshot().pid;
+    pid_t a_pid = supervisor_->find("a")->main_pid();
+    pid_t b_pid = supervisor_->find("b")->main_pid();
 
     b.environment["MODEL"] = "bigger";
     auto c = example("c", {});
     supervisor_->apply(config({a, b, c}));
     run_until([&] { return count("b", K::ready) == 2 && count("c", K::ready) == 1; });
-    EXPECT_EQ(supervisor_->find("a")->snapshot().pid, a_pid);
+    EXPECT_EQ(supervisor_->find("a")->main_pid(), a_pid);
     EXPECT_EQ(count("a", K::started), 1u);
-    EXPECT_NE(supervisor_->find("b")->snapshot().pid, b_pid);
+    EXPECT_NE(supervisor_->find("b")->main_pid(), b_pid);
     EXPECT_EQ(supervisor_->find("b")->spec().environment.at("MODEL"), "bigger");
 
     supervisor_->apply(config({b, c}));

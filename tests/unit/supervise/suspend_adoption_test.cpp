@@ -63,7 +63,7 @@ class SuspensionAdoption : public SupervisorFixture {
         supervisor_->apply(config);
     }
     long served(const std::string& name) {
-        std::string status = supervisor_->find(name)->snapshot().status_text;
+        std::string status = supervisor_->find(name)->status_text();
         long n = 0;
         std::sscanf(status.c_str(), "served %ld", &n);
         return n;
@@ -88,7 +88,7 @@ TEST_F(SuspensionAdoption, AHostRuleSuspensionStaysFrozenAfterAnAdoptionUntilRes
         run_until_event("low", K::suspended);
         before.stop();
     }
-    pid_t pid = supervisor_->find("low")->snapshot().pid;
+    pid_t pid = supervisor_->find("low")->main_pid();
     auto persisted = read_persisted_worker(state_dir(), "low");
     ASSERT_TRUE(persisted.ok()) << persisted.error().message();
     EXPECT_EQ(persisted->state, WorkerState::suspended);
@@ -135,7 +135,7 @@ TEST_F(SuspensionAdoption, AHostRuleSuspensionStaysFrozenAfterAnAdoptionUntilRes
     ASSERT_EQ(limits_written_.count("low"), 1u);
     EXPECT_EQ(limits_written_["low"].memory_max, 256ull << 20);
     run_until([&] { return served("low") > at_adoption + 5; });
-    EXPECT_EQ(w->snapshot().pid, pid);  // the same run, counting on
+    EXPECT_EQ(w->main_pid(), pid);  // the same run, counting on
     EXPECT_EQ(count("low", K::exited), 0u);
     EXPECT_EQ(count("high", K::exited), 0u);
 }

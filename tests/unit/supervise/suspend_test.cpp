@@ -31,7 +31,7 @@ class Suspension : public SupervisorFixture {
         return spec;
     }
     long served(const std::string& name) {
-        std::string status = supervisor_->find(name)->snapshot().status_text;
+        std::string status = supervisor_->find(name)->status_text();
         long n = 0;
         std::sscanf(status.c_str(), "served %ld", &n);
         return n;
@@ -55,7 +55,7 @@ TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
     run_until_event("count", K::ready);
     run_until([&] { return served("count") >= 5; });
     Worker* w = supervisor_->find("count");
-    pid_t pid = w->snapshot().pid;
+    pid_t pid = w->main_pid();
 
     std::optional<WorkerSuspension::Outcome> answer;
     ASSERT_TRUE(w->suspend("test", [&](const auto& o) { answer = o; }).ok());
@@ -91,7 +91,7 @@ TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
     EXPECT_NE(field(*resumed, "SUSPENDED_SECONDS"), "");
 
     run_until([&] { return served("count") > at_suspend + 5; });
-    EXPECT_EQ(w->snapshot().pid, pid);  // the same run, counting on
+    EXPECT_EQ(w->main_pid(), pid);  // the same run, counting on
     EXPECT_EQ(count("count", K::exited), 0u);
     EXPECT_EQ(count("count", K::started), 1u);
 }

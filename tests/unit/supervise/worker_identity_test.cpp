@@ -119,7 +119,7 @@ TEST_F(WorkerIdentityTest, EachWorkerRunsUnderItsOwnUidAndReadsOnlyItsOwnCredent
     EXPECT_EQ(as_user(alpha, cannot_open(creds / "new", O_WRONLY | O_CREAT)), 0);
 
     // The secret is nowhere in the worker's environment.
-    pid_t pid = supervisor_->find("alpha")->snapshot().pid;
+    pid_t pid = supervisor_->find("alpha")->main_pid();
     auto environ = read_file("/proc/" + std::to_string(pid) + "/environ");
     ASSERT_TRUE(environ.ok());
     EXPECT_THAT(*environ, Not(HasSubstr("hf_secret")));
