@@ -78,10 +78,13 @@ int main(int argc, char** argv) {
         }
     }
     SupervisorMetrics m;
-    std::vector<WorkerFacts> facts;
+    std::vector<WorkerView> views;
     for (int w = 0; w < count; ++w)
-        facts.push_back({"worker" + std::to_string(w), "running", 1, "exited with code 1"});
-    m.set_workers(facts);
+        views.push_back({.name = "worker" + std::to_string(w),
+                         .state = "running",
+                         .restarts = 1,
+                         .last_exit = "exited with code 1"});
+    m.set_workers(views);
     auto round_at = [&](int i) {
         EvaluationRound r;
         r.time = TimePoint{std::chrono::seconds(2 * i)};
@@ -99,7 +102,7 @@ int main(int argc, char** argv) {
     int64_t ms = 1'700'000'000'000;
 
     double record = per_call_us(iterations, [&](int i) { m.record_round(rounds[i % 16], ms); });
-    double facts_us = per_call_us(iterations, [&](int) { m.set_workers(facts); });
+    double views_us = per_call_us(iterations, [&](int) { m.set_workers(views); });
     std::string text;
     double render = per_call_us(iterations, [&](int) { text = m.render({1, 1, 1}); });
     double stats = per_call_us(iterations, [&](int) { (void)read_own_stats("/proc"); });
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
     std::printf(
         "record_round   %8.1f us\nset_workers    %8.1f us\nrender         %8.1f us\n"
         "read_own_stats %8.1f us\nwrite_textfile %8.1f us  (%s)\n",
-        record, facts_us, render, stats, write, textfile.c_str());
+        record, views_us, render, stats, write, textfile.c_str());
     std::remove(textfile.c_str());
     return 0;
 }

@@ -72,14 +72,14 @@ SupervisorMetrics::PerWorker& SupervisorMetrics::worker(const std::string& name)
     return it->second;
 }
 
-void SupervisorMetrics::set_workers(std::vector<WorkerFacts> workers) {
-    facts_ = std::move(workers);
+void SupervisorMetrics::set_workers(std::vector<WorkerView> workers) {
+    views_ = std::move(workers);
     for (auto it = workers_.begin(); it != workers_.end();) {
         bool configured = false;
-        for (const auto& f : facts_) configured = configured || f.name == it->first;
+        for (const auto& v : views_) configured = configured || v.name == it->first;
         it = configured ? std::next(it) : workers_.erase(it);
     }
-    for (const auto& f : facts_) worker(f.name);
+    for (const auto& v : views_) worker(v.name);
 }
 
 void SupervisorMetrics::record_round(const EvaluationRound& round, int64_t realtime_ms) {
@@ -322,28 +322,28 @@ void SupervisorMetrics::render_workers(Exposition& out) const {
 void SupervisorMetrics::render_facts(Exposition& out) const {
     out.family("infervisor_worker_restarts_total", MetricType::counter,
                "Restarts of the worker since the daemon started.");
-    for (const auto& f : facts_) out.sample({{"worker", f.name}}, static_cast<double>(f.restarts));
+    for (const auto& v : views_) out.sample({{"worker", v.name}}, static_cast<double>(v.restarts));
     out.family("infervisor_worker_oom_kills_total", MetricType::counter,
                "Runs of the worker ended by an OOM kill since the daemon started.");
-    for (const auto& f : facts_)
-        if (auto it = workers_.find(f.name); it != workers_.end())
-            out.sample({{"worker", f.name}}, static_cast<double>(it->second.oom_kills));
+    for (const auto& v : views_)
+        if (auto it = workers_.find(v.name); it != workers_.end())
+            out.sample({{"worker", v.name}}, static_cast<double>(it->second.oom_kills));
     out.family("infervisor_worker_state", MetricType::gauge,
                "1 for the worker's current state, 0 for the others.");
-    for (const auto& f : facts_)
-        for (std::string_view state : kStates)
-            out.sample({{"worker", f.name}, {"state", state}}, state == f.state ? 1 : 0);
+    for (const auto& v : views_)
+        for (std::string_view state : kShownStates)
+            out.sample({{"worker", v.name}, {"state", state}}, state == v.state ? 1 : 0);
     out.family("infervisor_worker_last_exit_info", MetricType::gauge,
                "Always 1; the label reason says how the worker's last run ended.");
-    for (const auto& f : facts_)
-        if (!f.last_exit.empty()) out.sample({{"worker", f.name}, {"reason", f.last_exit}}, 1);
+    for (const auto& v : views_)
+        if (!v.last_exit.empty()) out.sample({{"worker", v.name}, {"reason", v.last_exit}}, 1);
     out.family("infervisor_policy_actions_total", MetricType::counter,
                "Policy actions decided, by rule and action (dry-run ones included); "
                "worker=\"\" for a host rule's step that found no victim.");
-    for (const auto& f : facts_)
-        if (auto it = workers_.find(f.name); it != workers_.end())
+    for (const auto& v : views_)
+        if (auto it = workers_.find(v.name); it != workers_.end())
             for (const auto& [key, count] : it->second.actions)
-                out.sample({{"worker", f.name}, {"rule", key.first}, {"action", key.second}},
+                out.sample({{"worker", v.name}, {"rule", key.first}, {"action", key.second}},
                            static_cast<double>(count));
     for (const auto& [key, count] : host_actions_)
         out.sample({{"worker", ""}, {"rule", key.first}, {"action", key.second}},
@@ -352,9 +352,9 @@ void SupervisorMetrics::render_facts(Exposition& out) const {
 
 void SupervisorMetrics::render_checkpoints(Exposition& out) const {
     std::vector<std::pair<std::string_view, const CheckpointCounts*>> with;
-    for (const auto& f : facts_)
-        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.checkpoints)
-            with.emplace_back(f.name, &*it->second.checkpoints);
+    for (const auto& v : views_)
+        if (auto it = workers_.find(v.name); it != workers_.end() && it->second.checkpoints)
+            with.emplace_back(v.name, &*it->second.checkpoints);
     if (with.empty()) return;
     auto count = [](uint64_t n) { return static_cast<double>(n); };
     out.family("infervisor_worker_checkpoints_total", MetricType::counter,
@@ -391,9 +391,9 @@ void SupervisorMetrics::render_checkpoints(Exposition& out) const {
 
 void SupervisorMetrics::render_suspensions(Exposition& out) const {
     std::vector<std::pair<std::string_view, const SuspensionCounts*>> with;
-    for (const auto& f : facts_)
-        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.suspensions)
-            with.emplace_back(f.name, &*it->second.suspensions);
+    for (const auto& v : views_)
+        if (auto it = workers_.find(v.name); it != workers_.end() && it->second.suspensions)
+            with.emplace_back(v.name, &*it->second.suspensions);
     if (with.empty()) return;
     out.family("infervisor_worker_suspensions_total", MetricType::counter,
                "Times the worker was suspended (frozen, its memory pushed out) since the daemon "
@@ -416,9 +416,9 @@ void SupervisorMetrics::render_suspensions(Exposition& out) const {
 
 void SupervisorMetrics::render_admissions(Exposition& out) const {
     std::vector<std::pair<std::string_view, const AdmissionCounts*>> with;
-    for (const auto& f : facts_)
-        if (auto it = workers_.find(f.name); it != workers_.end() && it->second.admissions)
-            with.emplace_back(f.name, &*it->second.admissions);
+    for (const auto& v : views_)
+        if (auto it = workers_.find(v.name); it != workers_.end() && it->second.admissions)
+            with.emplace_back(v.name, &*it->second.admissions);
     if (with.empty()) return;
     auto count = [](uint64_t v) { return static_cast<double>(v); };
     out.family("infervisor_worker_admission_waits_total", MetricType::counter,

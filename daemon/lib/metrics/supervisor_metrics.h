@@ -1,8 +1,9 @@
 // SupervisorMetrics: what the daemon knows about its workers, the host and
 // itself, kept between evaluation rounds and rendered as Prometheus text.
 // Fed only with what the daemon already has: the samples of each policy
-// round (EvaluationRound), the workers' state, restarts and last exit, and
-// the policy actions as they are taken. It reads no file itself.
+// round (EvaluationRound), the workers' views (view/worker_view.h: state,
+// restarts, last exit), and the policy actions as they are taken. It reads
+// no file itself.
 //
 // Series (every worker series has the label worker="NAME"):
 //   infervisor_worker_memory_bytes, _memory_max_bytes, _memory_high_bytes,
@@ -11,9 +12,10 @@
 //   {resource,kind}, _memory_events_total{event}, _swapped_in_bytes_total,
 //   _swapped_out_bytes_total, _cpu_seconds_total, _pids, _workdir_bytes,
 //   _workdir_quota_bytes (while running, from the last round);
-//   _restarts_total, _oom_kills_total, _state{state} (one series per state, 1 for the current
-//   one), _last_exit_info{reason}, infervisor_policy_actions_total{rule,
-//   action} (for every configured worker; host steps with worker="").
+//   _restarts_total, _oom_kills_total, _state{state} (one series per state
+//   of kShownStates, 1 for the current one), _last_exit_info{reason},
+//   infervisor_policy_actions_total{rule, action} (for every configured
+//   worker; host steps with worker="").
 //   From a worker's first checkpoint (written, failed or restored) on:
 //   _checkpoints_total{result=written|failed}, _checkpoint_duration_seconds
 //   (summary: request to published), _last_checkpoint_bytes,
@@ -42,15 +44,9 @@
 
 #include "metrics/evaluation_round.h"
 #include "metrics/history_ring.h"
+#include "view/worker_view.h"
 
 namespace infervisor {
-
-struct WorkerFacts {
-    std::string name;
-    std::string state;  // shown_state_name()
-    uint64_t restarts = 0;
-    std::string last_exit;  // ExitReason::describe() of the last run; "" if none
-};
 
 // What the checkpoint-* events of one worker said, since the daemon started.
 struct CheckpointCounts {
@@ -91,19 +87,14 @@ struct DaemonStats {
 
 class SupervisorMetrics {
   public:
-    // The values of the state label: WorkerState's names in order, then the
-    // names only shown (supervise/worker_state.h: checkpointed).
-    static constexpr std::array<std::string_view, 10> kStates = {
-        "stopped", "starting", "running",   "stopping", "backoff",
-        "failed",  "parked",   "suspended", "waiting",  "checkpointed"};
-
     explicit SupervisorMetrics(size_t history_points = 1800);
 
     // Points kept per worker from now on (see HistoryRing).
     void set_history_points(size_t points);
-    // The configured workers, in order; history and counters of workers no
-    // longer configured are dropped.
-    void set_workers(std::vector<WorkerFacts> workers);
+    // The configured workers, in order, as they look now (their name, state,
+    // restarts and last exit are rendered; their use comes from the rounds);
+    // history and counters of workers no longer configured are dropped.
+    void set_workers(std::vector<WorkerView> workers);
     // One round; `realtime_ms` is the wall-clock time of the round.
     void record_round(const EvaluationRound& round, int64_t realtime_ms);
     void record_action(const std::string& worker, const std::string& rule,
@@ -160,7 +151,7 @@ class SupervisorMetrics {
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 
     size_t history_points_;
-    std::vector<WorkerFacts> facts_;
+    std::vector<WorkerView> views_;
     std::map<std::string, PerWorker> workers_;
     std::map<std::pair<std::string, std::string>, uint64_t> host_actions_;
     std::optional<HostSample> host_;

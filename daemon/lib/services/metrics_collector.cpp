@@ -7,6 +7,7 @@
 #include "metrics/process_stats.h"
 #include "metrics/textfile_writer.h"
 #include "policy/sampler.h"
+#include "supervise/worker_view_of.h"
 
 namespace infervisor {
 
@@ -120,7 +121,7 @@ std::optional<boost::asio::ip::tcp::endpoint> MetricsCollector::listening() cons
 }
 
 void MetricsCollector::on_round(const EvaluationRound& round) {
-    if (workers_changed()) gather_facts();
+    if (workers_changed()) gather_views();
     metrics_.record_round(round, realtime_ms());
     rendered_.reset();
     if (settings_.textfile.empty()) return;
@@ -141,18 +142,20 @@ bool MetricsCollector::workers_changed() const {
     return false;
 }
 
-void MetricsCollector::gather_facts() {
-    std::vector<WorkerFacts> facts;
+void MetricsCollector::gather_views() {
+    std::vector<WorkerView> views;
     worker_names_.clear();
+    const TimePoint now = ctx_.clock.now();
     for (const Worker* w : supervisor_.workers()) {
-        facts.push_back({w->name(), std::string(w->shown_state()), w->restarts(), w->last_exit()});
+        // The use is in the rounds' samples: the view reads no cgroup file.
+        views.push_back(view_of(*w, now, ViewReads::none));
         worker_names_.push_back(w->name());
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
         WorkerSample extras;
         sample_worker_extras(w->cgroup().path(), extras);
         metrics_.set_extras(w->name(), extras.memory_peak, extras.pids_current);
     }
-    metrics_.set_workers(std::move(facts));
+    metrics_.set_workers(std::move(views));
 }
 
 std::optional<WorkerHistory> MetricsCollector::history(const std::string& worker) const {
@@ -172,7 +175,7 @@ std::optional<WorkerHistory> MetricsCollector::history(const std::string& worker
 std::shared_ptr<const std::string> MetricsCollector::text() {
     if (!rendered_) {
         ++renders_;
-        gather_facts();
+        gather_views();
         DaemonStats stats = read_own_stats(ctx_.paths.procfs);
         stats.start_time_seconds = start_time_seconds_;
         rendered_ = std::make_shared<const std::string>(metrics_.render(stats));

@@ -10,8 +10,10 @@
 // round only records its samples (history and the values of the next
 // render); the text is rendered only when someone reads it — a scrape, or
 // the textfile when it is due (textfile_interval, not every round) — and at
-// most once per round. Only then are the workers' states gathered and
-// memory.peak and pids.current (which the policy does not use) read.
+// most once per round. Only then are the workers' views gathered (view_of,
+// supervise/worker_view_of.h, as the control socket's; without its cgroup
+// reads) and memory.peak and pids.current (which the policy does not use)
+// read.
 //
 // With no output and history: 0 it does not even observe the rounds (no
 // cost).
@@ -68,8 +70,9 @@ class MetricsCollector final : public Service {
     void open_listener(const MetricsSettings& settings);
     // The configured workers' names changed: history of workers gone is dropped.
     bool workers_changed() const;
-    // The workers' states, and memory.peak/pids.current, as of now.
-    void gather_facts();
+    // The workers' views (view_of, without the cgroup reads: the rounds have
+    // the use), and memory.peak/pids.current, as of now.
+    void gather_views();
 
     WorkerContext& ctx_;
     Supervisor& supervisor_;
@@ -85,7 +88,7 @@ class MetricsCollector final : public Service {
     std::optional<TimePoint> textfile_written_;  // the round it was last written after
     size_t renders_ = 0;
     size_t textfile_writes_ = 0;
-    std::vector<std::string> worker_names_;  // as of the last gather_facts()
+    std::vector<std::string> worker_names_;  // as of the last gather_views()
     double start_time_seconds_ = 0;
     EventBus::SinkId subscription_ = 0;
 };

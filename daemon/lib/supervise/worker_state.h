@@ -63,7 +63,8 @@ void count_unlisted_move();
 // checkpoint, then: park) shows as "checkpointed" — its next start restores
 // that checkpoint. Internally it is parked (started like any parked worker).
 inline constexpr std::string_view kCheckpointedStateName = "checkpointed";
-// The names shown that are no WorkerState's, in order.
+// The names shown that are no WorkerState's, in order. Every name shown, in
+// this order, is listed in view/worker_view.h (kShownStates).
 inline constexpr std::string_view kShownOnlyStateNames[] = {kCheckpointedStateName};
 std::string_view shown_state_name(WorkerState state, bool checkpointed);
 

@@ -33,10 +33,16 @@ inline WorkerSample full_sample(TimePoint t, uint64_t memory, uint64_t swapin) {
 }
 
 inline void feed_example(SupervisorMetrics& m) {
-    m.set_workers({{"leaky", "running", 2, "oom-killed (memory.max reached)"},
-                   {"chat", "running", 0, ""},
-                   {"odd\"name\\", "parked", 5, "killed by policy rule \"growth\"\nsecond line"},
-                   {"idle", "suspended", 0, ""}});
+    m.set_workers({{.name = "leaky",
+                    .state = "running",
+                    .restarts = 2,
+                    .last_exit = "oom-killed (memory.max reached)"},
+                   {.name = "chat", .state = "running"},
+                   {.name = "odd\"name\\",
+                    .state = "parked",
+                    .restarts = 5,
+                    .last_exit = "killed by policy rule \"growth\"\nsecond line"},
+                   {.name = "idle", .state = "suspended"}});
     TimePoint t0{std::chrono::hours(1)};
     for (int i = 0; i < 3; ++i) {
         EvaluationRound round;

@@ -139,7 +139,7 @@ TEST(SupervisorMetrics, AdmissionWaitsAndAdmissionsCountWithTheSecondsWaited) {
 
 TEST(SupervisorMetrics, NoCheckpointOrSuspensionFamiliesWithoutAny) {
     SupervisorMetrics m;
-    m.set_workers({{"w", "running", 0, ""}});
+    m.set_workers({{.name = "w", .state = "running"}});
     std::string text = m.render({});
     EXPECT_THAT(text, Not(HasSubstr("_checkpoint")));  // state="checkpointed" is the state label's
     EXPECT_THAT(text, Not(HasSubstr("suspensions")));
@@ -209,7 +209,7 @@ TEST(SupervisorMetrics, HistoryRecordsEachRoundAndTheActions) {
 TEST(SupervisorMetrics, WorkersLeavingTheConfigLeaveNoSeries) {
     SupervisorMetrics m;
     testing::feed_example(m);
-    m.set_workers({{"chat", "running", 0, ""}});
+    m.set_workers({{.name = "chat", .state = "running"}});
     EXPECT_EQ(m.history("leaky"), nullptr);
     EXPECT_THAT(m.render({}), Not(HasSubstr("leaky")));
 }

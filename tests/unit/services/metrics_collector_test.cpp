@@ -151,11 +151,11 @@ TEST_F(MetricsCollectorTest, CheckpointsAndSuspensionsOfARealWorkerAreCounted) {
 
 TEST_F(MetricsCollectorTest, TheStateLabelHasEveryWorkerStateAndEveryShownOnlyName) {
     size_t states = static_cast<size_t>(kLastWorkerState) + 1;
-    ASSERT_EQ(SupervisorMetrics::kStates.size(), states + std::size(kShownOnlyStateNames));
+    ASSERT_EQ(kShownStates.size(), states + std::size(kShownOnlyStateNames));
     for (size_t i = 0; i < states; ++i)
-        EXPECT_EQ(SupervisorMetrics::kStates[i], state_name(static_cast<WorkerState>(i)));
+        EXPECT_EQ(kShownStates[i], state_name(static_cast<WorkerState>(i)));
     for (size_t i = 0; i < std::size(kShownOnlyStateNames); ++i)
-        EXPECT_EQ(SupervisorMetrics::kStates[states + i], kShownOnlyStateNames[i]);
+        EXPECT_EQ(kShownStates[states + i], kShownOnlyStateNames[i]);
 }
 
 }  // namespace
