@@ -62,6 +62,12 @@ class CgroupTree {
     CgroupDir worker_probe(const std::string& name, const std::string& role) const {
         return worker(name).child("probe-" + role);
     }
+    // The probe cgroups that exist now in that worker's cgroup, and the
+    // probes/ cgroup of the layout before exec probes moved into the
+    // worker's: what an earlier daemon's attempts left (a new daemon holds
+    // no attempt, so all of it is to be reaped).
+    std::vector<CgroupDir> leftover_probes(const std::string& name) const;
+    CgroupDir retired_probes() const { return root_.child("probes"); }
 
     // Worker cgroups that exist now (for finding leftovers of an earlier run).
     std::vector<std::string> existing_workers() const { return workers().children(); }
