@@ -66,4 +66,11 @@ Result<void> CgroupTree::setup(pid_t self) {
     return w.enable_controllers(worker_controllers());
 }
 
+std::vector<CgroupDir> CgroupTree::leftover_probes(const std::string& name) const {
+    std::vector<CgroupDir> out;
+    for (const auto& child : worker(name).children())
+        if (child.starts_with("probe-")) out.push_back(worker(name).child(child));
+    return out;
+}
+
 }  // namespace infervisor

@@ -4,9 +4,14 @@
 //   ├── supervisor/         the daemon itself, when the root is its own cgroup
 //   │   or anchor/          the anchor unit's process, when the root is its cgroup
 //   │                       (cgroup v2: no processes in inner nodes)
-//   ├── workers/            +memory +pids +cpu enabled for its children
-//   │   └── <name>/         one per worker, with its limits
-//   └── probes/<name>/      a worker's exec probes
+//   └── workers/            +memory +pids +cpu enabled for its children
+//       └── <name>/         one per worker, with its limits; the worker's
+//           │               processes live here, and no controller is ever
+//           │               enabled for its children
+//           └── probe-<role>/  an exec probe's attempt (worker_probe): inside
+//                           the worker's cgroup, so the worker's limits,
+//                           freeze and kill hold it (cgroup v2 allows
+//                           processes beside a child that gets no controllers)
 //
 // Two homes for the root (Home):
 //   - anchor: the cgroup of infervisor-workers.service, a unit of its own
@@ -53,6 +58,16 @@ class CgroupTree {
     const CgroupDir& root() const { return root_; }
     CgroupDir workers() const { return root_.child("workers"); }
     CgroupDir worker(const std::string& name) const { return workers().child(name); }
+    // The cgroup of an exec probe of that worker, by the probe's role.
+    CgroupDir worker_probe(const std::string& name, const std::string& role) const {
+        return worker(name).child("probe-" + role);
+    }
+    // The probe cgroups that exist now in that worker's cgroup, and the
+    // probes/ cgroup of the layout before exec probes moved into the
+    // worker's: what an earlier daemon's attempts left (a new daemon holds
+    // no attempt, so all of it is to be reaped).
+    std::vector<CgroupDir> leftover_probes(const std::string& name) const;
+    CgroupDir retired_probes() const { return root_.child("probes"); }
 
     // Worker cgroups that exist now (for finding leftovers of an earlier run).
     std::vector<std::string> existing_workers() const { return workers().children(); }

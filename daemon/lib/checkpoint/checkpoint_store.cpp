@@ -11,7 +11,6 @@
 #include <ctime>
 
 #include "base/unique_fd.h"
-#include "workdir/dir_entries.h"
 #include "workdir/disk_usage.h"
 #include "workdir/owned_dir.h"
 #include "workdir/safe_path.h"
@@ -235,7 +234,7 @@ Result<UniqueFd> CheckpointStore::dup_dir() const {
     return fd;
 }
 
-Result<uint64_t> CheckpointStore::measure(int dir_fd, uint64_t sequence) {
+Result<TreeUsage> CheckpointStore::measure(int dir_fd, uint64_t sequence) {
     std::string name = sequence_name(sequence);
     UniqueFd fd(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     if (!fd) return errno_error("open checkpoint " + name);
@@ -245,12 +244,7 @@ Result<uint64_t> CheckpointStore::measure(int dir_fd, uint64_t sequence) {
 Result<void> CheckpointStore::empty_trash(int dir_fd) {
     UniqueFd trash(::openat(dir_fd, kCheckpointTrashName, kOpenDirNoFollow));
     if (!trash) return errno == ENOENT ? Result<void>() : errno_error("open the checkpoint trash");
-    UniqueFd listing(::fcntl(trash.get(), F_DUPFD_CLOEXEC, 0));
-    auto names = read_dir_names(std::move(listing), "checkpoint trash");
-    if (!names) return names.error();
-    for (const auto& name : *names)
-        if (auto r = remove_workdir_tree(trash.get(), name); !r) return r;
-    return {};
+    return remove_tree_contents(trash.get(), "the checkpoint trash");
 }
 
 Result<void> CheckpointStore::write_info(int dir_fd, uint64_t sequence,

@@ -37,6 +37,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "workdir/disk_usage.h"
 
 namespace infervisor {
 
@@ -94,8 +95,9 @@ class CheckpointStore {
     Result<UniqueFd> dup_dir() const;
 
     // Blocking: the allocated bytes of checkpoint `sequence` (see
-    // measure_usage), below `dir_fd` (a descriptor of NAME).
-    static Result<uint64_t> measure(int dir_fd, uint64_t sequence);
+    // measure_usage: a lower bound when the tree is too big to measure
+    // whole), below `dir_fd` (a descriptor of NAME).
+    static Result<TreeUsage> measure(int dir_fd, uint64_t sequence);
     // Blocking: removes everything in NAME/trash.
     static Result<void> empty_trash(int dir_fd);
     // Writes / reads NAME/<sequence>.info (daemon-written, root-owned).

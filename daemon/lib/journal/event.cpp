@@ -61,6 +61,7 @@ constexpr KindInfo kKinds[] = {
      LOG_INFO},
     {EventKind::watchdog_learned, "watchdog-learned", "e50cc6a9608d42728be088f7699a0a6b",
      LOG_NOTICE},
+    {EventKind::usage_capped, "usage-capped", "e628e1f54cdc496b9945130a96e7f890", LOG_WARNING},
 };
 
 const KindInfo& info(EventKind kind) {

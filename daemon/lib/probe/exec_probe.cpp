@@ -53,6 +53,11 @@ class ExecProbe final : public ProbeAttempt, public std::enable_shared_from_this
   private:
     Result<SpawnedProcess> prepare_and_spawn() {
         const CgroupDir& dir = setup_.cgroup;
+        // A frozen worker's cgroup freezes a new process before its execve,
+        // and spawn_process waits on this thread for that execve: never
+        // spawn into one (the loop would wait until the thaw).
+        if (CgroupDir(dir.path().parent_path()).freeze_requested().value_or(false))
+            return plain_error("the worker is frozen");
         if (dir.exists()) {
             // A leftover of a daemon that died mid-attempt: empty it first.
             auto populated = dir.populated();
@@ -61,11 +66,6 @@ class ExecProbe final : public ProbeAttempt, public std::enable_shared_from_this
                 return Error{r.error().code, "remove the leftover " + dir.path().string()};
         }
         if (auto r = dir.create(); !r) return r.error();
-        auto caps = setup_.write_caps(dir, setup_.caps);
-        if (!caps) {
-            (void)dir.remove();
-            return caps.error();
-        }
         auto fd = dir.open_dir();
         if (!fd) {
             (void)dir.remove();
@@ -138,14 +138,6 @@ std::shared_ptr<ProbeAttempt> start_exec_probe(asio::io_context& io, ExecProbeSe
     auto probe = std::make_shared<ExecProbe>(io, std::move(setup), std::move(done));
     probe->start(timeout);
     return probe;
-}
-
-Result<void> prepare_probe_parent(const CgroupDir& parent) {
-    if (!parent.exists()) {
-        auto made = parent.create();
-        if (!made && made.error().code != EEXIST) return made;
-    }
-    return parent.enable_controllers({"memory", "pids"});
 }
 
 }  // namespace infervisor

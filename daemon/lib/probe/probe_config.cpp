@@ -66,10 +66,20 @@ void parse_scheme_key(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
                    "probe scheme must be http or https, not '" + text + "'");
 }
 
-void parse_exec_caps(YamlMap& map, ProbeSpec& spec) {
-    ByteLimit memory = spec.exec_memory_max;
-    if (map.get_size("memory_max", memory)) spec.exec_memory_max = memory.value_or(0);
-    map.get_int("pids_max", spec.exec_pids_max, 1, 4096);
+// memory_max and pids_max capped an exec probe's own cgroup, beside the
+// worker's. A probe now runs inside the worker's cgroup (exec_probe.h),
+// where the worker's limits hold it and no cap of its own can be set: the
+// keys are accepted with a warning, so that a configuration written for the
+// earlier layout still loads.
+void parse_retired_exec_caps(YamlMap& map, ConfigErrors& errors) {
+    for (const char* key : {"memory_max", "pids_max"})
+        if (auto node = map.take(key)) {
+            YAML::Mark at = node->Mark();
+            errors.warn_at(errors.file(), at.line + 1, at.column + 1,
+                           "'" + std::string(key) +
+                               "' no longer applies: an exec probe runs inside the worker's "
+                               "cgroup, within the worker's memory and pids limits");
+        }
 }
 
 void parse_probe_fields(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
@@ -86,7 +96,7 @@ void parse_probe_fields(YamlMap& map, ProbeSpec& spec, ConfigErrors& errors) {
     map.get_duration("timeout", spec.timeout, Required::no, 24h);
     map.get_int("failure_threshold", spec.failure_threshold, 0, 1'000'000);
     map.get_int("success_threshold", spec.success_threshold, 1, 1000);
-    parse_exec_caps(map, spec);
+    parse_retired_exec_caps(map, errors);
 }
 
 void parse_one(YamlMap& probes, ProbeRole role, std::optional<ProbeSpec>& out,
@@ -147,7 +157,6 @@ void exec_problems(const ProbeSpec& s, std::vector<std::string>& out) {
                       s.command.front() + "'");
     for (const auto& arg : s.command)
         if (arg.find('\0') != std::string::npos) out.push_back("'command' holds a NUL byte");
-    if (s.exec_memory_max < (1u << 20)) out.push_back("'memory_max' must be at least 1M");
 }
 
 void timing_problems(const ProbeSpec& s, ProbeRole role, std::vector<std::string>& out) {

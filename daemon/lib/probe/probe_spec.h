@@ -54,9 +54,6 @@ struct ProbeSpec {
     // failure_threshold 0 (its default) means "no limit but start_timeout".
     int64_t failure_threshold = 3;
     int64_t success_threshold = 1;
-    // exec: caps of the probe's own cgroup (memory.max, pids.max).
-    uint64_t exec_memory_max = 64ull << 20;
-    int64_t exec_pids_max = 32;
 
     bool operator==(const ProbeSpec&) const = default;
 };

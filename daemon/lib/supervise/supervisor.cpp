@@ -75,6 +75,27 @@ void Supervisor::reap_leftover(const std::string& name) {
               {{"KILLED_PROCESSES", std::to_string(*killed)}, {"CGROUP", dir.path().string()}}});
 }
 
+// An exec probe's attempt ends with its daemon: what an earlier daemon's
+// attempts left (in a worker's cgroup, or in the probes/ cgroup of the
+// layout before exec probes moved inside the worker's) is killed and removed
+// before the runs are adopted.
+void Supervisor::reap_leftover_probes() {
+    std::vector<CgroupDir> leftovers;
+    for (const auto& name : ctx_.cgroups.existing_workers())
+        for (auto& probe : ctx_.cgroups.leftover_probes(name)) leftovers.push_back(probe);
+    if (CgroupDir retired = ctx_.cgroups.retired_probes(); retired.exists())
+        leftovers.push_back(retired);
+    for (const auto& dir : leftovers) {
+        auto killed = destroy_cgroup_tree(dir);
+        if (!killed)
+            spdlog::warn("leftover probe cgroup {}: {}", dir.path().string(),
+                         killed.error().message());
+        else if (*killed > 0)
+            spdlog::info("leftover probe cgroup {}: killed {} process(es)", dir.path().string(),
+                         *killed);
+    }
+}
+
 namespace {
 
 OwnedDirs owned_dirs_of(const WorkerSpec& spec) {

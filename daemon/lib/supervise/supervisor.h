@@ -79,6 +79,7 @@ class Supervisor {
 
   private:
     void reap_leftover(const std::string& name);
+    void reap_leftover_probes();
     void adopt_one(const std::string& name, const Config& config);
     void retire(const std::string& name);
     void create_and_start(const WorkerSpec& spec);

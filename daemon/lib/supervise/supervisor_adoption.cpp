@@ -84,6 +84,7 @@ std::string config_verdict(const AdoptionPlan& plan, bool configured,
 }  // namespace
 
 void Supervisor::adopt_leftovers(const Config& config) {
+    reap_leftover_probes();
     std::set<std::string> names;
     for (const auto& name : ctx_.cgroups.existing_workers()) names.insert(name);
     for (const auto& name : persisted_worker_names(ctx_.paths.runtime_dir / "state"))

@@ -1,6 +1,5 @@
 #include "supervise/uid_leftovers.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
@@ -15,6 +14,7 @@
 
 #include "base/file_io.h"
 #include "base/unique_fd.h"
+#include "workdir/dir_entries.h"
 #include "workdir/safe_path.h"
 #include "workdir/tree_removal.h"
 
@@ -53,21 +53,21 @@ bool remove_entry_of(int parent_fd, const char* name, uid_t uid, UidCleanup& out
     return true;
 }
 
+// Streams the listing (a shared /tmp may hold millions of entries, many of
+// them the uid's own) and removes the uid's entries as they come.
 void clean_temp_dir(const fs::path& dir, uid_t uid, UidCleanup& out) {
     UniqueFd fd(::open(dir.c_str(), kOpenDirNoFollow));
     if (!fd) return;  // not on this host
-    UniqueFd listing(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
-    DIR* d = listing ? ::fdopendir(listing.get()) : nullptr;
-    if (!d) return out.errors.push_back("cannot list " + dir.string());
-    listing.release();
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d)) {
-        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-        names.emplace_back(e->d_name);
-    }
-    ::closedir(d);
-    for (const auto& name : names)
+    UniqueFd listing(::openat(fd.get(), ".", kOpenDirNoFollow));
+    if (!listing) return out.errors.push_back("cannot list " + dir.string());
+    DirStream stream(std::move(listing), dir.string());
+    for (;;) {
+        auto entry = stream.next();
+        if (!entry) return out.errors.push_back(entry.error().message());
+        if (!*entry) return;
+        std::string name(**entry);
         if (remove_entry_of(fd.get(), name.c_str(), uid, out, dir)) ++out.temp_entries_removed;
+    }
 }
 
 // SysV IPC: walk the kernel's table by index (*_STAT), remove by id what the

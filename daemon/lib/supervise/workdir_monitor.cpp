@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "workdir/deleting_process.h"
 #include "workdir/disk_usage.h"
@@ -212,32 +213,49 @@ void WorkDirMonitor::measure(const std::string& worker, const PreparedWorkDir& p
     std::weak_ptr<char> alive = alive_;
     fs::path dir = prepared.workdir.path;
     ByteLimit quota = prepared.spec.quota;
-    background_.run<Result<uint64_t>>(
-        [fd] { return measure_usage(fd->get()); },
-        [this, alive, worker, measurement, dir, quota](Result<uint64_t> bytes) {
-            if (alive.lock()) on_measured(worker, measurement, dir, quota, bytes);
+    background_.run<Result<TreeUsage>>(
+        [fd, limits = limits_] { return measure_usage(fd->get(), limits); },
+        [this, alive, worker, measurement, dir, quota](Result<TreeUsage> usage) {
+            if (alive.lock()) on_measured(worker, measurement, dir, quota, usage);
         });
 }
 
 void WorkDirMonitor::on_measured(const std::string& worker, uint64_t measurement,
                                  const fs::path& dir, ByteLimit quota,
-                                 const Result<uint64_t>& bytes) {
+                                 const Result<TreeUsage>& usage) {
     auto it = watched_.find(worker);
     // Released meanwhile, or released and prepared again: not this dir's.
     if (it == watched_.end() || it->second.measuring != measurement) return;
     Watched& w = it->second;
     w.measuring = 0;
-    if (!bytes)
-        return spdlog::warn("{}: measuring {}: {}", worker, dir.string(), bytes.error().message());
-    w.usage = Usage{*bytes, quota, ctx_.clock.now()};
-    if (!w.quota.update(*bytes, quota)) return;
+    if (!usage)
+        return spdlog::warn("{}: measuring {}: {}", worker, dir.string(), usage.error().message());
+    note_capped(worker, w, dir, *usage);
+    const uint64_t bytes = usage->bytes;
+    w.usage = Usage{bytes, quota, ctx_.clock.now(), usage->exact()};
+    if (!w.quota.update(bytes, quota)) return;
     ctx_.events.emit(Event{EventKind::workdir_over_quota,
                            worker,
-                           "work dir " + dir.string() + " uses " + format_size(*bytes) +
+                           "work dir " + dir.string() + " uses " + format_size(bytes) +
                                ", above its workdir_quota of " + format_size(quota),
                            {{"WORKDIR", dir.string()},
-                            {"USAGE_BYTES", std::to_string(*bytes)},
+                            {"USAGE_BYTES", std::to_string(bytes)},
                             {"QUOTA_BYTES", std::to_string(quota.value_or(0))}}});
+}
+
+void WorkDirMonitor::note_capped(const std::string& worker, Watched& w, const fs::path& dir,
+                                 const TreeUsage& usage) {
+    bool was_capped = std::exchange(w.capped, !usage.exact());
+    if (usage.exact() || was_capped) return;
+    std::string capped_by = usage.capped_by(limits_);
+    ctx_.events.emit(Event{EventKind::usage_capped,
+                           worker,
+                           "measuring work dir " + dir.string() + " stopped at " + capped_by +
+                               ": it uses at least " + format_size(usage.bytes),
+                           {{"WORKDIR", dir.string()},
+                            {"USAGE_BYTES", std::to_string(usage.bytes)},
+                            {"USAGE_ENTRIES", std::to_string(usage.entries)},
+                            {"USAGE_CAPPED_BY", capped_by}}});
 }
 
 void WorkDirMonitor::drain_deletions() {

@@ -8,7 +8,10 @@
 // a tick that finds one still running skips that worker. Crossing the quota
 // gives one `workdir-over-quota` event per crossing (QuotaWatch); the figure
 // is offered to the policy engine as the metric workdir.usage (fill_sample),
-// so that the runaway rules decide what to do about it.
+// so that the runaway rules decide what to do about it. A tree too big to
+// measure whole (measure_usage's caps: entries, depth, hard links) gives a
+// lower bound, which counts as the usage, and one `usage-capped` event, given
+// again only after a measurement that was whole.
 //
 // Deletions: every protected dir (the work dir and protected extra dirs) is
 // watched for as long as the worker is prepared, i.e. configured. Where the
@@ -42,6 +45,7 @@
 #include "supervise/worker_context.h"
 #include "workdir/deleting_process.h"
 #include "workdir/deletion_log_limit.h"
+#include "workdir/disk_usage.h"
 #include "workdir/fanotify_deletion_watcher.h"
 #include "workdir/quota_watch.h"
 
@@ -67,6 +71,7 @@ class WorkDirMonitor {
         uint64_t bytes = 0;
         ByteLimit quota;
         TimePoint measured_at{};
+        bool exact = true;  // false: `bytes` is a lower bound (a cap was reached)
     };
 
     WorkDirMonitor(WorkerContext& ctx, BackgroundWork& background, WorkerLookup lookup);
@@ -79,6 +84,9 @@ class WorkDirMonitor {
     void start(Duration scan_interval);
     void stop();
     void set_scan_interval(Duration interval) { interval_ = interval; }
+    // The caps of each measurement (measure_usage's defaults unless a test
+    // sets smaller ones).
+    void set_usage_limits(const UsageLimits& limits) { limits_ = limits; }
 
     // The last measurement of the worker's work dir, if any.
     std::optional<Usage> usage(const std::string& worker) const;
@@ -102,6 +110,7 @@ class WorkDirMonitor {
         // this one is of a dir since released (and perhaps prepared anew,
         // with another quota): it is dropped.
         uint64_t measuring = 0;
+        bool capped = false;  // the last measurement reached a cap (usage-capped given)
     };
 
     void sync_watches(const std::string& worker);
@@ -110,7 +119,9 @@ class WorkDirMonitor {
     void measure(const std::string& worker, const PreparedWorkDir& prepared);
     void on_measured(const std::string& worker, uint64_t measurement,
                      const std::filesystem::path& dir, ByteLimit quota,
-                     const Result<uint64_t>& bytes);
+                     const Result<TreeUsage>& usage);
+    void note_capped(const std::string& worker, Watched& w, const std::filesystem::path& dir,
+                     const TreeUsage& usage);
     void on_deletion(const DeletionEvent& event, pid_t pid, bool pid_known);
     // look_up_process, once per pid and drain.
     const DeletingProcess& identify(pid_t pid);
@@ -120,6 +131,7 @@ class WorkDirMonitor {
     BackgroundWork& background_;
     WorkerLookup lookup_;
     Duration interval_ = std::chrono::minutes(1);
+    UsageLimits limits_;
     bool running_ = false;
     bool drain_queued_ = false;  // a drain_deletions() turn is posted
     boost::asio::steady_timer tick_;

@@ -40,6 +40,7 @@ std::optional<double> age_of(const StoredCheckpoint& checkpoint) {
 
 struct Recorded {
     Result<uint64_t> bytes = uint64_t{0};
+    std::string capped_by;  // non-empty: `bytes` is a lower bound (measure_usage's caps)
     Result<void> trash;
 };
 
@@ -298,7 +299,9 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
     background().run<Recorded>(
         [fd, sequence, seconds] {
             Recorded r;
-            r.bytes = CheckpointStore::measure(fd->get(), sequence);
+            auto usage = CheckpointStore::measure(fd->get(), sequence);
+            r.bytes = usage ? Result<uint64_t>(usage->bytes) : Result<uint64_t>(usage.error());
+            if (usage && !usage->exact()) r.capped_by = usage->capped_by(UsageLimits{});
             if (r.bytes)
                 (void)CheckpointStore::write_info(fd->get(), sequence, {*r.bytes, seconds});
             r.trash = CheckpointStore::empty_trash(fd->get());
@@ -317,6 +320,11 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
             if (r.bytes) {
                 fields.emplace_back("CHECKPOINT_BYTES", std::to_string(*r.bytes));
                 numbers = format_size(*r.bytes);
+                if (!r.capped_by.empty()) {
+                    // A lower bound: the tree was too big to measure whole.
+                    fields.emplace_back("USAGE_CAPPED_BY", r.capped_by);
+                    numbers = "at least " + numbers + ", measuring stopped at " + r.capped_by;
+                }
             } else {
                 numbers = "size unknown: " + r.bytes.error().message();
             }

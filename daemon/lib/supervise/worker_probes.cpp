@@ -51,8 +51,8 @@ WorkerProbes::WorkerProbes(WorkerContext& ctx, std::string worker, const ProbesS
     for (ProbeRole role : kRoles) {
         const auto& probe = spec_.of(role);
         if (!probe) continue;
-        auto starter = [this, probe = *probe](Duration timeout, ProbeDone done) {
-            return start_attempt(probe, timeout, std::move(done));
+        auto starter = [this, role, probe = *probe](Duration timeout, ProbeDone done) {
+            return start_attempt(role, probe, timeout, std::move(done));
         };
         auto report = [this, role](const ProbeChange& c) { changed(role, c); };
         slots_.push_back(
@@ -85,20 +85,17 @@ void WorkerProbes::run_ended() {
     for (auto& s : slots_) s.runner->stop();
 }
 
-std::shared_ptr<ProbeAttempt> WorkerProbes::start_attempt(const ProbeSpec& spec, Duration timeout,
-                                                          ProbeDone done) {
+// An exec probe runs as the worker was launched (its credentials,
+// hardening and oom_score_adj; never the daemon's), inside the worker's
+// cgroup: see exec_probe.h.
+std::shared_ptr<ProbeAttempt> WorkerProbes::start_attempt(ProbeRole role, const ProbeSpec& spec,
+                                                          Duration timeout, ProbeDone done) {
     if (spec.kind != ProbeKind::exec)
         return start_socket_probe(ctx_.io, spec, timeout, std::move(done));
-    CgroupDir parent = ctx_.cgroups.root().child("probes");
-    if (auto r = prepare_probe_parent(parent); !r)
-        spdlog::debug("{}: probe cgroup parent: {}", worker_, r.error().message());
-    ExecProbeSetup setup{launched_, parent.child(worker_), CgroupLimits{}, ctx_.write_limits};
+    ExecProbeSetup setup{launched_,
+                         ctx_.cgroups.worker_probe(worker_, std::string(probe_role_name(role)))};
     setup.request.argv = spec.command;
     setup.request.environment = probe_environment(launched_.environment);
-    setup.request.oom_score_adj.reset();
-    setup.caps.memory_max = spec.exec_memory_max;
-    setup.caps.swap_max = 0;
-    setup.caps.pids_max = spec.exec_pids_max;
     return start_exec_probe(ctx_.io, std::move(setup), timeout, std::move(done));
 }
 

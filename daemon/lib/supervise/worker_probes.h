@@ -13,7 +13,11 @@
 // stuck); this class only reports it through `on_change`.
 //
 // Contract: event-loop thread only; run_ended() cancels every attempt
-// (an exec probe's cgroup is killed) and no callback follows it.
+// (an exec probe's cgroup is killed) and no callback follows it. A
+// suspension ends the probes in the same turn as it asks for the freeze and
+// starts them again only after the thaw, so no exec probe is started into a
+// worker frozen by a suspension (one frozen by a policy `freeze` fails at its
+// timeout, its cgroup killed: fatal signals end frozen processes).
 #pragma once
 
 #include <functional>
@@ -63,8 +67,8 @@ class WorkerProbes {
         ProbeRole role;
         std::unique_ptr<ProbeRunner> runner;
     };
-    std::shared_ptr<ProbeAttempt> start_attempt(const ProbeSpec& spec, Duration timeout,
-                                                ProbeDone done);
+    std::shared_ptr<ProbeAttempt> start_attempt(ProbeRole role, const ProbeSpec& spec,
+                                                Duration timeout, ProbeDone done);
     void changed(ProbeRole role, const ProbeChange& change);
     Slot* slot(ProbeRole role);
 

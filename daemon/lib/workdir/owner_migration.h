@@ -3,9 +3,10 @@
 // its own): what the worker wrote under its old uid must become writable by
 // the new one, and nothing else may change hands.
 //
-// Contract: walks `dir_fd`'s tree as tree_removal does (openat O_NOFOLLOW,
-// never by path, never following a symbolic link, never into another mount,
-// at most kMaxRemovalDepth levels) and changes the owner of exactly the
+// Contract: walks `dir_fd`'s tree with walk_tree (tree_walk.h: openat
+// O_NOFOLLOW, never by path, never following a symbolic link, memory bounded
+// whatever the tree holds), never into another mount, at most
+// kMaxRemovalDepth levels (deeper fails), and changes the owner of exactly the
 // entries owned by `from_uid`, with fchownat(AT_SYMLINK_NOFOLLOW) (a symlink
 // itself, never its target); their group moves from `from_gid` to `to_gid`
 // only where it was `from_gid`. A regular file with more than one hard link

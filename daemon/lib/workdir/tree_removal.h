@@ -6,8 +6,15 @@
 // following a symbolic link: a symlink (at any depth, `name` itself included)
 // is unlinked, its target untouched. It never descends into another mount: a
 // mount point at or below `name` makes the removal fail with EBUSY, leaving that
-// mount's contents alone. A missing `name` is success. A tree deeper than
-// kMaxRemovalDepth fails (one descriptor is held per level).
+// mount's contents alone. A missing `name` is success.
+//
+// Its memory is bounded whatever the tree holds (tree_walk.h: one buffer and
+// one descriptor per open level), and no size ends it early: a tree of any
+// number of entries and any depth is removed completely. A directory deeper
+// than `max_depth` levels is first moved up into `name` itself (renameat2
+// within the tree, RENAME_NOREPLACE) and removed in a later pass over `name`;
+// passes go on while each removes something, so the call either removes
+// everything or fails saying what is left.
 //
 // The caller must make sure no worker runs with this directory: a running
 // worker could keep creating entries (the removal would then fail with
@@ -23,6 +30,11 @@ namespace infervisor {
 
 inline constexpr int kMaxRemovalDepth = 256;
 
-Result<void> remove_workdir_tree(int parent_fd, const std::string& name);
+Result<void> remove_workdir_tree(int parent_fd, const std::string& name,
+                                 int max_depth = kMaxRemovalDepth);
+// Removes everything inside the open directory `dir_fd`, the directory
+// itself kept (the same walk; `shown` names it in errors).
+Result<void> remove_tree_contents(int dir_fd, const std::string& shown,
+                                  int max_depth = kMaxRemovalDepth);
 
 }  // namespace infervisor

@@ -189,7 +189,8 @@ TEST_F(CheckpointStoreTest, MeasureCountsTheCheckpointsBytes) {
     ASSERT_TRUE(fd);
     auto bytes = CheckpointStore::measure(fd->get(), published->sequence);
     ASSERT_TRUE(bytes) << bytes.error().message();
-    EXPECT_GE(*bytes, 256u * 1024);
+    EXPECT_GE(bytes->bytes, 256u * 1024);
+    EXPECT_TRUE(bytes->exact());
 }
 
 TEST_F(CheckpointStoreTest, EntriesThatAreNotCompleteCheckpointsAreIgnored) {

@@ -1,14 +1,16 @@
 // The exec probe on this machine's real cgroup2 (below the test's own
-// cgroup): real processes, real cgroup.kill. The caps are recorded instead
-// of written, since our development hosts' cgroup2 has no memory
-// controller; the VM scenario 122 runs it with the caps written.
+// cgroup): real processes, real cgroup.kill. The test's cgroup plays the
+// worker's: a "worker" process lives in it, and the probe's cgroup is a
+// child of it, as CgroupTree::worker_probe lays it out.
 #include "probe/exec_probe.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup/cgroup_discovery.h"
+#include "support/temp_dir.h"
 
 namespace infervisor {
 namespace {
@@ -32,25 +34,32 @@ class ExecProbeTest : public ::testing::Test {
 
     void TearDown() override {
         if (parent_.empty()) return;
-        CgroupDir probe = CgroupDir(parent_).child("w");
-        if (probe.exists()) {
-            (void)probe.kill();
-            usleep(200000);
-            (void)probe.remove();
-        }
-        (void)CgroupDir(parent_).remove();
+        CgroupDir worker(parent_);
+        (void)worker.set_frozen(false);
+        (void)worker.kill();  // the probe's cgroup and the "worker"
+        if (worker_pid_ > 0) ::waitpid(worker_pid_, nullptr, 0);
+        usleep(200000);
+        if (CgroupDir probe = worker.child("w"); probe.exists()) (void)probe.remove();
+        (void)worker.remove();
     }
 
+    // A process in the "worker's" cgroup, so that the probe's cgroup is a
+    // child of a cgroup with processes, as in the daemon.
+    void start_worker() {
+        worker_pid_ = ::fork();
+        if (worker_pid_ == 0) {
+            ::execl("/bin/sleep", "sleep", "1000", nullptr);
+            ::_exit(127);
+        }
+        ASSERT_GT(worker_pid_, 0);
+        ASSERT_TRUE(CgroupDir(parent_).move_process(worker_pid_).ok());
+    }
+    bool worker_alive() const { return worker_pid_ > 0 && ::kill(worker_pid_, 0) == 0; }
+
     ExecProbeSetup setup(std::vector<std::string> argv) {
-        ExecProbeSetup s{SpawnRequest{}, CgroupDir(parent_).child("w"), CgroupLimits{}};
+        ExecProbeSetup s{SpawnRequest{}, CgroupDir(parent_).child("w")};
         s.request.argv = std::move(argv);
         s.request.environment = {"PATH=/usr/bin:/bin"};
-        s.caps.memory_max = 64ull << 20;
-        s.caps.pids_max = 8;
-        s.write_caps = [this](const CgroupDir& dir, const CgroupLimits& caps) {
-            written_[dir.name()] = caps;
-            return Result<std::vector<std::string>>(std::vector<std::string>{});
-        };
         return s;
     }
 
@@ -71,7 +80,7 @@ class ExecProbeTest : public ::testing::Test {
 
     boost::asio::io_context io_;
     std::filesystem::path parent_;
-    std::map<std::string, CgroupLimits> written_;
+    pid_t worker_pid_ = -1;
 };
 
 TEST_F(ExecProbeTest, ExitZeroPassesAndTheCgroupGoes) {
@@ -79,9 +88,37 @@ TEST_F(ExecProbeTest, ExitZeroPassesAndTheCgroupGoes) {
     EXPECT_TRUE(outcome.passed) << outcome.detail;
     EXPECT_EQ(outcome.detail, "exited with code 0");
     EXPECT_TRUE(probe_cgroup_gone());
-    ASSERT_EQ(written_.count("w"), 1u);
-    EXPECT_EQ(*written_["w"].memory_max, 64ull << 20);
-    EXPECT_EQ(*written_["w"].pids_max, 8);
+}
+
+// Born inside the worker's cgroup (in the probe's child of it), beside the
+// worker's own processes, whatever the probe does there is the worker's.
+TEST_F(ExecProbeTest, RunsInAChildOfTheWorkersCgroupBesideItsProcesses) {
+    start_worker();
+    testing::TempDir out;
+    const std::string seen = (out.path() / "cgroup").string();
+    auto outcome = run(setup({"/bin/sh", "-c", "grep '^0::' /proc/self/cgroup > " + seen}));
+    EXPECT_TRUE(outcome.passed) << outcome.detail;
+    std::string line = testing::slurp(seen);
+    EXPECT_TRUE(line.starts_with("0::/")) << line;
+    EXPECT_TRUE(line.ends_with("/" + parent_.filename().string() + "/w\n")) << line;
+    EXPECT_TRUE(probe_cgroup_gone());
+    EXPECT_TRUE(worker_alive()) << "the probe's kill reached the worker";
+}
+
+// A frozen worker (a suspension's or a policy's freeze) would freeze the
+// probe before its execve, and the spawn waits for that execve on the loop:
+// the attempt fails at once, spawning nothing, and the worker stays as it
+// was.
+TEST_F(ExecProbeTest, AFrozenWorkerIsNotProbedAndNothingWaitsForIt) {
+    start_worker();
+    CgroupDir worker(parent_);
+    ASSERT_TRUE(worker.set_frozen(true).ok());
+    auto outcome = run(setup({"/bin/true"}));
+    EXPECT_FALSE(outcome.passed);
+    EXPECT_EQ(outcome.detail, "could not run: the worker is frozen");
+    EXPECT_TRUE(probe_cgroup_gone());
+    EXPECT_TRUE(worker_alive());
+    EXPECT_TRUE(worker.freeze_requested().value_or(false));
 }
 
 TEST_F(ExecProbeTest, NonZeroExitFails) {

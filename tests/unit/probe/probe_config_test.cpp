@@ -35,8 +35,6 @@ TEST(ProbeConfig, ParsesEveryKind) {
         interval: 30s
         timeout: 5s
         failure_threshold: 5
-        memory_max: 16M
-        pids_max: 4
 )"),
         "p.yaml");
     ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
@@ -60,9 +58,28 @@ TEST(ProbeConfig, ParsesEveryKind) {
     EXPECT_THAT(p.liveness->command, ElementsAre("/usr/bin/check", "--quick"));
     EXPECT_EQ(p.liveness->timeout, 5s);
     EXPECT_EQ(p.liveness->failure_threshold, 5);
-    EXPECT_EQ(p.liveness->exec_memory_max, 16u << 20);
-    EXPECT_EQ(p.liveness->exec_pids_max, 4);
     EXPECT_EQ(p.gate(), ProbeRole::startup);
+}
+
+// The caps of the probe's own cgroup are gone with it (the probe runs inside
+// the worker's cgroup): a configuration that still sets them loads, with a
+// warning at each key.
+TEST(ProbeConfig, AnExecProbesOwnCapsAreAcceptedWithAWarning) {
+    auto loaded = load_config_text(worker_with(R"(      liveness:
+        kind: exec
+        command: [/bin/true]
+        memory_max: 16M
+        pids_max: 4
+)"),
+                                   "p.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
+    EXPECT_THAT(loaded.errors.warning_lines(),
+                ElementsAre("p.yaml:9:21: 'memory_max' no longer applies: an exec probe runs "
+                            "inside the worker's cgroup, within the worker's memory and pids "
+                            "limits",
+                            "p.yaml:10:19: 'pids_max' no longer applies: an exec probe runs "
+                            "inside the worker's cgroup, within the worker's memory and pids "
+                            "limits"));
 }
 
 TEST(ProbeConfig, StatusIsOneCodeOrARange) {

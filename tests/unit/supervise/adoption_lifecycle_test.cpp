@@ -71,6 +71,44 @@ TEST_F(AdoptionLifecycle, ARunningWorkerIsAdoptedWithItsPidUptimeAndHeartbeats) 
     EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted, K::exited, K::stopped));
 }
 
+// A daemon that dies mid-attempt leaves the attempt's cgroup and process
+// (in the worker's cgroup, or in probes/ of the layout before exec probes
+// moved into it): the next daemon kills and removes them, and adopts the
+// worker itself untouched.
+TEST_F(AdoptionLifecycle, ProbeAttemptsOfAnEarlierDaemonAreReapedAndTheWorkerAdopted) {
+    Config config = load("workers:\n" + worker_yaml("a"));
+    supervisor_->apply(config);
+    run_until([&] { return count("a", K::ready) == 1; });
+    pid_t pid = supervisor_->find("a")->main_pid();
+    auto start_in = [](const CgroupDir& dir) {
+        EXPECT_TRUE(dir.create().ok());
+        pid_t child = ::fork();
+        if (child == 0) {
+            ::execl("/bin/sleep", "sleep", "1000", nullptr);
+            ::_exit(127);
+        }
+        EXPECT_TRUE(dir.move_process(child).ok());
+        return child;
+    };
+    CgroupTree tree(cgroup_root_);
+    CgroupDir in_worker = tree.worker_probe("a", "liveness");
+    CgroupDir retired = tree.retired_probes().child("a");
+    ASSERT_TRUE(tree.retired_probes().create().ok());
+    pid_t left_in_worker = start_in(in_worker);
+    pid_t left_retired = start_in(retired);
+
+    new_daemon(config);
+    EXPECT_EQ(::waitpid(left_in_worker, nullptr, 0), left_in_worker);
+    EXPECT_EQ(::waitpid(left_retired, nullptr, 0), left_retired);
+    EXPECT_FALSE(in_worker.exists());
+    EXPECT_FALSE(tree.retired_probes().exists());
+    Worker* w = supervisor_->find("a");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->state(), WorkerState::running);
+    EXPECT_EQ(w->main_pid(), pid);
+    EXPECT_THAT(kinds_of("a"), ElementsAre(K::adopted));
+}
+
 TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
     Config config =
         load("workers:\n" + worker_yaml("a",

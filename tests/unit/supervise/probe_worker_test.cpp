@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using K = EventKind;
+namespace fs = std::filesystem;
 
 // A port that was free a moment ago.
 int free_port() {
@@ -96,19 +97,27 @@ TEST_F(ProbedWorker, AHungWorkerIsKilledByItsLivenessProbeAndRestarted) {
     EXPECT_EQ(count("spinner", K::restarting), 1u);
 }
 
-TEST_F(ProbedWorker, AReadinessExecProbeGatesLoadingAndRunsInItsOwnCgroup) {
+// The probe runs inside the worker's cgroup (its limits hold it, and a
+// worker that ptraces it gains nothing outside them), in a child of its own
+// that gets no caps, and with the worker's oom_score_adj, not the daemon's.
+TEST_F(ProbedWorker, AReadinessExecProbeGatesLoadingAndRunsInsideTheWorkersCgroup) {
+    const fs::path seen = dir_->path() / "probe-saw";
     WorkerSpec spec = example("checked", {});
-    spec.probes.readiness = exec_probe({"/bin/sh", "-c", "exit 0"}, 300ms, 10s);
+    spec.oom_score_adj = 345;  // the daemon's (this test's) is another
+    spec.probes.readiness = exec_probe(
+        {"/bin/sh", "-c",
+         "{ grep '^0::' /proc/self/cgroup; cat /proc/self/oom_score_adj; } > " + seen.string()},
+        300ms, 10s);
     supervisor_->apply(config({spec}));
     run_until_event("checked", K::ready);
     EXPECT_THAT(last("checked", K::ready)->message,
                 HasSubstr("readiness probe passed: exited with code 0"));
-    // The caps of the probe's cgroup (probes/checked) went through the limits
-    // seam after the worker's own (workers/checked, no pids.max).
-    ASSERT_EQ(limits_written_.count("checked"), 1u);
-    EXPECT_EQ(limits_written_["checked"].pids_max, 32);
-    EXPECT_EQ(limits_written_["checked"].memory_max, 64ull << 20);
-    EXPECT_EQ(limits_written_["checked"].swap_max, 0u);
+    const std::string worker_cgroup = field(*last("checked", K::started), "CGROUP");
+    ASSERT_NE(slurp("/proc/self/oom_score_adj"), "345\n");
+    EXPECT_EQ(slurp(seen), "0::" + worker_cgroup + "/probe-readiness\n345\n");
+    // Only the worker's own limits were written: the probe's cgroup has none.
+    EXPECT_EQ(limits_written_.size(), 1u);
+    EXPECT_EQ(limits_written_.count("checked"), 1u);
 }
 
 TEST_F(ProbedWorker, AHangingExecProbeIsKilledAtItsTimeoutAndLeavesNothing) {
@@ -126,7 +135,7 @@ TEST_F(ProbedWorker, AHangingExecProbeIsKilledAtItsTimeoutAndLeavesNothing) {
     bool stopped = false;
     supervisor_->stop_all([&] { stopped = true; });
     run_until([&] { return stopped; });
-    CgroupDir probe = CgroupDir(cgroup_root_).child("probes").child("stuck");
+    CgroupDir probe = CgroupTree(cgroup_root_).worker_probe("stuck", "startup");
     run_until([&] { return !probe.exists(); });  // killed, reaped and removed
 }
 

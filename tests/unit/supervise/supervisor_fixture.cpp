@@ -59,17 +59,13 @@ void SupervisorFixture::TearDown() {
     if (!cgroup_root_.empty()) {
         CgroupDir root(cgroup_root_);
         for (const auto& child : root.child("workers").children()) {
-            (void)root.child("workers").child(child).kill();
+            CgroupDir worker = root.child("workers").child(child);
+            (void)worker.kill();  // its exec probes' cgroups too
             usleep(100000);
-            (void)root.child("workers").child(child).remove();
+            for (const auto& probe : worker.children()) (void)worker.child(probe).remove();
+            (void)worker.remove();
         }
         (void)root.child("workers").remove();
-        for (const auto& child : root.child("probes").children()) {  // exec probes' cgroups
-            (void)root.child("probes").child(child).kill();
-            usleep(100000);
-            (void)root.child("probes").child(child).remove();
-        }
-        (void)root.child("probes").remove();
         (void)root.remove();
     }
 }

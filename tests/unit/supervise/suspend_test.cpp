@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using K = EventKind;
+namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 class Suspension : public SupervisorFixture {
@@ -94,6 +95,44 @@ TEST_F(Suspension, ASuspendedWorkerIsFrozenKeepsItsRunAndCountsOnWhenResumed) {
     EXPECT_EQ(w->main_pid(), pid);  // the same run, counting on
     EXPECT_EQ(count("count", K::exited), 0u);
     EXPECT_EQ(count("count", K::started), 1u);
+}
+
+// Exec probes run inside the worker's cgroup, which a suspension freezes: a
+// probe spawned into it would stop before its execve. So a suspension ends
+// the probes as it freezes, none is started while it lasts, and the resume
+// starts them again.
+TEST_F(Suspension, ExecProbesStopWhileSuspendedAndStartAgainOnResume) {
+    TempDir out;
+    const std::string attempts = (out.path() / "attempts").string();
+    WorkerSpec spec = counter("probed");
+    spec.watchdog = 500ms;
+    ProbeSpec probe;
+    probe.kind = ProbeKind::exec;
+    probe.command = {"/bin/sh", "-c", "echo x >> " + attempts};
+    probe.interval = 200ms;
+    probe.timeout = 150ms;
+    spec.probes.liveness = probe;
+    supervisor_->apply(config({spec}));
+    run_until_event("probed", K::ready);
+    auto count_attempts = [&] {
+        std::string text = fs::exists(attempts) ? slurp(attempts) : "";
+        return std::count(text.begin(), text.end(), '\n');
+    };
+    run_until([&] { return count_attempts() >= 2; });
+    Worker* w = supervisor_->find("probed");
+    ASSERT_TRUE(w->suspend("test").ok());
+    run_until_event("probed", K::suspended);
+    EXPECT_TRUE(frozen("probed"));
+    CgroupDir probe_cgroup = CgroupTree(cgroup_root_).worker_probe("probed", "liveness");
+    run_until([&] { return !probe_cgroup.exists(); });
+    long at_suspend = count_attempts();
+    run_for(1500ms);  // seven probe intervals
+    EXPECT_EQ(count_attempts(), at_suspend);
+    EXPECT_FALSE(probe_cgroup.exists());
+    EXPECT_EQ(w->state(), WorkerState::suspended);
+    ASSERT_TRUE(w->resume("test-resume").ok());
+    run_until([&] { return count_attempts() >= at_suspend + 2; });
+    EXPECT_EQ(w->state(), WorkerState::running);
 }
 
 TEST_F(Suspension, ResumeIsRefusedUnlessSuspendedAndSuspendUnlessRunning) {

@@ -22,7 +22,8 @@ using testing::TempDir;
 uint64_t usage_of(const fs::path& dir) {
     auto usage = measure_usage(testing::open_dir(dir).get());
     EXPECT_TRUE(usage.ok()) << usage.error().message();
-    return usage.value_or(0);
+    EXPECT_TRUE(usage.ok() && usage->exact());
+    return usage.ok() ? usage->bytes : 0;
 }
 
 TEST(DiskUsage, CountsAllocatedBytesOfTheWholeTree) {
@@ -65,15 +66,60 @@ TEST(DiskUsage, WorksFromAnOPathDescriptor) {
     UniqueFd fd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     auto usage = measure_usage(fd.get());
     ASSERT_TRUE(usage.ok());
-    EXPECT_EQ(*usage, usage_of(dir.path()));
+    EXPECT_EQ(usage->bytes, usage_of(dir.path()));
 }
 
-TEST(DiskUsage, FailsOnATreeTooDeepToWalk) {
+// Deeper than the descriptors it may hold: what lies below the cap is not
+// counted, and the figure says it is a lower bound (it used to fail, which
+// left a quota unchecked).
+TEST(DiskUsage, ATreeTooDeepToWalkGivesALowerBound) {
     TempDir dir;
     fs::path deep = dir.path();
     for (int i = 0; i <= kMaxUsageDepth + 1; ++i) deep /= "d";
     fs::create_directories(deep);
-    EXPECT_FALSE(measure_usage(testing::open_dir(dir.path()).get()).ok());
+    dir.write("seen", std::string(MiB, 's'));
+    auto usage = measure_usage(testing::open_dir(dir.path()).get());
+    ASSERT_TRUE(usage.ok()) << usage.error().message();
+    EXPECT_FALSE(usage->exact());
+    EXPECT_TRUE(usage->capped.depth);
+    EXPECT_FALSE(usage->capped.entries);
+    EXPECT_GE(usage->bytes, MiB);
+    EXPECT_EQ(usage->capped_by(UsageLimits{}), "deeper than 256 levels");
+    std::ofstream(deep / "hidden") << std::string(MiB, 'h');
+    auto again = measure_usage(testing::open_dir(dir.path()).get());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->bytes, usage->bytes);  // below the cap: not seen
+}
+
+TEST(DiskUsage, StopsAtItsEntryCapWithALowerBound) {
+    TempDir dir;
+    for (int i = 0; i < 50; ++i) dir.write("f" + std::to_string(i), std::string(64 * 1024, 'f'));
+    uint64_t whole = usage_of(dir.path());
+    auto usage = measure_usage(testing::open_dir(dir.path()).get(), UsageLimits{.max_entries = 10});
+    ASSERT_TRUE(usage.ok());
+    EXPECT_TRUE(usage->capped.entries);
+    EXPECT_EQ(usage->entries, 10u);
+    EXPECT_LT(usage->bytes, whole);
+    EXPECT_GE(usage->bytes, 10 * 64 * 1024u);
+}
+
+// Beyond the remembered inodes, each link counts its share: the same total
+// when every link is in the tree, and never more.
+TEST(DiskUsage, HardLinksBeyondTheCapCountTheirShare) {
+    TempDir dir;
+    for (int i = 0; i < 40; ++i) {
+        auto file = dir.write("f" + std::to_string(i), std::string(64 * 1024, 'l'));
+        fs::create_hard_link(file, dir.path() / ("g" + std::to_string(i)));
+        fs::create_hard_link(file, dir.path() / ("h" + std::to_string(i)));
+    }
+    uint64_t exact = usage_of(dir.path());
+    auto usage =
+        measure_usage(testing::open_dir(dir.path()).get(), UsageLimits{.max_linked_inodes = 5});
+    ASSERT_TRUE(usage.ok());
+    EXPECT_EQ(usage->linked_inodes, 5u);
+    EXPECT_TRUE(usage->capped.hard_links);
+    EXPECT_LE(usage->bytes, exact);
+    EXPECT_GE(usage->bytes, exact - 40 * 4096);  // rounding of the shares at most
 }
 
 // In a child with its own mount namespace: a tmpfs mounted inside the tree

@@ -163,6 +163,29 @@ TEST_F(MonitorFixture, UsageOverTheQuotaWarnsOnceAndFillsTheSample) {
     EXPECT_EQ(count(EventKind::workdir_over_quota), 1u);  // once per crossing
 }
 
+// A tree too big to measure whole: its lower bound is the usage, and one
+// usage-capped event says so, not one per scan.
+TEST_F(MonitorFixture, AMeasurementThatReachesACapIsJournaledOnce) {
+    monitor.set_usage_limits(UsageLimits{.max_entries = 5});
+    for (int i = 0; i < 20; ++i)
+        std::ofstream(paths.state_dir / "workers/llama" / ("f" + std::to_string(i))) << "x";
+    monitor.scan_now();
+    const Event* e = wait_for(EventKind::usage_capped);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(field(*e, "USAGE_CAPPED_BY"), "more than 5 entries");
+    EXPECT_EQ(field(*e, "USAGE_ENTRIES"), "5");
+    auto usage = monitor.usage("llama");
+    ASSERT_TRUE(usage.has_value());
+    EXPECT_FALSE(usage->exact);
+
+    auto before = usage->measured_at;
+    monitor.scan_now();
+    for (int i = 0; i < 600 && monitor.usage("llama")->measured_at == before; ++i)
+        io.run_for(std::chrono::milliseconds(100));
+    ASSERT_NE(monitor.usage("llama")->measured_at, before);
+    EXPECT_EQ(count(EventKind::usage_capped), 1u);
+}
+
 TEST_F(MonitorFixture, AMeasurementOfAReleasedDirDoesNotLandOnItsSuccessor) {
     // Hold the background thread, so that the measurement stays in flight
     // while the worker is released and prepared again with a larger quota.

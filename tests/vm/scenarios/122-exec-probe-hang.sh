@@ -1,26 +1,28 @@
 #!/bin/bash
 # Issue 18, scenario 3: an exec probe that hangs forever (`sleep infinity`)
-# runs as the worker's user in its own capped cgroup (probes/NAME, with
-# memory.max and pids.max), is killed at its timeout each time, never runs
+# runs as the worker's user inside the worker's cgroup (workers/NAME/
+# probe-ROLE, issue 26 #10: the worker's limits hold it, and a worker that
+# ptraces it gains nothing outside them), with the worker's oom_score_adj,
+# is killed at its timeout each time (the worker untouched), never runs
 # twice at once, and leaves no process behind. Guest time: ~40-60 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
 at_exit dump_state
 
-probe_cgroup() { echo "$ivd_workers_cgroup/probes/$1"; }
+probe_cgroup() { echo "$ivd_workers_cgroup/workers/$1/probe-readiness"; }
 sleepers() { { pgrep -f -x '/bin/sleep infinity' || true; } | wc -l; }
-# read_probe_facts: while a probe runs, its uid and its cgroup's caps into
-# $probe_uid, $probe_memory_max, $probe_pids_max (the cgroup exists only
-# during an attempt).
+# read_probe_facts: while a probe runs, its uid, its cgroup as /proc names
+# it and its oom_score_adj into $probe_uid, $probe_cgroup_line, $probe_adj
+# (the probe's cgroup exists only during an attempt).
 read_probe_facts() {
 	local dir pid
 	dir=$(probe_cgroup checked)
 	pid=$(head -n1 "$dir/cgroup.procs" 2>/dev/null) || return 1
 	[[ -n $pid ]] || return 1
 	probe_uid=$(stat -c %u "/proc/$pid" 2>/dev/null) &&
-		probe_memory_max=$(cat "$dir/memory.max" 2>/dev/null) &&
-		probe_pids_max=$(cat "$dir/pids.max" 2>/dev/null)
+		probe_cgroup_line=$(grep '^0::' "/proc/$pid/cgroup" 2>/dev/null) &&
+		probe_adj=$(cat "/proc/$pid/oom_score_adj" 2>/dev/null)
 }
 no_sleeper_left() { ! pgrep -f -x '/bin/sleep infinity' >/dev/null; }
 
@@ -33,16 +35,20 @@ hanging_exec_probe_leaves_nothing() {
 		    memory: {max: 64M}
 		    probes:
 		      readiness: {kind: exec, command: [/bin/sleep, infinity], interval: 3s, timeout: 1s,
-		                  failure_threshold: 2, memory_max: 16M, pids_max: 4}
+		                  failure_threshold: 2}
 	YAML
 	fresh_daemon
 	wait_until 300 has_events checked started 1
-	# The probe runs as the worker does (its uid), in its own capped cgroup.
-	probe_uid="" probe_memory_max="" probe_pids_max=""
+	# The probe runs as the worker does (its uid, its oom_score_adj), inside
+	# the worker's cgroup.
+	probe_uid="" probe_cgroup_line="" probe_adj=""
 	wait_until 120 read_probe_facts
-	assert_eq "$(stat -c %u "/proc/$(main_pid checked)")" "$probe_uid" "the probe runs as the worker's user"
-	assert_eq 16777216 "$probe_memory_max" "probe cgroup memory.max"
-	assert_eq 4 "$probe_pids_max" "probe cgroup pids.max"
+	local main
+	main=$(main_pid checked)
+	assert_eq "$(stat -c %u "/proc/$main")" "$probe_uid" "the probe runs as the worker's user"
+	assert_eq "$(grep '^0::' "/proc/$main/cgroup")/probe-readiness" "$probe_cgroup_line" \
+		"the probe runs inside the worker's cgroup"
+	assert_eq "$(cat "/proc/$main/oom_score_adj")" "$probe_adj" "the probe has the worker's oom_score_adj"
 	wait_until 300 has_events checked probe-changed 1
 	assert_contains "$(event_field checked probe-changed PROBE_DETAIL | head -n1)" \
 		"no exit within 1s; killed" "the journal says it was killed at its timeout"
@@ -53,6 +59,7 @@ hanging_exec_probe_leaves_nothing() {
 		sleep 1
 	done
 	assert_eq 0 "$(ready_count checked)" "never ready"
+	assert_eq "$main" "$(main_pid checked)" "the probe's kills left the worker alone"
 	systemctl stop infervisord
 	assert_cmd no_sleeper_left
 	assert_fails test -d "$(probe_cgroup checked)"
