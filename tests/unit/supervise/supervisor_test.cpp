@@ -119,6 +119,26 @@ TEST_F(Lifecycle, StopEscalatesToCgroupKillAndLeavesNoOrphan) {
     EXPECT_EQ(field(*last("stubborn", K::exited), "EXIT_SIGNAL"), "SIGKILL");
 }
 
+// The same escalation on fake time: exactly at stop_timeout, not before.
+TEST_F(LifecycleOnFakeTime, StopEscalatesAtItsStopTimeoutNotBefore) {
+    auto spec = example("stubborn", {"--ignore-sigterm"});
+    spec.notify = true;  // READY=1 comes after it ignores SIGTERM
+    spec.stop_timeout = 30s;
+    supervisor_->apply(config({spec}));
+    run_until_event("stubborn", K::ready);
+    Worker* w = supervisor_->find("stubborn");
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    advance(30s - 1ms);
+    EXPECT_EQ(count("stubborn", K::stop_escalated), 0u);
+    EXPECT_EQ(w->state(), WorkerState::stopping);
+    advance(1ms);
+    EXPECT_EQ(count("stubborn", K::stop_escalated), 1u);
+    run_until([&] { return stopped; });
+    EXPECT_FALSE(w->cgroup().exists());
+    EXPECT_EQ(field(*last("stubborn", K::exited), "EXIT_SIGNAL"), "SIGKILL");
+}
+
 TEST_F(Lifecycle, AnOrphanIsKilledEvenWhenTheMainProcessExitsCleanly) {
     auto spec = example("forker", {"--double-fork", "--crash-after-ms", "200", "--exit-code", "0"});
     spec.restart.mode = RestartMode::on_failure;
@@ -214,12 +234,16 @@ TEST_F(Lifecycle, NotifyFromASenderThatHasEndedIsDroppedWithoutAnAlarm) {
     EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
 }
 
-TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
+TEST_F(LifecycleOnFakeTime, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
     auto spec = example("spinner", {"--spin-after-ms", "300"});
     spec.notify = true;
     spec.watchdog = 1s;
     spec.restart.mode = RestartMode::never;
     supervisor_->apply(config({spec}));
+    run_until_event("spinner", K::ready);
+    advance(999ms);  // no heartbeat is handled meanwhile
+    EXPECT_EQ(count("spinner", K::policy_action), 0u);
+    advance(1ms);
     run_until_event("spinner", K::exited);
     EXPECT_THAT(kinds_of("spinner"),
                 ElementsAre(K::started, K::ready, K::policy_action, K::exited));
