@@ -38,7 +38,7 @@ class BenchSupervisor {
     boost::asio::io_context io_;
     CgroupTree tree_;
     EventBus bus_;
-    SteadyClock clock_;
+    SteadyClock clock_{io_};
     WorkDirManager workdirs_;
     WorkerContext ctx_;
     Supervisor supervisor_;

@@ -101,7 +101,7 @@ class Daemon {
     asio::io_context io_;
     asio::signal_set signals_;
     asio::steady_timer watchdog_;
-    SteadyClock clock_;
+    SteadyClock clock_{io_};
     EventBus events_;
     Paths paths_;
     std::unique_ptr<CgroupTree> tree_;

@@ -2,13 +2,13 @@
 
 namespace infervisor {
 
-ProbeRunner::ProbeRunner(boost::asio::io_context& io, const Clock& clock, ProbeSpec spec,
-                         AttemptStarter starter, OnChange on_change)
+ProbeRunner::ProbeRunner(const Clock& clock, ProbeSpec spec, AttemptStarter starter,
+                         OnChange on_change)
     : tracker_(std::move(spec), clock),
       clock_(clock),
       starter_(std::move(starter)),
       on_change_(std::move(on_change)),
-      timer_(io) {}
+      timer_(clock.make_timer()) {}
 
 ProbeRunner::~ProbeRunner() { stop(); }
 
@@ -22,19 +22,14 @@ void ProbeRunner::start() {
 void ProbeRunner::stop() {
     running_ = false;
     ++generation_;
-    timer_.cancel();
+    timer_->cancel();
     if (in_flight_) std::exchange(in_flight_, nullptr)->cancel();
 }
 
 void ProbeRunner::arm() {
     auto due = tracker_.next_attempt_at();
     if (!running_ || !due) return;
-    // The tracker's clock decides when; the timer only wakes the loop then.
-    auto wait = std::max(*due - clock_.now(), TimePoint::duration::zero());
-    timer_.expires_after(wait);
-    timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
-        if (!ec && generation == generation_) attempt();
-    });
+    timer_->arm_at(*due, [this] { attempt(); });
 }
 
 void ProbeRunner::attempt() {

@@ -8,11 +8,10 @@
 // in tests). Callbacks run on the event loop thread and may call stop().
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 
+#include "base/timer.h"
 #include "probe/probe_attempt.h"
 #include "probe/probe_tracker.h"
 
@@ -24,8 +23,7 @@ class ProbeRunner {
         std::function<std::shared_ptr<ProbeAttempt>(Duration timeout, ProbeDone done)>;
     using OnChange = std::function<void(const ProbeChange&)>;
 
-    ProbeRunner(boost::asio::io_context& io, const Clock& clock, ProbeSpec spec,
-                AttemptStarter starter, OnChange on_change);
+    ProbeRunner(const Clock& clock, ProbeSpec spec, AttemptStarter starter, OnChange on_change);
     ~ProbeRunner();
     ProbeRunner(const ProbeRunner&) = delete;
     ProbeRunner& operator=(const ProbeRunner&) = delete;
@@ -44,7 +42,7 @@ class ProbeRunner {
     const Clock& clock_;
     AttemptStarter starter_;
     OnChange on_change_;
-    boost::asio::steady_timer timer_;
+    std::unique_ptr<Timer> timer_;  // on clock_: the next attempt
     std::shared_ptr<ProbeAttempt> in_flight_;
     bool running_ = false;
     uint64_t generation_ = 0;  // bumped by stop(): late callbacks of a stopped run are dropped

@@ -30,7 +30,10 @@ bool still_waiting(const Worker& w, WorkerState state) {
 std::string rule_trigger(std::string_view rule) { return "rule '" + std::string(rule) + "'"; }
 
 PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
-    : ctx_(ctx), supervisor_(supervisor), tick_(ctx.io), wake_timer_(ctx.io) {
+    : ctx_(ctx),
+      supervisor_(supervisor),
+      tick_(ctx.clock.make_timer()),
+      wake_timer_(ctx.clock.make_timer()) {
     subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
 }
 
@@ -159,19 +162,18 @@ void PolicyRunner::adopt_preempted() {
 
 void PolicyRunner::stop() {
     running_ = false;
-    tick_.cancel();
-    wake_timer_.cancel();
+    tick_->cancel();
+    wake_timer_->cancel();
     evaluation_queued_ = false;
     if (psi_watch_) psi_watch_->cancel();
     watches_.clear();
 }
 
 void PolicyRunner::arm_tick() {
-    tick_.expires_after(interval_);
-    tick_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || !running_) return;
-        tick_lateness_ = std::chrono::duration_cast<std::chrono::microseconds>(
-            std::chrono::steady_clock::now() - tick_.expiry());
+    tick_->arm(interval_, [this] {
+        if (!running_) return;
+        tick_lateness_ =
+            std::chrono::duration_cast<std::chrono::microseconds>(ctx_.clock.now() - tick_->due());
         evaluate_now();
         tick_lateness_ = {};
         arm_tick();
@@ -199,10 +201,7 @@ void PolicyRunner::request_evaluation(std::string_view why) {
         });
         return;
     }
-    wake_timer_.expires_after(kMinWakeGap - (now - *last_evaluation_));
-    wake_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-        if (!ec && !alive.expired()) run_queued_evaluation();
-    });
+    wake_timer_->arm(kMinWakeGap - (now - *last_evaluation_), [this] { run_queued_evaluation(); });
 }
 
 void PolicyRunner::run_queued_evaluation() {

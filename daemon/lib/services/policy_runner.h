@@ -28,12 +28,12 @@
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
 
+#include "base/timer.h"
 #include "cgroup/psi_trigger.h"
 #include "config/daemon_config.h"
 #include "metrics/evaluation_round.h"
@@ -119,8 +119,10 @@ class PolicyRunner final : public Service {
     Duration interval_ = std::chrono::seconds(2);
     std::set<std::string> known_;
     std::set<std::string> host_rules_;  // their names
-    boost::asio::steady_timer tick_;
-    boost::asio::steady_timer wake_timer_;
+    // On ctx_.clock: every sample_interval; a wake-up kMinWakeGap after the
+    // last evaluation.
+    std::unique_ptr<Timer> tick_;
+    std::unique_ptr<Timer> wake_timer_;
     std::optional<PsiTrigger> psi_;
     std::unique_ptr<boost::asio::posix::stream_descriptor> psi_watch_;
     std::map<std::string, std::unique_ptr<WorkerSignalWatch>> watches_;

@@ -22,14 +22,11 @@ std::optional<uint64_t> memory_current(const Worker& w) {
 }  // namespace
 
 AdmissionQueue::AdmissionQueue(WorkerContext& ctx, WorkerList workers)
-    : ctx_(ctx), workers_(std::move(workers)), timer_(ctx.io) {
+    : ctx_(ctx), workers_(std::move(workers)), timer_(ctx.clock.make_timer()) {
     subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
 }
 
-AdmissionQueue::~AdmissionQueue() {
-    ctx_.events.unsubscribe(subscription_);
-    timer_.cancel();
-}
+AdmissionQueue::~AdmissionQueue() { ctx_.events.unsubscribe(subscription_); }
 
 AdmissionVerdict AdmissionQueue::check(const WorkerSpec& spec) const {
     std::vector<ReservedWorker> running;
@@ -55,15 +52,9 @@ void AdmissionQueue::on_event(const Event& e) {
 }
 
 void AdmissionQueue::schedule(Duration delay) {
-    auto due = std::chrono::steady_clock::now() + delay;
-    if (scheduled_ && timer_.expiry() <= due) return;
-    scheduled_ = true;
-    timer_.expires_at(due);
-    timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec) return;
-        scheduled_ = false;
-        recheck();
-    });
+    auto due = ctx_.clock.now() + delay;
+    if (timer_->armed() && timer_->due() <= due) return;
+    timer_->arm_at(due, [this] { recheck(); });
 }
 
 void AdmissionQueue::recheck() {

@@ -12,17 +12,17 @@
 // running, stopping) and a reserve. A suspended worker gave its memory back;
 // its way back is resume_when, which checks the room itself.
 //
-// Contract: event loop thread only; reading the files is a few small reads
+// Contract: event loop thread only; its time is ctx.clock's; reading the files is a few small reads
 // per worker with a reserve. The queue sees the workers only through the
 // WorkerList its owner (the Supervisor) hands in, so it does not depend on
 // its owner.
 #pragma once
 
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "base/timer.h"
 #include "journal/event_bus.h"
 #include "policy/admission.h"
 #include "supervise/worker_context.h"
@@ -56,8 +56,7 @@ class AdmissionQueue {
     WorkerContext& ctx_;
     WorkerList workers_;
     EventBus::SinkId subscription_ = 0;
-    boost::asio::steady_timer timer_;
-    bool scheduled_ = false;
+    std::unique_ptr<Timer> timer_;  // on ctx_.clock: the next recheck
 };
 
 }  // namespace infervisor

@@ -38,11 +38,11 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
       spec_(std::move(spec)),
       tracker_(spec_.restart, ctx.clock),
       host_kills_(ctx.clock),
-      stop_timer_(ctx.io),
-      restart_timer_(ctx.io),
-      watchdog_timer_(ctx.io),
-      start_timer_(ctx.io),
-      empty_timer_(ctx.io),
+      stop_timer_(ctx.clock.make_timer()),
+      restart_timer_(ctx.clock.make_timer()),
+      watchdog_timer_(ctx.clock.make_timer()),
+      start_timer_(ctx.clock.make_timer()),
+      empty_timer_(ctx.clock.make_timer()),
       checkpoints_(ctx.io, ctx.clock, ctx.paths, spec_.name,
                    [this](EventKind kind, std::string message, WorkerCheckpoints::Fields fields) {
                        emit(kind, std::move(message), std::move(fields));
@@ -68,14 +68,7 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
     });
 }
 
-Worker::~Worker() {
-    probes_.reset();
-    stop_timer_.cancel();
-    restart_timer_.cancel();
-    watchdog_timer_.cancel();
-    start_timer_.cancel();
-    empty_timer_.cancel();
-}
+Worker::~Worker() { probes_.reset(); }
 
 void Worker::emit(EventKind kind, std::string message,
                   std::vector<std::pair<std::string, std::string>> fields) {
@@ -123,7 +116,7 @@ void Worker::start() {
         return;
     }
     if (state_ == WorkerState::starting || state_ == WorkerState::running) return;
-    restart_timer_.cancel();
+    restart_timer_->cancel();
     // An operator asked: the start limit counts afresh.
     if (state_ == WorkerState::failed || state_ == WorkerState::parked) {
         tracker_.reset();
@@ -138,7 +131,7 @@ void Worker::restart() {
         state_ == WorkerState::waiting) {
         tracker_.reset();
         host_kills_.reset();
-        restart_timer_.cancel();
+        restart_timer_->cancel();
         launch();
         return;
     }
@@ -276,9 +269,8 @@ void Worker::wait_for_lock(const Error& error) {
          "start delayed: " + error.what + "; not counted as a failed start, retrying in " +
              format_duration(delay) + " (attempt " + std::to_string(lock_waits_) + ")",
          {{"DELAY_MS", milliseconds_text(delay)}, {"ATTEMPT", std::to_string(lock_waits_)}});
-    restart_timer_.expires_after(delay);
-    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && state_ == WorkerState::backoff) launch();
+    restart_timer_->arm(delay, [this] {
+        if (state_ == WorkerState::backoff) launch();
     });
 }
 
@@ -401,7 +393,7 @@ void Worker::stop(Done done) {
             if (done) done();
             return;
         case WorkerState::backoff:
-            restart_timer_.cancel();
+            restart_timer_->cancel();
             set_state(WorkerState::stopped, WorkerMove::stop);
             emit(EventKind::stopped, "stopped (was waiting to restart)");
             if (done) done();
@@ -439,13 +431,12 @@ void Worker::begin_stop() {
     suspension_.abandon();  // limits back, thawed: it must act on its stop signal
     set_state(WorkerState::stopping, WorkerMove::stop);
     if (probes_) probes_->run_ended();  // a stopping worker is not judged
-    watchdog_timer_.cancel();
-    start_timer_.cancel();
+    watchdog_timer_->cancel();
+    start_timer_->cancel();
     if (run_->pidfd) (void)send_signal(run_->pidfd->native_handle(), spec_.stop_signal);
     (void)cgroup().set_frozen(false);  // a frozen worker could not act on the signal
-    stop_timer_.expires_after(spec_.stop_timeout);
-    stop_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || state_ != WorkerState::stopping || exiting()) return;
+    stop_timer_->arm(spec_.stop_timeout, [this] {
+        if (state_ != WorkerState::stopping || exiting()) return;
         emit(EventKind::stop_escalated,
              "did not stop within " + format_duration(spec_.stop_timeout) + " of " +
                  signal_name(spec_.stop_signal) + "; killing its cgroup",

@@ -13,13 +13,13 @@
 #pragma once
 
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/timer.h"
 #include "notify/notify_socket.h"
 #include "policy/rule_spec.h"
 #include "process/spawn_request.h"
@@ -296,11 +296,13 @@ class Worker {
 
     std::optional<NotifySocket> notify_;
     std::unique_ptr<boost::asio::posix::stream_descriptor> notify_watch_;
-    boost::asio::steady_timer stop_timer_;
-    boost::asio::steady_timer restart_timer_;
-    boost::asio::steady_timer watchdog_timer_;
-    boost::asio::steady_timer start_timer_;  // start_timeout of a notify worker
-    boost::asio::steady_timer empty_timer_;
+    // On ctx_.clock: the stop timeout, the restart's delay, the watchdog, the
+    // start timeout of a loading worker, the polls for an empty cgroup.
+    std::unique_ptr<Timer> stop_timer_;
+    std::unique_ptr<Timer> restart_timer_;
+    std::unique_ptr<Timer> watchdog_timer_;
+    std::unique_ptr<Timer> start_timer_;
+    std::unique_ptr<Timer> empty_timer_;
 
     std::string config_snapshot_;
     // The current run, from its launch to its end (worker_run.h); empty

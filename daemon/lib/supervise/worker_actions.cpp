@@ -91,8 +91,8 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     set_state(WorkerState::suspended, WorkerMove::suspend);
     // A frozen worker sends no WATCHDOG=1 and no READY=1 and answers no
     // probe: not its fault.
-    watchdog_timer_.cancel();
-    start_timer_.cancel();
+    watchdog_timer_->cancel();
+    start_timer_->cancel();
     if (probes_) probes_->run_ended();
     return {};
 }

@@ -150,10 +150,7 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
     if (!ready && !frozen && loading_gated() && spec_.start_timeout.count() > 0) {
         // What is left of start_timeout: a daemon restart does not extend it.
         auto left = std::max(Duration(0), spec_.start_timeout - uptime);
-        start_timer_.expires_after(left);
-        start_timer_.async_wait([this](const boost::system::error_code& ec) {
-            if (!ec) on_start_timeout();
-        });
+        start_timer_->arm(left, [this] { on_start_timeout(); });
     }
     if (p.state != WorkerState::stopping) return;
     // Carry on what the earlier daemon was doing.

@@ -53,13 +53,10 @@ WorkerCheckpoints::WorkerCheckpoints(boost::asio::io_context& io, const Clock& c
       paths_(std::move(paths)),
       worker_(std::move(worker)),
       emit_(std::move(emit)),
-      timeout_timer_(io),
-      periodic_timer_(io) {}
+      timeout_timer_(clock.make_timer()),
+      periodic_timer_(clock.make_timer()) {}
 
-WorkerCheckpoints::~WorkerCheckpoints() {
-    timeout_timer_.cancel();
-    periodic_timer_.cancel();
-}
+WorkerCheckpoints::~WorkerCheckpoints() = default;
 
 std::string WorkerCheckpoints::last_good() const {
     if (!store_ || !store_->newest()) return "none";
@@ -169,7 +166,7 @@ void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
 
 void WorkerCheckpoints::run_ended() {
     signaller_ = nullptr;
-    periodic_timer_.cancel();
+    periodic_timer_->cancel();
     if (pending_) finish({false, false, "the run ended"});
 }
 
@@ -183,15 +180,12 @@ Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late
                             thaw);
     if (auto r = signaller_(spec_.signal, thaw); !r) return r;
     pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
-    timeout_timer_.expires_after(spec_.timeout);
-    timeout_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) on_timeout();
-    });
+    timeout_timer_->arm(spec_.timeout, [this] { on_timeout(); });
     return {};
 }
 
 void WorkerCheckpoints::finish(Outcome outcome) {
-    timeout_timer_.cancel();
+    timeout_timer_->cancel();
     auto pending = std::move(pending_);
     pending_.reset();
     if (pending && pending->criu && pending->then_stop) outcome.kill = true;
@@ -259,7 +253,7 @@ void WorkerCheckpoints::publish_answer(std::optional<double> seconds, const std:
         last_answer_took_ =
             std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*seconds));
     if (answer) {
-        timeout_timer_.cancel();
+        timeout_timer_->cancel();
         pending_->published = published->sequence;
     }
     if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
@@ -347,11 +341,10 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
 }
 
 void WorkerCheckpoints::arm_periodic() {
-    periodic_timer_.cancel();
+    periodic_timer_->cancel();
     if (spec_.interval <= Duration::zero()) return;
-    periodic_timer_.expires_after(spec_.interval);
-    periodic_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || !signaller_) return;
+    periodic_timer_->arm(spec_.interval, [this] {
+        if (!signaller_) return;
         if (!pending_) {
             auto r = request("periodic", "the worker keeps running", {}, false);
             if (!r) spdlog::warn("{}: periodic checkpoint: {}", worker_, r.error().message());

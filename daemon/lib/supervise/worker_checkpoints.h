@@ -34,7 +34,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -46,6 +45,7 @@
 #include "base/clock.h"
 #include "base/paths.h"
 #include "base/result.h"
+#include "base/timer.h"
 #include "checkpoint/checkpoint_spec.h"
 #include "checkpoint/checkpoint_store.h"
 #include "journal/event.h"
@@ -187,8 +187,9 @@ class WorkerCheckpoints {
     size_t unusable_unrequested_ = 0;  // CHECKPOINT=1 with nothing to publish
     int recording_ = 0;                // published checkpoints being measured
     bool deferred_ = false;            // an unrequested CHECKPOINT=1 came meanwhile
-    boost::asio::steady_timer timeout_timer_;
-    boost::asio::steady_timer periodic_timer_;
+    // On clock_: when a request's answer is due; checkpoint.interval.
+    std::unique_ptr<Timer> timeout_timer_;
+    std::unique_ptr<Timer> periodic_timer_;
     std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
     ProcessLookup lookup_;
     std::unique_ptr<WorkerCriu> criu_;            // created at the first criu dump or restore

@@ -51,10 +51,7 @@ std::optional<Worker::ReapedExit> Worker::reap_main_process() {
         if (status) {
             // Readable but not reapable (a tracer holds the zombie): retry
             // on a timer rather than spin on the descriptor.
-            empty_timer_.expires_after(std::chrono::milliseconds(100));
-            empty_timer_.async_wait([this](const boost::system::error_code& ec) {
-                if (!ec) watch_exit();
-            });
+            empty_timer_->arm(std::chrono::milliseconds(100), [this] { watch_exit(); });
             return std::nullopt;
         }
     }
@@ -79,9 +76,9 @@ ExitReason Worker::exit_reason_of(const ReapedExit& reaped) const {
 void Worker::end_run_watches() {
     if (probes_) probes_->run_ended();
     run_->pidfd.reset();
-    watchdog_timer_.cancel();
-    start_timer_.cancel();
-    stop_timer_.cancel();
+    watchdog_timer_->cancel();
+    start_timer_->cancel();
+    stop_timer_->cancel();
 }
 
 void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
@@ -132,11 +129,8 @@ void Worker::after_empty(Done next, int polls) {
         spdlog::warn("{}: cgroup still populated after kill; waiting (a process in D state?)",
                      spec_.name);
     if (polls % 50 == 49) (void)cgroup().kill();
-    empty_timer_.expires_after(std::chrono::milliseconds(std::min(10 * (polls + 1), 200)));
-    empty_timer_.async_wait(
-        [this, next = std::move(next), polls](const boost::system::error_code& ec) {
-            if (!ec) after_empty(next, polls + 1);
-        });
+    empty_timer_->arm(std::chrono::milliseconds(std::min(10 * (polls + 1), 200)),
+                      [this, next = std::move(next), polls] { after_empty(next, polls + 1); });
 }
 
 void Worker::finish_run(const ExitReason& reason) {
@@ -233,9 +227,8 @@ void Worker::schedule_restart(const RestartVerdict& verdict) {
          {{"DELAY_MS", milliseconds_text(verdict.delay)},
           {"ATTEMPT", std::to_string(verdict.attempt)}});
     room_wait_logged_ = false;
-    restart_timer_.expires_after(verdict.delay);
-    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && state_ == WorkerState::backoff) launch_when_room();
+    restart_timer_->arm(verdict.delay, [this] {
+        if (state_ == WorkerState::backoff) launch_when_room();
     });
 }
 
@@ -260,9 +253,8 @@ void Worker::launch_when_room() {
               {"WANTED_AVAILABLE_BYTES", std::to_string(room.wanted_available)},
               {"HOST_MEM_AVAILABLE_BYTES", std::to_string(room.available.value_or(0))}});
     }
-    restart_timer_.expires_after(kRoomPoll);
-    restart_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && state_ == WorkerState::backoff) launch_when_room();
+    restart_timer_->arm(kRoomPoll, [this] {
+        if (state_ == WorkerState::backoff) launch_when_room();
     });
 }
 

@@ -98,7 +98,7 @@ std::string Worker::awaited_signal() const {
 // The end of loading: READY=1, the gate probe's first pass, or at once for
 // a worker with neither. `why` empty: there was nothing to wait for.
 void Worker::enter_running(const std::string& why) {
-    start_timer_.cancel();
+    start_timer_->cancel();
     set_state(WorkerState::running, WorkerMove::ready);
     emit(EventKind::ready, why.empty() ? "running" : "ready (" + why + ")",
          {{"PID", std::to_string(run_->pid)}});
@@ -170,10 +170,7 @@ std::optional<Duration> Worker::watchdog_timeout() const {
 void Worker::arm_watchdog() {
     auto timeout = watchdog_timeout();
     if (!timeout || main_pid() == 0) return;
-    watchdog_timer_.expires_after(*timeout);
-    watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) on_watchdog_expired();
-    });
+    watchdog_timer_->arm(*timeout, [this] { on_watchdog_expired(); });
 }
 
 void Worker::on_watchdog_expired() {
@@ -196,10 +193,7 @@ void Worker::on_watchdog_expired() {
 
 void Worker::arm_start_timeout() {
     if (!loading_gated() || spec_.start_timeout.count() <= 0 || main_pid() == 0) return;
-    start_timer_.expires_after(spec_.start_timeout);
-    start_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) on_start_timeout();
-    });
+    start_timer_->arm(spec_.start_timeout, [this] { on_start_timeout(); });
 }
 
 void Worker::on_start_timeout() {

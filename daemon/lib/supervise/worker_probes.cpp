@@ -56,7 +56,7 @@ WorkerProbes::WorkerProbes(WorkerContext& ctx, std::string worker, const ProbesS
         };
         auto report = [this, role](const ProbeChange& c) { changed(role, c); };
         slots_.push_back(
-            {role, std::make_unique<ProbeRunner>(ctx_.io, ctx_.clock, *probe, starter, report)});
+            {role, std::make_unique<ProbeRunner>(ctx_.clock, *probe, starter, report)});
     }
 }
 

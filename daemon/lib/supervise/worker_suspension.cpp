@@ -48,9 +48,9 @@ WorkerSuspension::WorkerSuspension(boost::asio::io_context& io, const Clock& clo
       worker_(std::move(worker)),
       emit_(std::move(emit)),
       thawed_(std::move(thawed)),
-      freeze_timer_(io) {}
+      freeze_timer_(clock.make_timer()) {}
 
-WorkerSuspension::~WorkerSuspension() { freeze_timer_.cancel(); }
+WorkerSuspension::~WorkerSuspension() = default;
 
 BackgroundWork& WorkerSuspension::background() {
     if (!background_) background_ = std::make_unique<BackgroundWork>(io_);
@@ -112,11 +112,12 @@ void WorkerSuspension::wait_frozen(int polls) {
     if (clock_.now() - *since_ >= kFreezeWait)
         return give_up_freezing(frozen ? "a task has not reached the freezer"
                                        : frozen.error().message());
-    freeze_timer_.expires_after(std::chrono::milliseconds(std::min(5 << std::min(polls, 5), 100)));
     uint64_t generation = generation_;
-    freeze_timer_.async_wait([this, polls, generation](const boost::system::error_code& ec) {
-        if (!ec && generation == generation_ && phase_ == Phase::freezing) wait_frozen(polls + 1);
-    });
+    freeze_timer_->arm(std::chrono::milliseconds(std::min(5 << std::min(polls, 5), 100)),
+                       [this, polls, generation] {
+                           if (generation == generation_ && phase_ == Phase::freezing)
+                               wait_frozen(polls + 1);
+                       });
 }
 
 // Issue 26, defect 10: a worker whose tasks do not all freeze keeps
@@ -255,7 +256,7 @@ void WorkerSuspension::answer_suspend(Outcome outcome) {
 void WorkerSuspension::abandon() {
     if (!active()) return;
     ++generation_;
-    freeze_timer_.cancel();
+    freeze_timer_->cancel();
     restore_limits();
     (void)dir_->set_frozen(false);
     phase_ = Phase::none;

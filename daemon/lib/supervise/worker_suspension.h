@@ -28,7 +28,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,6 +38,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "base/timer.h"
 #include "cgroup/cgroup_dir.h"
 #include "cgroup/memory_reclaim.h"
 #include "journal/event.h"
@@ -133,7 +133,8 @@ class WorkerSuspension {
     Finished suspended_;                         // answer of the pending suspend
     std::optional<std::pair<std::string, Finished>> queued_resume_;  // during the reclaim
     uint64_t generation_ = 0;  // bumped by abandon(): a late reclaim result is dropped
-    boost::asio::steady_timer freeze_timer_;
+    // On clock_: polls cgroup.freeze.
+    std::unique_ptr<Timer> freeze_timer_;
     std::unique_ptr<BackgroundWork> background_;  // created at the first suspension
 };
 

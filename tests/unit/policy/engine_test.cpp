@@ -8,6 +8,7 @@
 #include "policy/policy_engine.h"
 #include "policy/rule_config.h"
 #include "support/byte_units.h"
+#include "support/fake_clock.h"
 #include "support/measurement.h"
 
 namespace infervisor {

@@ -15,6 +15,7 @@
 #include "policy/worker_phase.h"
 #include "supervise/policy_options.h"
 #include "support/byte_units.h"
+#include "support/fake_clock.h"
 #include "support/measurement.h"
 
 namespace infervisor {

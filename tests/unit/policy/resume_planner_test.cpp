@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "support/byte_units.h"
+#include "support/fake_clock.h"
 #include "support/measurement.h"
 
 namespace infervisor {

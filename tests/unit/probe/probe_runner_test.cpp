@@ -1,14 +1,15 @@
-// ProbeRunner with a scripted attempt starter: the order of verdict changes,
-// one attempt at a time, and stop() as a hard end. The tracker's own timing
-// rules are tested with a fake clock in probe_tracker_test.cpp; here the
-// timeout is far above anything the loop could take, so the real clock
-// never turns a pass into a failure.
+// ProbeRunner with a scripted attempt starter on a fake clock: the order of
+// verdict changes, one attempt at a time, and stop() as a hard end. The
+// tracker's own timing rules are tested in probe_tracker_test.cpp.
 #include "probe/probe_runner.h"
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <deque>
+
+#include "support/fake_clock.h"
 
 namespace infervisor {
 namespace {
@@ -52,14 +53,27 @@ class ProbeRunnerTest : public ::testing::Test {
         };
     }
 
+    // Runs the answers posted so far; when there are none, moves the clock
+    // to the next attempt. Stops when `condition` holds or nothing is left.
     void run_until(const std::function<bool()>& condition) {
-        io.restart();  // it stops whenever it runs out of work (an attempt held)
-        for (int i = 0; i < 100000 && !condition(); ++i) io.run_one_for(std::chrono::seconds(5));
+        while (!condition()) {
+            io.restart();
+            if (io.poll() == 0 && !clock.fire_next()) break;
+        }
         ASSERT_TRUE(condition());
+    }
+    // Lets `d` pass, answering what is answered meanwhile.
+    void run_for(Duration d) {
+        auto until = clock.now() + d;
+        do {
+            io.restart();
+            io.poll();
+        } while (clock.next_due() && *clock.next_due() <= until && clock.fire_next());
+        clock.advance_to(until);
     }
 
     asio::io_context io;
-    SteadyClock clock;
+    FakeClock clock;
     std::deque<bool> script;
     int started = 0;
     ProbeDone held;
@@ -69,7 +83,7 @@ class ProbeRunnerTest : public ::testing::Test {
 
 TEST_F(ProbeRunnerTest, ReportsEachChangeInOrder) {
     script = {false, false, true, false, false, false, true};
-    ProbeRunner runner(io, clock, spec(3), scripted(),
+    ProbeRunner runner(clock, spec(3), scripted(),
                        [&](const ProbeChange& c) { changes.push_back(c); });
     runner.start();
     run_until([&] { return held != nullptr; });
@@ -84,23 +98,23 @@ TEST_F(ProbeRunnerTest, ReportsEachChangeInOrder) {
 }
 
 TEST_F(ProbeRunnerTest, NeverStartsASecondAttemptWhileOneIsUnanswered) {
-    ProbeRunner runner(io, clock, spec(3), scripted(), nullptr);
+    ProbeRunner runner(clock, spec(3), scripted(), nullptr);
     runner.start();
     run_until([&] { return started == 1; });
-    io.run_for(std::chrono::milliseconds(100));  // twenty intervals
+    run_for(std::chrono::milliseconds(100));  // twenty intervals
     EXPECT_EQ(started, 1);
     EXPECT_TRUE(runner.tracker().in_flight());
 }
 
 TEST_F(ProbeRunnerTest, StopCancelsTheAttemptAndSilencesItsAnswer) {
-    ProbeRunner runner(io, clock, spec(1), scripted(),
+    ProbeRunner runner(clock, spec(1), scripted(),
                        [&](const ProbeChange& c) { changes.push_back(c); });
     runner.start();
     run_until([&] { return started == 1; });
     runner.stop();
     EXPECT_TRUE(attempts.at(0)->cancelled);
     held(ProbeOutcome{false, "late", std::nullopt});  // an answer after the stop
-    io.run_for(std::chrono::milliseconds(50));
+    run_for(std::chrono::milliseconds(50));
     EXPECT_TRUE(changes.empty());
     EXPECT_EQ(started, 1);
     EXPECT_FALSE(runner.running());
@@ -109,21 +123,21 @@ TEST_F(ProbeRunnerTest, StopCancelsTheAttemptAndSilencesItsAnswer) {
 TEST_F(ProbeRunnerTest, ACallbackThatStopsTheRunnerEndsIt) {
     script = {false, false, false, false};
     ProbeRunner* self = nullptr;
-    ProbeRunner runner(io, clock, spec(1), scripted(), [&](const ProbeChange& c) {
+    ProbeRunner runner(clock, spec(1), scripted(), [&](const ProbeChange& c) {
         changes.push_back(c);
         self->stop();
     });
     self = &runner;
     runner.start();
     run_until([&] { return !changes.empty(); });
-    io.run_for(std::chrono::milliseconds(50));
+    run_for(std::chrono::milliseconds(50));
     EXPECT_EQ(started, 1);
     EXPECT_EQ(changes.size(), 1u);
 }
 
 TEST_F(ProbeRunnerTest, StartAgainBeginsANewRunFromUnknown) {
     script = {false};
-    ProbeRunner runner(io, clock, spec(1), scripted(),
+    ProbeRunner runner(clock, spec(1), scripted(),
                        [&](const ProbeChange& c) { changes.push_back(c); });
     runner.start();
     run_until([&] { return changes.size() == 1; });

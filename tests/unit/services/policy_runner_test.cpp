@@ -19,6 +19,7 @@ using namespace std::chrono_literals;
 
 class PolicyRunnerTest : public SupervisorFixture {
   protected:
+    explicit PolicyRunnerTest(bool fake_time = false) : SupervisorFixture(fake_time) {}
     Config with_rule(WorkerSpec spec, const char* rules_yaml) {
         ConfigErrors errors;
         spec.rules = parse_rules(YAML::Load(rules_yaml), errors);
@@ -192,6 +193,37 @@ TEST_F(PolicyRunnerTest, WakeUpsAreCoalescedIntoOneQueuedEvaluation) {
     // Right after an evaluation a wake-up is delayed, not dropped.
     runner_->request_evaluation("test");
     run_until([&] { return runner_->evaluations() > before + 1; });
+}
+
+// On fake time: the tick every sample_interval, and the wake-up that waits
+// for kMinWakeGap after an evaluation, each exactly at its time.
+class PolicyRunnerOnFakeTime : public PolicyRunnerTest {
+  protected:
+    PolicyRunnerOnFakeTime() : PolicyRunnerTest(true) {}
+};
+
+TEST_F(PolicyRunnerOnFakeTime, TicksEverySampleIntervalAndAWakeUpWaitsForTheGap) {
+    auto c = with_rule(example("calm", {}), "[{name: never, when: 'runtime > 1d', action: log}]");
+    c.daemon.sample_interval = 10s;
+    start(c);
+    run_until_event("calm", K::ready);
+    size_t before = runner_->evaluations();
+    advance(10s - 1ms);
+    EXPECT_EQ(runner_->evaluations(), before);
+    advance(1ms);
+    EXPECT_EQ(runner_->evaluations(), before + 1);  // the tick
+    advance(10s);
+    EXPECT_EQ(runner_->evaluations(), before + 2);  // and the next
+
+    // Right after the tick's evaluation: delayed by the gap, coalesced.
+    runner_->request_evaluation("test");
+    runner_->request_evaluation("test");
+    advance(PolicyRunner::kMinWakeGap - 1ms);
+    EXPECT_EQ(runner_->evaluations(), before + 2);
+    advance(1ms);
+    EXPECT_EQ(runner_->evaluations(), before + 3);
+    advance(PolicyRunner::kMinWakeGap);
+    EXPECT_EQ(runner_->evaluations(), before + 3);
 }
 
 TEST_F(PolicyRunnerTest, StoppedRunnerDoesNotEvaluateOnWakeUps) {

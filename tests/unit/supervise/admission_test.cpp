@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 
 class Admission : public SupervisorFixture {
   protected:
+    explicit Admission(bool fake_time = false) : SupervisorFixture(fake_time) {}
     void SetUp() override {
         SupervisorFixture::SetUp();
         if (IsSkipped()) return;
@@ -98,11 +99,20 @@ TEST_F(Admission, WaitsAndAdmissionsAreCountedInTheMetrics) {
     policy.stop();
 }
 
-TEST_F(Admission, RoomThatAppearsFromElsewhereIsFoundByTheRecheck) {
+// On fake time: the recheck comes when the test lets kRecheck pass.
+class AdmissionOnFakeTime : public Admission {
+  protected:
+    AdmissionOnFakeTime() : Admission(true) {}
+};
+
+TEST_F(AdmissionOnFakeTime, RoomThatAppearsFromElsewhereIsFoundByTheRecheck) {
     set_available(1 * GiB);
     supervisor_->apply(config({reserving("late", 2 * GiB)}));
     run_until_event("late", K::waiting);
     set_available(3 * GiB);  // something else on the host ended
+    advance(AdmissionQueue::kRecheck - 1ms);
+    EXPECT_EQ(count("late", K::started), 0u);  // not looked for before its time
+    advance(1ms);
     run_until_event("late", K::started);
     EXPECT_EQ(count("late", K::admitted), 1u);
 }

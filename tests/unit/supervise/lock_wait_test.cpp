@@ -16,6 +16,8 @@ using K = EventKind;
 
 class LockWait : public SupervisorFixture {
   protected:
+    LockWait() : SupervisorFixture(true) {}  // the retries' delays on fake time
+
     // A worker with one extra dir, locked by another process before it starts.
     WorkerSpec with_extra_dir(const std::string& name) {
         auto spec = example(name, {});
@@ -31,7 +33,11 @@ TEST_F(LockWait, AForeignLockDelaysTheStartWhichRunsOnceItIsGone) {
     auto spec = with_extra_dir("patient");
     FlockHolder holder(extra_);
     supervisor_->apply(config({spec}));
-    run_until_event("patient", K::start_delayed, 2);  // retried, still waiting
+    run_until_event("patient", K::start_delayed);
+    advance(std::chrono::milliseconds(999));
+    EXPECT_EQ(count("patient", K::start_delayed), 1u);  // not retried before its delay
+    advance(std::chrono::milliseconds(1));
+    EXPECT_EQ(count("patient", K::start_delayed), 2u);  // retried, still waiting
 
     Worker* w = supervisor_->find("patient");
     EXPECT_EQ(w->state(), WorkerState::backoff);
@@ -43,6 +49,7 @@ TEST_F(LockWait, AForeignLockDelaysTheStartWhichRunsOnceItIsGone) {
     EXPECT_EQ(field(*delayed, "DELAY_MS"), "2000");  // doubled from 1s
 
     holder.release();
+    advance(std::chrono::seconds(2));
     run_until_event("patient", K::ready);
     EXPECT_EQ(w->state(), WorkerState::running);
     EXPECT_THAT(kinds_of("patient"), Not(Contains(K::start_failed)));

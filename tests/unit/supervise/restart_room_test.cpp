@@ -66,8 +66,11 @@ TEST(RestartRoom, WithoutMeminfoNothingIsHeldBack) {
 }
 
 // Real workers; the host's memory is a fixture /proc/meminfo.
+// On fake time: the room is looked for again when the test lets kRoomPoll
+// pass (the backoff, under the fixture's kIdlePoll, passes by itself).
 class RestartWaitsForRoom : public SupervisorFixture {
   protected:
+    RestartWaitsForRoom() : SupervisorFixture(true) {}
     void SetUp() override {
         SupervisorFixture::SetUp();
         if (IsSkipped()) return;
@@ -107,6 +110,9 @@ TEST_F(RestartWaitsForRoom, AfterAKillForMemoryUntilTheHostHasRoom) {
     EXPECT_EQ(count("batch", K::started), 1u);
 
     set_available(900 * MiB);  // the room comes back
+    advance(kRoomPoll - 1ms);
+    EXPECT_EQ(count("batch", K::started), 1u);  // not looked for before its time
+    advance(1ms);
     run_until_event("batch", K::started, 2);
     EXPECT_EQ(count("batch", K::restart_waiting_for_memory), 1u);  // said once per wait
     // (Its notify messages are rejected here: the fixture's /proc has no
@@ -128,6 +134,7 @@ TEST_F(RestartWaitsForRoom, AServingWorkerNeedsRoomForItsBaselineNotItsLeak) {
     const Event* wait = last("batch", K::restart_waiting_for_memory);
     EXPECT_EQ(field(*wait, "NEEDED_BYTES"), std::to_string(50 * MiB));
     set_available(160 * MiB);  // 50 MiB + 102.4 MiB of reserve
+    advance(kRoomPoll);
     run_until_event("batch", K::started, 2);
 }
 

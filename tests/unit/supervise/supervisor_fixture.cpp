@@ -98,7 +98,9 @@ int SupervisorFixture::hang_guard_seconds() {
 void SupervisorFixture::run_until(const std::function<bool()>& done) {
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(hang_guard_seconds());
     while (!done()) {
-        io_.run_one_for(std::chrono::milliseconds(50));
+        if (io_.run_one_for(std::chrono::milliseconds(50)) == 0 && fake_time_ &&
+            fake_clock_.next_due() && *fake_clock_.next_due() <= fake_clock_.now() + kIdlePoll)
+            fake_clock_.fire_next();
         if (std::chrono::steady_clock::now() > give_up) {
             std::string seen;
             for (const auto& e : events_)
@@ -108,6 +110,11 @@ void SupervisorFixture::run_until(const std::function<bool()>& done) {
             return;
         }
     }
+}
+
+void SupervisorFixture::advance(Duration d) {
+    ASSERT_TRUE(fake_time_) << "advance() needs a fixture with fake time";
+    fake_clock_.advance(d);
 }
 
 void SupervisorFixture::run_until_event(const std::string& worker, EventKind kind, size_t n) {

@@ -32,6 +32,12 @@ bool process_gone(pid_t pid) {
 }
 
 using Lifecycle = SupervisorFixture;
+// The watchdogs' time is fake: a heartbeat is missed when the test lets the
+// time pass.
+class LifecycleOnFakeTime : public SupervisorFixture {
+  protected:
+    LifecycleOnFakeTime() : SupervisorFixture(true) {}
+};
 
 TEST_F(Lifecycle, WorkerRunsInItsOwnCgroupWithItsLimitsAndBecomesReady) {
     auto spec = example("llama", {"--model-mb", "4", "--load-ms", "50"});
@@ -110,6 +116,26 @@ TEST_F(Lifecycle, StopEscalatesToCgroupKillAndLeavesNoOrphan) {
             if (!process_gone(p)) return false;
         return true;
     });
+    EXPECT_EQ(field(*last("stubborn", K::exited), "EXIT_SIGNAL"), "SIGKILL");
+}
+
+// The same escalation on fake time: exactly at stop_timeout, not before.
+TEST_F(LifecycleOnFakeTime, StopEscalatesAtItsStopTimeoutNotBefore) {
+    auto spec = example("stubborn", {"--ignore-sigterm"});
+    spec.notify = true;  // READY=1 comes after it ignores SIGTERM
+    spec.stop_timeout = 30s;
+    supervisor_->apply(config({spec}));
+    run_until_event("stubborn", K::ready);
+    Worker* w = supervisor_->find("stubborn");
+    bool stopped = false;
+    w->stop([&] { stopped = true; });
+    advance(30s - 1ms);
+    EXPECT_EQ(count("stubborn", K::stop_escalated), 0u);
+    EXPECT_EQ(w->state(), WorkerState::stopping);
+    advance(1ms);
+    EXPECT_EQ(count("stubborn", K::stop_escalated), 1u);
+    run_until([&] { return stopped; });
+    EXPECT_FALSE(w->cgroup().exists());
     EXPECT_EQ(field(*last("stubborn", K::exited), "EXIT_SIGNAL"), "SIGKILL");
 }
 
@@ -208,12 +234,16 @@ TEST_F(Lifecycle, NotifyFromASenderThatHasEndedIsDroppedWithoutAnAlarm) {
     EXPECT_EQ(supervisor_->find("slow")->state(), WorkerState::starting);
 }
 
-TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
+TEST_F(LifecycleOnFakeTime, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
     auto spec = example("spinner", {"--spin-after-ms", "300"});
     spec.notify = true;
     spec.watchdog = 1s;
     spec.restart.mode = RestartMode::never;
     supervisor_->apply(config({spec}));
+    run_until_event("spinner", K::ready);
+    advance(999ms);  // no heartbeat is handled meanwhile
+    EXPECT_EQ(count("spinner", K::policy_action), 0u);
+    advance(1ms);
     run_until_event("spinner", K::exited);
     EXPECT_THAT(kinds_of("spinner"),
                 ElementsAre(K::started, K::ready, K::policy_action, K::exited));
@@ -223,11 +253,15 @@ TEST_F(Lifecycle, WatchdogKillsAWorkerThatStopsSendingHeartbeats) {
 // No `watchdog:`: a worker that sends WATCHDOG=1 on its own (every 100ms
 // here) is held to it once it has sent three; when it spins, the learned
 // watchdog (at least 10s) ends the run. With `watchdog: 0s` it runs on.
-TEST_F(Lifecycle, AWorkerThatSendsHeartbeatsUnaskedIsHeldToThem) {
+TEST_F(LifecycleOnFakeTime, AWorkerThatSendsHeartbeatsUnaskedIsHeldToThem) {
     auto spec = example("beater", {"--heartbeat-ms", "100", "--spin-after-ms", "1500"});
     spec.restart.mode = RestartMode::never;
     ASSERT_TRUE(spec.learn_watchdog);
     supervisor_->apply(config({spec}));
+    run_until_event("beater", K::watchdog_learned);
+    advance(std::chrono::milliseconds(9999));  // no heartbeat is handled meanwhile
+    EXPECT_EQ(count("beater", K::policy_action), 0u);
+    advance(std::chrono::milliseconds(1));
     run_until_event("beater", K::exited);
     EXPECT_THAT(kinds_of("beater"), ElementsAre(K::started, K::ready, K::watchdog_learned,
                                                 K::policy_action, K::exited));

@@ -11,6 +11,7 @@
 #include "services/policy_runner.h"
 #include "supervise/worker_suspension.h"
 #include "supervisor_fixture.h"
+#include "support/fake_clock.h"
 #include "support/temp_dir.h"
 
 namespace infervisor::testing {

@@ -61,7 +61,7 @@ struct MonitorFixture : ::testing::Test {
     CgroupTree tree{root.path() / "cgroup"};
     EventBus bus;
     WorkDirManager manager{paths};
-    SteadyClock clock;
+    SteadyClock clock{io};
     WorkerContext ctx{io, tree, root.path() / "cgroup", paths, bus, manager, clock};
     BackgroundWork background{io};
     WorkDirMonitor::WorkerView view{true, "/elsewhere/workers/llama"};
