@@ -16,6 +16,17 @@ namespace infervisor {
 // that cannot cooperate (see criu_command.h for what that takes).
 enum class CheckpointMethod { cooperative, criu };
 
+// The most disk all of one worker's checkpoints (kept and being written) may
+// take: a share of the file system that holds them, or a number of bytes.
+// There is no "none": every worker's checkpoints are bounded (issue 26 #9).
+struct CheckpointQuota {
+    // 1..100: percent of the checkpoint file system's size; 0: `bytes`.
+    int percent = 25;
+    uint64_t bytes = 0;
+
+    bool operator==(const CheckpointQuota&) const = default;
+};
+
 struct CheckpointSpec {
     CheckpointMethod method = CheckpointMethod::cooperative;
     // Sent to the main process to ask for a checkpoint; the worker writes its
@@ -29,6 +40,11 @@ struct CheckpointSpec {
     Duration interval = Duration::zero();
     // Complete checkpoints kept; older ones are deleted.
     int64_t keep = 2;
+    // All of this worker's checkpoints together; see checkpoint_retention.h.
+    CheckpointQuota quota;
+    // Zero: kept by count (and quota) only. Otherwise a complete checkpoint
+    // older than this is deleted at the next checkpoint, except the newest.
+    Duration max_age = Duration::zero();
 
     bool operator==(const CheckpointSpec&) const = default;
 };

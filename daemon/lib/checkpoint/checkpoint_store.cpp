@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -228,6 +229,16 @@ Result<size_t> CheckpointStore::retire_beyond(size_t keep) {
     return retired;
 }
 
+Result<void> CheckpointStore::retire(uint64_t sequence) {
+    auto it = std::find_if(complete_.begin(), complete_.end(),
+                           [sequence](const auto& c) { return c.sequence == sequence; });
+    if (it == complete_.end()) return {};
+    if (auto r = to_trash(sequence_name(sequence)); !r) return r.error();
+    if (auto r = to_trash(info_name(sequence)); !r) return r.error();
+    complete_.erase(it);
+    return {};
+}
+
 Result<UniqueFd> CheckpointStore::dup_dir() const {
     UniqueFd fd(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
     if (!fd) return errno_error("duplicate the descriptor of " + path_.string());
@@ -239,6 +250,12 @@ Result<TreeUsage> CheckpointStore::measure(int dir_fd, uint64_t sequence) {
     UniqueFd fd(::openat(dir_fd, name.c_str(), kOpenDirNoFollow));
     if (!fd) return errno_error("open checkpoint " + name);
     return measure_usage(fd.get());
+}
+
+Result<uint64_t> CheckpointStore::filesystem_bytes(int dir_fd) {
+    struct statvfs st;
+    if (::fstatvfs(dir_fd, &st) < 0) return errno_error("statvfs of the checkpoint directory");
+    return static_cast<uint64_t>(st.f_blocks) * static_cast<uint64_t>(st.f_frsize);
 }
 
 Result<void> CheckpointStore::empty_trash(int dir_fd) {
@@ -289,6 +306,8 @@ std::optional<CheckpointInfo> CheckpointStore::read_info(int dir_fd, uint64_t se
         start = end + 1;
     }
     if (!has_bytes) return std::nullopt;
+    struct stat st;
+    if (::fstat(fd.get(), &st) == 0) info.written_at = static_cast<int64_t>(st.st_mtim.tv_sec);
     return info;
 }
 

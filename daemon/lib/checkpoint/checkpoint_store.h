@@ -23,7 +23,9 @@
 //    measure_usage and remove_workdir_tree (no symlink followed, no mount
 //    crossed), and those only off the event loop: every member here is O(1)
 //    system calls except empty_trash() and measure(), which are blocking.
-//  - Retention keeps the newest `keep` complete checkpoints.
+//  - Retention keeps the newest `keep` complete checkpoints within `max_age`
+//    and the quota (checkpoint_retention.h); supervise/ decides, retire()
+//    carries it out.
 #pragma once
 
 #include <sys/types.h>
@@ -60,6 +62,10 @@ struct CheckpointInfo {
     // From the checkpoint request to CHECKPOINT=1; empty when the worker
     // checkpointed on its own.
     std::optional<double> seconds;
+    // When the info was written (its mtime; only the daemon writes it, just
+    // after publishing), Unix seconds: a checkpoint's age for `max_age`.
+    // The numbered dir's own times are the worker's to change.
+    std::optional<int64_t> written_at;
 };
 
 class CheckpointStore {
@@ -86,6 +92,9 @@ class CheckpointStore {
     // Moves the oldest complete checkpoints beyond the newest `keep` to the
     // trash; returns how many.
     Result<size_t> retire_beyond(size_t keep);
+    // Moves complete checkpoint `sequence` (and its info) to the trash; no
+    // error when it is not there (retired already).
+    Result<void> retire(uint64_t sequence);
 
     // True after open() (an earlier run may have left trash) and whenever
     // something went to the trash since the last take_trash_flag().
@@ -98,6 +107,8 @@ class CheckpointStore {
     // measure_usage: a lower bound when the tree is too big to measure
     // whole), below `dir_fd` (a descriptor of NAME).
     static Result<TreeUsage> measure(int dir_fd, uint64_t sequence);
+    // The size of the file system that holds `dir_fd`, in bytes.
+    static Result<uint64_t> filesystem_bytes(int dir_fd);
     // Blocking: removes everything in NAME/trash.
     static Result<void> empty_trash(int dir_fd);
     // Writes / reads NAME/<sequence>.info (daemon-written, root-owned).

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <utility>
 
@@ -40,9 +42,33 @@ std::optional<double> age_of(const StoredCheckpoint& checkpoint) {
 
 struct Recorded {
     Result<uint64_t> bytes = uint64_t{0};
-    std::string capped_by;  // non-empty: `bytes` is a lower bound (measure_usage's caps)
     Result<void> trash;
+    // The complete checkpoints before the new one, oldest first, and the
+    // size of their file system: what the retention rule needs.
+    std::vector<MeasuredCheckpoint> older;
+    Result<uint64_t> fs_bytes = uint64_t{0};
 };
+
+// Blocking: the sizes and ages of `sequences` below `dir_fd`, from their info
+// files (measured where there is none: a checkpoint of an older version).
+std::vector<MeasuredCheckpoint> measure_older(int dir_fd, const std::vector<uint64_t>& sequences) {
+    std::vector<MeasuredCheckpoint> out;
+    int64_t now = static_cast<int64_t>(::time(nullptr));
+    for (uint64_t sequence : sequences) {
+        MeasuredCheckpoint c{sequence, 0, std::nullopt};
+        if (auto info = CheckpointStore::read_info(dir_fd, sequence)) {
+            c.bytes = info->bytes;
+            if (info->written_at)
+                c.age = std::chrono::seconds(std::max<int64_t>(0, now - *info->written_at));
+        } else if (auto usage = CheckpointStore::measure(dir_fd, sequence)) {
+            c.bytes = usage->bytes;  // a lower bound at worst: that only keeps fewer
+        } else {
+            continue;  // gone meanwhile
+        }
+        out.push_back(c);
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -259,9 +285,8 @@ void WorkerCheckpoints::publish_answer(std::optional<double> seconds, const std:
     if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
         spdlog::error("{}: no staging dir for the next checkpoint: {}", worker_,
                       staging.error().message());
-    if (auto retired = store_->retire_beyond(static_cast<size_t>(spec_.keep)); !retired)
-        spdlog::error("{}: retiring old checkpoints: {}", worker_, retired.error().message());
-    (void)store_->take_trash_flag();  // the recording empties the trash
+    // Retention (keep, max_age, quota) is decided once the new one is
+    // measured: see apply_retention.
     record_in_background(*published, seconds, trigger);
 }
 
@@ -290,20 +315,33 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
     ++recording_;
     auto fd = std::make_shared<UniqueFd>(std::move(*dir));
     uint64_t sequence = published.sequence;
+    std::vector<uint64_t> older;
+    for (const auto& c : store_->complete())
+        if (c.sequence < sequence) older.push_back(c.sequence);
     background().run<Recorded>(
-        [fd, sequence, seconds] {
+        [fd, sequence, seconds, older = std::move(older)] {
             Recorded r;
             auto usage = CheckpointStore::measure(fd->get(), sequence);
-            r.bytes = usage ? Result<uint64_t>(usage->bytes) : Result<uint64_t>(usage.error());
-            if (usage && !usage->exact()) r.capped_by = usage->capped_by(UsageLimits{});
+            // A tree too big to measure whole cannot be held to the quota:
+            // it counts as unmeasured, and is refused (apply_retention).
+            if (usage && !usage->exact())
+                r.bytes = plain_error("measuring stopped at " +
+                                      usage->capped_by(UsageLimits{}) + " (at least " +
+                                      std::to_string(usage->bytes) + " bytes)");
+            else
+                r.bytes = usage ? Result<uint64_t>(usage->bytes) : Result<uint64_t>(usage.error());
             if (r.bytes)
                 (void)CheckpointStore::write_info(fd->get(), sequence, {*r.bytes, seconds});
+            r.older = measure_older(fd->get(), older);
+            r.fs_bytes = CheckpointStore::filesystem_bytes(fd->get());
             r.trash = CheckpointStore::empty_trash(fd->get());
             return r;
         },
         [this, published, seconds, trigger](Recorded r) {
             --recording_;
             if (!r.trash) spdlog::warn("{}: {}", worker_, r.trash.error().message());
+            if (!apply_retention(published, r.bytes, r.older, r.fs_bytes, trigger))
+                return after_recording(published, false);
             Fields fields = {
                 {"CHECKPOINT", published.path.string()},
                 {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
@@ -314,11 +352,6 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
             if (r.bytes) {
                 fields.emplace_back("CHECKPOINT_BYTES", std::to_string(*r.bytes));
                 numbers = format_size(*r.bytes);
-                if (!r.capped_by.empty()) {
-                    // A lower bound: the tree was too big to measure whole.
-                    fields.emplace_back("USAGE_CAPPED_BY", r.capped_by);
-                    numbers = "at least " + numbers + ", measuring stopped at " + r.capped_by;
-                }
             } else {
                 numbers = "size unknown: " + r.bytes.error().message();
             }
@@ -330,14 +363,67 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
                   "checkpoint " + std::to_string(published.sequence) + " written to " +
                       published.path.string() + " (" + trigger + ": " + numbers + ")",
                   std::move(fields));
-            if (pending_ && pending_->published == published.sequence) {
-                Outcome done{true, false, published.path.string()};
-                if (r.bytes) done.bytes = *r.bytes;
-                finish(std::move(done));
-            }
-            if (recording_ == 0 && std::exchange(deferred_, false) && signaller_)
-                on_checkpoint_message();
+            std::optional<uint64_t> bytes;
+            if (r.bytes) bytes = *r.bytes;
+            after_recording(published, true, bytes);
         });
+}
+
+void WorkerCheckpoints::after_recording(const StoredCheckpoint& published, bool kept,
+                                        std::optional<uint64_t> bytes) {
+    if (store_ && store_->take_trash_flag()) empty_trash_in_background();
+    if (pending_ && pending_->published == published.sequence) {
+        Outcome done{kept, false, kept ? published.path.string() : refused_why_};
+        done.bytes = bytes;
+        finish(std::move(done));
+    }
+    if (recording_ == 0 && std::exchange(deferred_, false) && signaller_) on_checkpoint_message();
+}
+
+bool WorkerCheckpoints::apply_retention(const StoredCheckpoint& published,
+                                        const Result<uint64_t>& bytes,
+                                        const std::vector<MeasuredCheckpoint>& older,
+                                        const Result<uint64_t>& fs_bytes,
+                                        const std::string& trigger) {
+    if (!store_) return true;
+    RetentionPlan plan;
+    uint64_t quota = 0;
+    if (!bytes) {
+        plan.refused = true;
+        plan.why =
+            "checkpoint " + std::to_string(published.sequence) +
+            " could not be measured against the checkpoint quota: " + bytes.error().message();
+    } else if (!fs_bytes && spec_.quota.percent != 0) {
+        plan.refused = true;
+        plan.why = "the checkpoint quota could not be computed: " + fs_bytes.error().message();
+    } else {
+        quota = quota_bytes(spec_.quota, fs_bytes ? *fs_bytes : 0);
+        plan = plan_retention(older, {published.sequence, *bytes, std::nullopt},
+                              {quota, static_cast<uint64_t>(spec_.keep), spec_.max_age});
+    }
+    if (plan.refused) {
+        // The new one goes; everything older stays as it was.
+        if (auto r = store_->retire(published.sequence); !r)
+            spdlog::error("{}: deleting checkpoint {}: {}", worker_, published.sequence,
+                          r.error().message());
+        std::string last = last_good();
+        refused_why_ = plan.why;
+        emit_(EventKind::checkpoint_failed,
+              "checkpoint " + std::to_string(published.sequence) + " (" + trigger +
+                  ") deleted: " + plan.why + "; last good checkpoint: " + last,
+              {{"TRIGGER", trigger},
+               {"REASON", "quota"},
+               {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
+               {"CHECKPOINT_BYTES", bytes ? std::to_string(*bytes) : std::string("unknown")},
+               {"QUOTA_BYTES", std::to_string(quota)},
+               {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
+               {"LAST_CHECKPOINT", last}});
+        return false;
+    }
+    for (uint64_t sequence : plan.retire)
+        if (auto r = store_->retire(sequence); !r)
+            spdlog::error("{}: retiring checkpoint {}: {}", worker_, sequence, r.error().message());
+    return true;
 }
 
 void WorkerCheckpoints::arm_periodic() {

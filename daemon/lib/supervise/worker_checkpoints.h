@@ -19,7 +19,9 @@
 //  - checkpoint-written when CHECKPOINT=1 published the staging dir (bytes,
 //    seconds from the request, trigger), whether requested or not;
 //  - checkpoint-failed when no CHECKPOINT=1 came within the timeout, or what
-//    was written could not be published; it names the last good checkpoint;
+//    was written could not be published, or was over the checkpoint quota
+//    (REASON=quota: the new one is deleted, the older ones kept; see
+//    checkpoint/checkpoint_retention.h); it names the last good checkpoint;
 //  - checkpoint-restoring when a run starts with INFERVISOR_RESTORE_FROM, and
 //    checkpoint-restored when that run sends READY=1 (seconds since start).
 // A request answers its `Finished` exactly once: once the checkpoint its
@@ -46,6 +48,7 @@
 #include "base/paths.h"
 #include "base/result.h"
 #include "base/timer.h"
+#include "checkpoint/checkpoint_retention.h"
 #include "checkpoint/checkpoint_spec.h"
 #include "checkpoint/checkpoint_store.h"
 #include "journal/event.h"
@@ -166,6 +169,16 @@ class WorkerCheckpoints {
     void empty_trash_in_background();
     void record_in_background(const StoredCheckpoint& published, std::optional<double> seconds,
                               std::string trigger);
+    // On the loop, once `published` is measured: keeps or deletes it and
+    // retires older ones by checkpoint_retention.h's rule; false (and
+    // checkpoint-failed, REASON=quota) when the new one is deleted.
+    bool apply_retention(const StoredCheckpoint& published, const Result<uint64_t>& bytes,
+                         const std::vector<MeasuredCheckpoint>& older,
+                         const Result<uint64_t>& fs_bytes, const std::string& trigger);
+    // Empties the trash, answers the request `published` answered, and
+    // handles a deferred CHECKPOINT=1.
+    void after_recording(const StoredCheckpoint& published, bool kept,
+                         std::optional<uint64_t> bytes = std::nullopt);
     // Who owns each new staging dir: the worker, or root for criu (which
     // writes it as root). The one place that decides, for new and adopted runs.
     void set_staging_owner(uid_t uid, gid_t gid);
@@ -187,6 +200,7 @@ class WorkerCheckpoints {
     size_t unusable_unrequested_ = 0;  // CHECKPOINT=1 with nothing to publish
     int recording_ = 0;                // published checkpoints being measured
     bool deferred_ = false;            // an unrequested CHECKPOINT=1 came meanwhile
+    std::string refused_why_;          // why the last checkpoint was deleted (quota)
     // On clock_: when a request's answer is due; checkpoint.interval.
     std::unique_ptr<Timer> timeout_timer_;
     std::unique_ptr<Timer> periodic_timer_;

@@ -219,5 +219,59 @@ TEST_F(Checkpoints, ARunThatDiesWhileCheckpointingIsNotOfferedItsHalfWrittenStat
     EXPECT_EQ(complete_checkpoints("torn"), 0u);
 }
 
+// Issue 26 #9: checkpoints are bounded by the worker's checkpoint quota. A
+// checkpoint over it is deleted with checkpoint-failed (REASON=quota), the
+// previous one is kept and is what the next run restores; the next one that
+// fits is written as usual.
+TEST_F(Checkpoints, ACheckpointOverTheQuotaFailsAndThePreviousOneIsKept) {
+    auto spec = counter("bounded");
+    spec.checkpoint.quota = CheckpointQuota{0, 1 << 20};
+    spec.checkpoint.keep = 5;
+    supervisor_->apply(config({spec}));
+    run_until_event("bounded", K::ready);
+    Worker* w = supervisor_->find("bounded");
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("bounded", K::checkpoint_written);
+    fs::path first = store("bounded") / "0000000001";
+    ASSERT_TRUE(fs::is_directory(first));
+
+    // The worker's next checkpoint holds 2 MiB besides its own file.
+    {
+        std::ofstream padding(store("bounded") / "staging/padding", std::ios::binary);
+        std::string block(1 << 16, 'x');
+        for (int i = 0; i < 32; ++i) padding << block;
+    }
+    std::optional<WorkerCheckpoints::Outcome> answered;
+    ASSERT_TRUE(w->checkpoint_now([&](const auto& o) { answered = o; }).ok());
+    run_until_event("bounded", K::checkpoint_failed);
+    run_until([&] { return answered.has_value(); });
+
+    const Event* failed = last("bounded", K::checkpoint_failed);
+    EXPECT_EQ(field(*failed, "REASON"), "quota");
+    EXPECT_EQ(field(*failed, "QUOTA_BYTES"), std::to_string(1 << 20));
+    EXPECT_GE(std::stoull(field(*failed, "CHECKPOINT_BYTES")), 2u << 20);
+    EXPECT_EQ(field(*failed, "LAST_CHECKPOINT"), first.string());
+    EXPECT_THAT(failed->message, HasSubstr("more than the checkpoint quota of 1M"));
+    EXPECT_FALSE(answered->published);
+    EXPECT_THAT(answered->detail, HasSubstr("checkpoint quota"));
+    EXPECT_EQ(count("bounded", K::checkpoint_written), 1u);
+    EXPECT_EQ(complete_checkpoints("bounded"), 1u);
+    EXPECT_TRUE(fs::is_directory(first));
+    EXPECT_FALSE(fs::exists(store("bounded") / "0000000002"));
+    EXPECT_TRUE(fs::is_empty(store("bounded") / "staging"));
+    EXPECT_EQ(w->state(), WorkerState::running);
+
+    // The next run restores the kept one.
+    ASSERT_TRUE(w->kill(SIGKILL).ok());
+    run_until_event("bounded", K::checkpoint_restoring);
+    EXPECT_EQ(field(*last("bounded", K::checkpoint_restoring), "CHECKPOINT"), first.string());
+    run_until_event("bounded", K::ready, 2);
+
+    // One that fits is written and kept beside the first.
+    ASSERT_TRUE(supervisor_->find("bounded")->checkpoint_now().ok());
+    run_until_event("bounded", K::checkpoint_written, 2);
+    EXPECT_EQ(complete_checkpoints("bounded"), 2u);
+}
+
 }  // namespace
 }  // namespace infervisor::testing

@@ -7,7 +7,9 @@
 #  2. a worker that ignores the checkpoint signal is killed after the timeout,
 #     and the journal names its last good checkpoint;
 #  3. periodic checkpoints survive a `kill -9` of the worker: the restart
-#     resumes from the newest one.
+#     resumes from the newest one;
+#  4. a checkpoint over checkpoint.quota fails (REASON=quota), the previous
+#     one is kept and restored (issue 26 #9).
 # Guest time: about 60-90 s for the three under load.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
@@ -238,3 +240,45 @@ a_signal_that_would_end_the_worker_is_not_sent() {
 	assert_eq 0 "$(event_count plain exited)" "plain's exits"
 }
 run_scenario a-checkpoint-signal-that-would-end-the-worker-is-not-sent a_signal_that_would_end_the_worker_is_not_sent
+
+# Issue 26 #9: a worker's checkpoints are bounded by checkpoint.quota. A
+# checkpoint over it is deleted with checkpoint-failed (REASON=quota), the
+# previous one is kept, and the next start restores that one.
+a_checkpoint_over_the_quota_fails_and_the_old_one_is_kept() {
+	install_infervisor
+	rm -rf "${store:?}/bounded"
+	use_workers checkpoint.yaml <<-YAML
+		workers:
+		  - name: bounded
+		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+		    notify: true
+		    memory: {max: 64M}
+		    restart: {policy: always, backoff_initial: 1s}
+		    checkpoint: {timeout: 60s, keep: 5, quota: 2M}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events bounded ready 1
+	assert_cmd infervisorctl checkpoint bounded
+	wait_until 120 has_events bounded checkpoint-written 1
+	local first rc=0 err=/run/ctl-checkpoint-quota.err
+	first=$(newest_checkpoint bounded)
+	assert_eq "$store/bounded/0000000001" "$first" "first checkpoint"
+	# The next checkpoint holds 4 MiB besides the worker's own file.
+	dd if=/dev/urandom of="$store/bounded/staging/padding" bs=1M count=4 status=none
+	infervisorctl checkpoint bounded 2>"$err" || rc=$?
+	log "checkpoint bounded over its quota: exit $rc: $(cat "$err")"
+	assert_ne 0 "$rc" "exit code of a checkpoint over the quota"
+	wait_until 120 has_events bounded checkpoint-failed 1
+	assert_eq quota "$(event_field bounded checkpoint-failed REASON | tail -n1)" "reason"
+	assert_eq $((2 << 20)) "$(event_field bounded checkpoint-failed QUOTA_BYTES | tail -n1)" "quota"
+	assert_eq "$first" "$(event_field bounded checkpoint-failed LAST_CHECKPOINT | tail -n1)" "last good"
+	log "journal: $(ivd_journal INFERVISOR_WORKER=bounded INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)"
+	assert_eq "$first" "$(newest_checkpoint bounded)" "newest after the refusal"
+	assert_cmd test ! -e "$store/bounded/0000000002"
+	assert_eq 1 "$(event_count bounded checkpoint-written)" "checkpoints written"
+	# The next start restores the kept one.
+	kill -9 "$(main_pid bounded)"
+	wait_until 300 has_events bounded ready 2
+	assert_eq "$first" "$(event_field bounded checkpoint-restoring CHECKPOINT | tail -n1)" "restored from"
+}
+run_scenario a-checkpoint-over-the-quota-fails-and-the-old-one-is-kept a_checkpoint_over_the_quota_fails_and_the_old_one_is_kept
