@@ -325,9 +325,8 @@ void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
             // A tree too big to measure whole cannot be held to the quota:
             // it counts as unmeasured, and is refused (apply_retention).
             if (usage && !usage->exact())
-                r.bytes = plain_error("measuring stopped at " +
-                                      usage->capped_by(UsageLimits{}) + " (at least " +
-                                      std::to_string(usage->bytes) + " bytes)");
+                r.bytes = plain_error("measuring stopped at " + usage->capped_by(UsageLimits{}) +
+                                      " (at least " + std::to_string(usage->bytes) + " bytes)");
             else
                 r.bytes = usage ? Result<uint64_t>(usage->bytes) : Result<uint64_t>(usage.error());
             if (r.bytes)
