@@ -217,18 +217,6 @@ Result<StoredCheckpoint> CheckpointStore::publish() {
     return plain_error("publish " + staging.string() + ": no free sequence number");
 }
 
-Result<size_t> CheckpointStore::retire_beyond(size_t keep) {
-    size_t retired = 0;
-    while (complete_.size() > keep) {
-        uint64_t oldest = complete_.front().sequence;
-        if (auto r = to_trash(sequence_name(oldest)); !r) return r.error();
-        if (auto r = to_trash(info_name(oldest)); !r) return r.error();
-        complete_.erase(complete_.begin());
-        ++retired;
-    }
-    return retired;
-}
-
 Result<void> CheckpointStore::retire(uint64_t sequence) {
     auto it = std::find_if(complete_.begin(), complete_.end(),
                            [sequence](const auto& c) { return c.sequence == sequence; });

@@ -89,9 +89,6 @@ class CheckpointStore {
     // staging is missing, not a directory, or empty (nothing was written). The
     // caller then calls fresh_staging() for the next one.
     Result<StoredCheckpoint> publish();
-    // Moves the oldest complete checkpoints beyond the newest `keep` to the
-    // trash; returns how many.
-    Result<size_t> retire_beyond(size_t keep);
     // Moves complete checkpoint `sequence` (and its info) to the trash; no
     // error when it is not there (retired already).
     Result<void> retire(uint64_t sequence);

@@ -149,9 +149,12 @@ TEST_F(CheckpointStoreTest, RetentionKeepsTheNewestAndTheirInfo) {
         auto fd = store.dup_dir();
         ASSERT_TRUE(fd);
         ASSERT_TRUE(CheckpointStore::write_info(fd->get(), published->sequence, {uint64_t(i), {}}));
-        auto retired = store.retire_beyond(2);
-        ASSERT_TRUE(retired) << retired.error().message();
-        EXPECT_EQ(*retired, i > 2 ? 1u : 0u);
+        size_t retired = 0;
+        for (; store.complete().size() > 2; ++retired) {
+            auto r = store.retire(store.complete().front().sequence);
+            ASSERT_TRUE(r) << r.error().message();
+        }
+        EXPECT_EQ(retired, i > 2 ? 1u : 0u);
     }
     EXPECT_EQ(sequences(store), (std::vector<uint64_t>{3, 4}));
     EXPECT_FALSE(fs::exists(numbered(1)));
@@ -246,7 +249,7 @@ TEST_F(CheckpointStoreTest, SymlinksInsideACheckpointAreRemovedNeverFollowed) {
     // A second staging with a symlink is discarded by the next run.
     fs::create_directory_symlink(victim.dir.path(), root_ / "llama/staging/again");
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
-    ASSERT_TRUE(store.retire_beyond(0));
+    while (!store.complete().empty()) ASSERT_TRUE(store.retire(store.complete().front().sequence));
     empty_trash(store);
     EXPECT_EQ(trash_entries(), 0u);
     victim.expect_untouched();
