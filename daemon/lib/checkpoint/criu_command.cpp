@@ -68,6 +68,10 @@ std::string format_criu_record(const CriuRecord& record) {
     if (const auto& id = record.identity)
         out += "uid=" + std::to_string(id->uid) + "\ngid=" + std::to_string(id->gid) +
                "\ngroups=" + id_list(id->groups) + "\n";
+    if (record.held) {
+        out += "held-files=" + std::to_string(record.held->size()) + "\n";
+        for (const HeldFile& file : *record.held) out += "held=" + format_held_file(file) + "\n";
+    }
     return out;
 }
 
@@ -77,8 +81,23 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     std::istringstream in(text);
     std::string line;
     std::optional<std::vector<gid_t>> uid, gid, groups;
+    std::optional<size_t> held_count;
+    std::set<HeldFile> held;
+    bool held_torn = false;
     while (std::getline(in, line)) {
         std::string_view l = line;
+        if (l.starts_with("held-files=")) {
+            size_t n = 0;
+            auto [ptr, ec] = std::from_chars(l.data() + 11, l.data() + l.size(), n);
+            if (ec == std::errc() && ptr == l.data() + l.size() && !held_count)
+                held_count = n;
+            else
+                held_torn = true;
+        }
+        if (l.starts_with("held=")) {
+            auto file = parse_held_file(l.substr(5));
+            if (!file || !held.insert(*file).second) held_torn = true;
+        }
         if (l.starts_with("uid=")) uid = parse_ids(l.substr(4), ",");
         if (l.starts_with("gid=")) gid = parse_ids(l.substr(4), ",");
         if (l.starts_with("groups=")) groups = parse_ids(l.substr(7), ",");
@@ -93,6 +112,7 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     // All three, one id each for uid and gid, or no identity at all.
     if (uid && gid && groups && uid->size() == 1 && gid->size() == 1)
         record.identity = ProcessIdentity::of(uid->front(), gid->front(), std::move(*groups));
+    if (held_count && !held_torn && *held_count == held.size()) record.held = std::move(held);
     return record;
 }
 
@@ -155,6 +175,7 @@ std::vector<std::string> criu_restore_argv(const CriuRestore& restore) {
                                      "--manage-cgroups=ignore",
                                      "--restore-detached",
                                      "--restore-sibling",
+                                     "--leave-stopped",
                                      "--pidfile",
                                      restore.pidfile.string()};
     // One new stream stands in for every socket or pipe the dumped stdio

@@ -18,20 +18,27 @@
 //    checkpoint that keeps the worker running.
 // A restore:
 //   criu restore -D IMAGES -o restore.log --manage-cgroups=ignore
-//        --restore-detached --restore-sibling --pidfile PIDFILE
+//        --restore-detached --restore-sibling --leave-stopped --pidfile PIDFILE
 //        --inherit-fd fd[0]:socket:[INO]...
 //  - --restore-sibling: the restored root task becomes a child of criu's
 //    parent, the daemon, which then watches and reaps it like a spawned one.
 //  - The new output stream is criu's own stdin (fd 0): spawning gives a child
 //    exactly its three standard fds, and criu never reads its stdin.
+//  - --leave-stopped: criu queues SIGSTOP before it detaches, so no restored
+//    task runs an instruction before the daemon has checked every file it
+//    holds (held_files.h) and sent SIGCONT (criu 3.17 cr-restore.c,
+//    finalize_restore()).
 #pragma once
 
 #include <sys/types.h>
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "checkpoint/held_files.h"
 
 namespace infervisor {
 
@@ -42,6 +49,9 @@ inline constexpr char kCriuRecordName[] = "infervisor-criu";
 inline constexpr char kCriuDumpLog[] = "dump.log";
 inline constexpr char kCriuRestoreLog[] = "restore.log";
 inline constexpr char kCriuCheckLog[] = "check.log";
+// The largest record read back: kMaxHeldFiles lines of at most 64 bytes, and
+// the rest.
+inline constexpr size_t kMaxCriuRecordBytes = kMaxHeldFiles * 64 + 8192;
 
 // Whom a process runs as: its real uid and gid and its supplementary
 // groups (sorted), as /proc/PID/status says.
@@ -66,18 +76,24 @@ std::optional<ProcessIdentity> parse_process_identity(const std::string& status)
 // ("socket:[1732]", "pipe:[88]", "/dev/null"; empty when unknown), and
 // whom it ran as. criu restores the identity in the image; the record is how
 // the daemon knows it without parsing criu's images, so that an image of
-// another identity is never restored as this worker (issue 26, defect 2).
+// another identity is never restored as this worker (issue 26, defect 2),
+// and every file its processes held (held_files.h), so that a restore hands
+// back those very files and nothing a swapped path names (defect 1).
 struct CriuRecord {
     std::vector<std::string> stdio;           // index = fd
     std::optional<ProcessIdentity> identity;  // empty in a record of an older daemon
+    std::optional<std::set<HeldFile>> held;   // empty in a record of an older daemon
 
     bool operator==(const CriuRecord&) const = default;
 };
 
-// "stdio0=/dev/null\nstdio1=socket:[1732]\n...". Values with a newline are
-// dropped (a path could hold one).
+// "stdio0=/dev/null\nstdio1=socket:[1732]\n...uid=..\ngid=..\ngroups=..\n
+// held-files=2\nheld=8:1:1234:1733312345.000000000\n...". Values with a
+// newline are dropped (a path could hold one).
 std::string format_criu_record(const CriuRecord& record);
 // The inverse; unknown lines are ignored, nullopt when no stdio line is there.
+// `held` is set only when held-files= is there and exactly that many distinct
+// well-formed held= lines follow it (a torn record verifies nothing).
 std::optional<CriuRecord> parse_criu_record(const std::string& text);
 
 // The inode of "socket:[N]" / "pipe:[N]", if `target` is one of those.

@@ -120,7 +120,22 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessI
               "criu image " + offered_->path.string() + " not restored: it was dumped as " +
                   (record->identity ? record->identity->describe() : "an unrecorded identity") +
                   ", the worker now runs as " + who.describe() + "; starting fresh",
-              {{"CHECKPOINT", offered_->path.string()}, {"METHOD", "criu"}});
+              {{"CHECKPOINT", offered_->path.string()},
+               {"METHOD", "criu"},
+               {"REASON", "criu-identity"}});
+        offered_.reset();
+    } else if (record && criu && !record->held) {
+        // A restore is verified against the files the worker held at the
+        // dump (held_files.h); a record without them (an older daemon's)
+        // cannot be, and criu would reopen its paths as root unchecked.
+        emit_(EventKind::checkpoint_failed,
+              "criu image " + offered_->path.string() +
+                  " not restored: its record does not list the files the worker held (an "
+                  "older infervisord wrote it), so a restore could not be verified; starting "
+                  "fresh",
+              {{"CHECKPOINT", offered_->path.string()},
+               {"METHOD", "criu"},
+               {"REASON", "criu-unverifiable"}});
         offered_.reset();
     } else if (record && criu) {
         dirs.criu_restore = offered_->path;
@@ -511,14 +526,20 @@ void WorkerCheckpoints::restore_by_criu(const RunDirs& dirs, std::shared_ptr<Uni
         if (r) {
             criu_restore_seconds_ = seconds;
         } else {
+            // A refused image holds what a swapped path named: it is retired
+            // so that no later start is offered it again.
+            bool refused = r.error().what.starts_with(kCriuRestoreRefused);
+            bool retired = refused && store_ && store_->retire(from.sequence).ok();
             emit_(EventKind::checkpoint_failed,
                   "criu could not restore checkpoint " + std::to_string(from.sequence) + ": " +
-                      r.error().message() + "; starting the command afresh",
+                      r.error().message() + (retired ? "; the image is deleted" : "") +
+                      "; starting the command afresh",
                   {{"CHECKPOINT", from.path.string()},
-                   {"REASON", "criu-restore-failed"},
+                   {"REASON", refused ? "criu-restore-refused" : "criu-restore-failed"},
                    {"METHOD", "criu"},
-                   {"LAST_CHECKPOINT", from.path.string()}});
+                   {"LAST_CHECKPOINT", last_good()}});
             offered_.reset();
+            if (retired && store_->take_trash_flag()) empty_trash_in_background();
         }
         done(std::move(r));
     });

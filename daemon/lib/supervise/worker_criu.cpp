@@ -13,6 +13,7 @@
 
 #include "base/units.h"
 #include "checkpoint/criu_preflight.h"
+#include "checkpoint/held_files.h"
 #include "notify/notify_socket.h"
 #include "process/pidfd.h"
 #include "process/spawn.h"
@@ -129,6 +130,11 @@ WorkerCriu::DumpOutcome dump_now(const WorkerCriu::Dump& d, const std::atomic<bo
         return {plain_error("cannot read whom pid " + std::to_string(d.pid) + " runs as (" +
                             (d.procfs / std::to_string(d.pid) / "status").string() + ")"),
                 true};
+    // Every file the worker holds, before the dump and after it (a file
+    // opened or closed meanwhile is in one of them; a missing one can only
+    // make the restore refused, never let a swapped path through).
+    std::set<HeldFile> held;
+    if (auto r = add_held_files(d.procfs, pids, held); !r) return {r.error(), true};
     record.stdio.resize(3);
     for (const auto& p : view->processes)
         if (p.pid == d.pid)
@@ -139,6 +145,8 @@ WorkerCriu::DumpOutcome dump_now(const WorkerCriu::Dump& d, const std::atomic<bo
                           d.images / kCriuDumpLog);
         !r)
         return {r, false};
+    if (auto r = add_held_files(d.procfs, pids, held); !r) return {r.error(), false};
+    record.held = std::move(held);
     return {write_record(d.images, record), false};
 }
 
@@ -164,6 +172,42 @@ bool is_child_of_daemon(const fs::path& procfs, pid_t pid) {
     return ppid == ::getpid();
 }
 
+// The pids of the cgroup whose directory `dir` is open (O_PATH is enough),
+// at most kMaxCriuProcesses; lines that are not a positive pid are skipped.
+std::vector<pid_t> cgroup_procs_of(int dir) {
+    std::vector<pid_t> out;
+    UniqueFd fd(::openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) return out;
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+    size_t pos = 0;
+    while (pos < text.size() && out.size() < kMaxCriuProcesses) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        long pid = std::strtol(text.c_str() + pos, nullptr, 10);
+        if (pid > 0) out.push_back(pid_t(pid));
+        pos = end + 1;
+    }
+    return out;
+}
+
+// criu restored the tree stopped (--leave-stopped): none of it has run yet.
+// Each file it holds must be one the worker held at the dump, or a fresh
+// object (held_files.h); then the tree goes on with SIGCONT. Otherwise the
+// restore opened what a swapped path named: the error says which, and the
+// caller kills the cgroup.
+Result<void> release_if_verified(const WorkerCriu::Restore& r) {
+    if (!r.record.held || !r.record.identity)
+        return plain_error("the checkpoint does not record the files the worker held");
+    std::vector<pid_t> pids = cgroup_procs_of(r.cgroup_dir->get());
+    if (pids.empty()) return plain_error("the restored processes are not in the worker's cgroup");
+    if (auto unheld = first_unheld_file(r.procfs, pids, *r.record.held, r.record.identity->uid))
+        return plain_error(std::string(kCriuRestoreRefused) + *unheld);
+    for (pid_t pid : pids) (void)::kill(pid, SIGCONT);
+    return {};
+}
+
 Result<SpawnedProcess> restore_now(const WorkerCriu::Restore& r,
                                    const std::atomic<bool>& cancelled) {
     auto criu = find_criu();
@@ -186,6 +230,13 @@ Result<SpawnedProcess> restore_now(const WorkerCriu::Restore& r,
                            r.cgroup_in_proc);
     auto pidfd = open_pidfd(*pid);
     if (!pidfd) return pidfd.error();
+    if (auto verified = release_if_verified(r); !verified) {
+        // The restored main process is our child: reap it here; the caller
+        // kills whatever else is in the cgroup.
+        (void)send_signal(pidfd->get(), SIGKILL);
+        (void)wait_for_exit(pidfd->get());
+        return verified.error();
+    }
     return SpawnedProcess{*pid, std::move(*pidfd), true};
 }
 
@@ -208,7 +259,7 @@ std::optional<CriuRecord> read_criu_record(int dir_fd, const std::string& name) 
     UniqueFd fd(
         ::openat(dir.get(), kCriuRecordName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!fd || ::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode) || !root_owned_safe(st) ||
-        st.st_size > 4096)
+        st.st_size > off_t(kMaxCriuRecordBytes))
         return std::nullopt;
     std::string text(size_t(st.st_size), '\0');
     ssize_t n = ::read(fd.get(), text.data(), text.size());

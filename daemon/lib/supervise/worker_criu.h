@@ -18,7 +18,12 @@
 // writes there as root.
 // A restore: `criu restore` with the new output stream as its stdin, then the
 // pid from the pidfile, checked to be a child of the daemon (criu's
-// --restore-sibling) in the worker's cgroup, and a pidfd for it.
+// --restore-sibling) in the worker's cgroup, and a pidfd for it. criu leaves
+// the restored tree stopped; every file it holds is checked to be one the
+// worker held at the dump (held_files.h) before SIGCONT lets it run. A tree
+// that holds anything else is refused: its main process is killed and
+// reaped, and the error starts with kCriuRestoreRefused (the caller kills
+// the rest of the cgroup).
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -44,6 +50,9 @@ namespace infervisor {
 // The criu binary, if installed: the first root-owned, not group- or
 // world-writable regular file of /usr/sbin/criu, /usr/bin/criu, /sbin/criu.
 std::optional<std::string> find_criu();
+
+// How the error of a restore that criu did but the daemon refused begins.
+inline constexpr std::string_view kCriuRestoreRefused = "restore refused: ";
 
 // Reads the CriuRecord of the image dir `name` below `dir_fd`, only when that
 // dir and the record are root-owned and not writable by others (else the

@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 namespace infervisor {
 namespace {
@@ -45,10 +46,11 @@ TEST(CriuCommand, RestoreHandsTheNewStreamInAsFdZeroForEachDumpedOne) {
                         "/c/0000000003",
                         "/c/0000000003/restore.pid",
                         {"/dev/null", "socket:[1732]", "socket:[1732]"}};
-    EXPECT_EQ(joined(criu_restore_argv(restore)),
-              "/usr/sbin/criu restore --images-dir /c/0000000003 --log-file restore.log "
-              "--manage-cgroups=ignore --restore-detached --restore-sibling --pidfile "
-              "/c/0000000003/restore.pid --inherit-fd fd[0]:socket:[1732]");
+    EXPECT_EQ(
+        joined(criu_restore_argv(restore)),
+        "/usr/sbin/criu restore --images-dir /c/0000000003 --log-file restore.log "
+        "--manage-cgroups=ignore --restore-detached --restore-sibling --leave-stopped --pidfile "
+        "/c/0000000003/restore.pid --inherit-fd fd[0]:socket:[1732]");
     restore.stdio = {"/dev/null", "pipe:[9]", "socket:[10]"};
     auto argv = criu_restore_argv(restore);
     EXPECT_THAT(std::vector<std::string>(argv.end() - 4, argv.end()),
@@ -102,6 +104,35 @@ TEST(CriuCommand, RecordKeepsTheIdentity) {
         auto parsed = parse_criu_record(older);
         ASSERT_TRUE(parsed) << older;
         EXPECT_FALSE(parsed->identity) << older;
+    }
+}
+
+// The files the worker held (issue 26, defect 1): recorded with their
+// count, and read back only whole; a record without them verifies nothing.
+TEST(CriuCommand, RecordKeepsTheHeldFilesWholeOrNotAtAll) {
+    CriuRecord record{
+        {"/dev/null"},
+        ProcessIdentity{61234, 61234, {}},
+        std::set<HeldFile>{{makedev(8, 1), 1234, 1733312345, 5}, {makedev(0, 27), 9, 0, 0}}};
+    std::string text = format_criu_record(record);
+    EXPECT_EQ(text,
+              "stdio0=/dev/null\nuid=61234\ngid=61234\ngroups=\nheld-files=2\n"
+              "held=0:27:9:0.000000000\nheld=8:1:1234:1733312345.000000005\n");
+    EXPECT_EQ(parse_criu_record(text), record);
+    CriuRecord nothing_held{{"/dev/null"}, std::nullopt, std::set<HeldFile>{}};
+    EXPECT_EQ(parse_criu_record(format_criu_record(nothing_held)), nothing_held);
+    std::string base = "stdio0=/dev/null\n";
+    for (std::string torn :
+         {base,                                             // an older daemon's
+          base + "held=8:1:1:0.000000000\n",                // no count
+          base + "held-files=2\nheld=8:1:1:0.000000000\n",  // one missing
+          base + "held-files=1\nheld=8:1:1:0.000000000\nheld=8:1:1:0.000000000\n",
+          base + "held-files=1\nheld=8:1:x:0.000000000\n",
+          base + "held-files=1\nheld-files=1\nheld=8:1:1:0.000000000\n",
+          base + "held-files=-1\n"}) {
+        auto parsed = parse_criu_record(torn);
+        ASSERT_TRUE(parsed) << torn;
+        EXPECT_FALSE(parsed->held) << torn;
     }
 }
 

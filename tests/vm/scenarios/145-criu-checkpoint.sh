@@ -13,6 +13,12 @@
 #  1b. an image dumped under another identity than the worker's now (a
 #     supplementary group added after the dump) is not restored: the run
 #     starts fresh, and checkpoint-failed says why;
+#  1c. the attack of issue 26 (defect 1): a worker holds $WORKDIR/f, is
+#     dumped with --leave-running, renames a symlink to a root-only file of
+#     the same size over f and exits; the restart's criu restore reopens "f"
+#     as root, but the daemon finds the restored process holding a file the
+#     worker never held, kills it before it runs, deletes the image, says so
+#     in the journal, and the worker starts fresh;
 #  2. a worker with an established TCP connection is refused by the preflight
 #     (criu would need --tcp-established): the journal says why, and the
 #     fallback is the kill a late cooperative worker gets.
@@ -57,6 +63,11 @@ served_around_restore() {
 			}'
 }
 served_after_restore() { [[ $(served_around_restore "$1" | wc -w) == 2 ]]; }
+
+# worker_said WORKER TEXT: the worker printed TEXT since the daemon started.
+worker_said() {
+	journalctl -q --no-pager --cursor="$ivd_cursor" -t "infervisor-worker-$1" -o cat | grep -qF "$2"
+}
 
 the_packaged_units_seccomp_is_refused_with_the_remedy() {
 	install_infervisor
@@ -202,6 +213,58 @@ an_image_of_another_identity_is_not_restored() {
 	assert_word "$(awk '/^Groups:/ { $1 = ""; print }' "/proc/$pid/status")" 44 "the new run's groups"
 }
 run_scenario an-image-of-another-identity-is-not-restored an_image_of_another_identity_is_not_restored
+
+# Issue 26, defect 1: criu restore reopens the image's paths as root,
+# following symlinks. The daemon checks every file the restored (still
+# stopped) tree holds against the inodes the worker held at the dump.
+a_restore_through_a_swapped_path_is_refused() {
+	install_infervisor
+	use_criu_dropin
+	rm -rf "${store:?}/attacker" /var/lib/infervisor/workers/attacker
+	# A root-only file the worker cannot even stat; criu checks only its size
+	# and mode, which the worker gives its own f.
+	head -c 4096 /dev/urandom >/root/victim-secret
+	chmod 600 /root/victim-secret
+	at_exit rm -f /root/victim-secret
+	{
+		cat <<-YAML
+			workers:
+			  - name: attacker
+			    command: [/usr/bin/python3, -c, "import os, sys, time\nw = os.environ['INFERVISOR_WORKDIR']\nf = os.path.join(w, 'f')\nif os.path.exists(os.path.join(w, 'swapped')):\n    print('fresh start after the swap', flush=True)\n    time.sleep(3600)\nwith open(f, 'wb') as out:\n    out.write(b'x' * 4096)\nos.chmod(f, 0o600)\nheld = open(f, 'rb')\nprint('holding', f, flush=True)\nwhile not os.path.exists(os.path.join(w, 'go')):\n    time.sleep(0.2)\nos.symlink('/root/victim-secret', os.path.join(w, 'link'))\nos.rename(os.path.join(w, 'link'), f)\nopen(os.path.join(w, 'swapped'), 'w').close()\nprint('swapped', flush=True)\nsys.exit(3)\n"]
+			    memory: {max: 96M}
+			    restart: {policy: always}
+			    checkpoint: {method: criu, timeout: 120s}
+		YAML
+		no_default_rules
+	} | use_workers criu.yaml
+	fresh_daemon
+	local workdir=/var/lib/infervisor/workers/attacker
+	wait_until 120 worker_said attacker "holding"
+	assert_cmd infervisorctl checkpoint attacker
+	local image
+	image=$(event_field attacker checkpoint-written CHECKPOINT | head -n1)
+	assert_cmd grep -q '^held-files=' "$image/infervisor-criu"
+	touch "$workdir/go"
+	wait_until 300 worker_said attacker "fresh start after the swap"
+	assert_eq 0 "$(event_count attacker checkpoint-restored)" "restores done"
+	assert_eq criu-restore-refused "$(event_field attacker checkpoint-failed REASON | tail -n1)" "reason"
+	local refused
+	refused=$(ivd_journal INFERVISOR_WORKER=attacker INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)
+	log "refused: $refused"
+	assert_contains "$refused" "/root/victim-secret"
+	assert_contains "$refused" "which the worker did not hold at the checkpoint"
+	assert_contains "$refused" "the image is deleted"
+	assert_cmd test ! -e "$image"
+	assert_contains "$(event_sequence attacker)" "checkpoint-restoring checkpoint-failed started"
+	# The fresh run holds no descriptor of the victim.
+	local pid
+	for pid in $(worker_pids attacker); do
+		if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q victim-secret; then
+			fail "pid $pid holds /root/victim-secret"
+		fi
+	done
+}
+run_scenario a-restore-through-a-swapped-path-is-refused a_restore_through_a_swapped_path_is_refused
 
 an_established_tcp_connection_is_refused_and_the_worker_killed() {
 	install_infervisor
