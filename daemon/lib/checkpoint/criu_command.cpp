@@ -71,6 +71,9 @@ std::string format_criu_record(const CriuRecord& record) {
     if (record.held) {
         out += "held-files=" + std::to_string(record.held->size()) + "\n";
         for (const HeldFile& file : *record.held) out += "held=" + format_held_file(file) + "\n";
+        out += "ghost-dirs=" + std::to_string(record.ghost_dirs.size()) + "\n";
+        for (const GhostDir& d : record.ghost_dirs)
+            out += "ghost-dir=" + format_held_file(d.dir) + " " + d.path + "\n";
     }
     return out;
 }
@@ -81,7 +84,7 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     std::istringstream in(text);
     std::string line;
     std::optional<std::vector<gid_t>> uid, gid, groups;
-    std::optional<size_t> held_count;
+    std::optional<size_t> held_count, ghost_count;
     std::set<HeldFile> held;
     bool held_torn = false;
     while (std::getline(in, line)) {
@@ -98,6 +101,24 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
             auto file = parse_held_file(l.substr(5));
             if (!file || !held.insert(*file).second) held_torn = true;
         }
+        if (l.starts_with("ghost-dirs=")) {
+            size_t n = 0;
+            auto [ptr, ec] = std::from_chars(l.data() + 11, l.data() + l.size(), n);
+            if (ec == std::errc() && ptr == l.data() + l.size() && !ghost_count)
+                ghost_count = n;
+            else
+                held_torn = true;
+        }
+        if (l.starts_with("ghost-dir=")) {
+            size_t space = l.find(' ');
+            auto dir = space == std::string_view::npos ? std::nullopt
+                                                       : parse_held_file(l.substr(10, space - 10));
+            std::string_view path = space == std::string_view::npos ? "" : l.substr(space + 1);
+            if (!dir || !path.starts_with('/'))
+                held_torn = true;
+            else
+                record.ghost_dirs.push_back({std::string(path), *dir});
+        }
         if (l.starts_with("uid=")) uid = parse_ids(l.substr(4), ",");
         if (l.starts_with("gid=")) gid = parse_ids(l.substr(4), ",");
         if (l.starts_with("groups=")) groups = parse_ids(l.substr(7), ",");
@@ -112,7 +133,11 @@ std::optional<CriuRecord> parse_criu_record(const std::string& text) {
     // All three, one id each for uid and gid, or no identity at all.
     if (uid && gid && groups && uid->size() == 1 && gid->size() == 1)
         record.identity = ProcessIdentity::of(uid->front(), gid->front(), std::move(*groups));
-    if (held_count && !held_torn && *held_count == held.size()) record.held = std::move(held);
+    if (held_count && ghost_count && !held_torn && *held_count == held.size() &&
+        *ghost_count == record.ghost_dirs.size())
+        record.held = std::move(held);
+    else
+        record.ghost_dirs.clear();
     return record;
 }
 

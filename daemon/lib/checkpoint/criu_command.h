@@ -83,17 +83,20 @@ struct CriuRecord {
     std::vector<std::string> stdio;           // index = fd
     std::optional<ProcessIdentity> identity;  // empty in a record of an older daemon
     std::optional<std::set<HeldFile>> held;   // empty in a record of an older daemon
+    std::vector<GhostDir> ghost_dirs;         // with `held`: dirs of its deleted files
 
     bool operator==(const CriuRecord&) const = default;
 };
 
 // "stdio0=/dev/null\nstdio1=socket:[1732]\n...uid=..\ngid=..\ngroups=..\n
-// held-files=2\nheld=8:1:1234:1733312345.000000000\n...". Values with a
-// newline are dropped (a path could hold one).
+// held-files=2\nheld=8:1:1234:1733312345.000000000\n...ghost-dirs=1\n
+// ghost-dir=8:1:77:1733312000.000000000 /var/lib/w\n". Values with a newline
+// are dropped (a path could hold one).
 std::string format_criu_record(const CriuRecord& record);
 // The inverse; unknown lines are ignored, nullopt when no stdio line is there.
 // `held` is set only when held-files= is there and exactly that many distinct
-// well-formed held= lines follow it (a torn record verifies nothing).
+// well-formed held= lines follow it, and as many ghost-dir= lines as
+// ghost-dirs= says (a torn record verifies nothing).
 std::optional<CriuRecord> parse_criu_record(const std::string& text);
 
 // The inode of "socket:[N]" / "pipe:[N]", if `target` is one of those.

@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -37,6 +39,8 @@ std::optional<uint64_t> internal_shmem_dev() {
     return dev;
 }
 
+HeldFile file_of(const struct statx& stx);
+
 struct LinkStat {
     HeldFile file;
     mode_t mode = 0;
@@ -55,12 +59,7 @@ std::optional<LinkStat> stat_link(const std::string& link) {
     struct statfs sfs {};
     if (::statfs(link.c_str(), &sfs) < 0) return std::nullopt;
     LinkStat out;
-    out.file.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-    out.file.ino = stx.stx_ino;
-    if (stx.stx_mask & STATX_BTIME) {
-        out.file.btime_sec = stx.stx_btime.tv_sec;
-        out.file.btime_nsec = stx.stx_btime.tv_nsec;
-    }
+    out.file = file_of(stx);
     out.mode = stx.stx_mode;
     out.nlink = stx.stx_nlink;
     out.uid = stx.stx_uid;
@@ -125,6 +124,31 @@ void visit_process_links(const fs::path& procfs, pid_t pid, const LinkVisitor& v
     if (!visit_dir_links(base / "map_files", "mapping", visit)) return;
     for (const char* name : {"cwd", "root", "exe"})
         if (!visit(name, (base / name).string())) return;
+}
+
+HeldFile file_of(const struct statx& stx) {
+    HeldFile f;
+    f.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+    f.ino = stx.stx_ino;
+    if (stx.stx_mask & STATX_BTIME) {
+        f.btime_sec = stx.stx_btime.tv_sec;
+        f.btime_nsec = stx.stx_btime.tv_nsec;
+    }
+    return f;
+}
+
+// The dir `path` (absolute) as reached from / without following any symlink
+// (RESOLVE_NO_SYMLINKS also refuses /proc's magic links); nullopt when it
+// cannot be.
+std::optional<HeldFile> dir_without_symlinks(const std::string& path) {
+    struct open_how how {};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    UniqueFd fd(int(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+    struct statx stx {};
+    if (!fd || ::statx(fd.get(), "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &stx) < 0)
+        return std::nullopt;
+    return file_of(stx);
 }
 
 std::string link_text(const std::string& link) {
@@ -203,6 +227,62 @@ std::optional<std::string> first_unheld_file(const fs::path& procfs, const std::
         if (found) break;
     }
     return found;
+}
+
+Result<void> add_ghost_dirs(const fs::path& procfs, const std::vector<pid_t>& pids,
+                            std::vector<GhostDir>& dirs) {
+    constexpr std::string_view kDeleted = " (deleted)";
+    std::optional<Error> error;
+    for (pid_t pid : pids) {
+        visit_process_links(procfs, pid, [&](const std::string& what, const std::string& link) {
+            if (what.starts_with("cwd") || what.starts_with("root")) return true;
+            auto st = stat_link(link);
+            if (!st || !S_ISREG(st->mode) || st->nlink != 0 || is_anonymous_object(*st))
+                return true;
+            char buf[4096];
+            ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+            std::string path = n > 0 ? std::string(buf, size_t(n)) : std::string();
+            if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+            size_t slash = path.rfind('/');
+            if (path.empty() || path[0] != '/' || slash == std::string::npos) return true;
+            std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+            for (const auto& known : dirs)
+                if (known.path == dir) return true;
+            auto resolved =
+                dir.find('\n') == std::string::npos ? dir_without_symlinks(dir) : std::nullopt;
+            if (!resolved) {
+                error =
+                    plain_error("pid " + std::to_string(pid) + " " + what +
+                                " is a deleted file whose dir " + printable(dir) +
+                                " is gone or cannot be reached without a symlink: a restore of it "
+                                "could not be checked");
+                return false;
+            }
+            if (dirs.size() >= kMaxHeldFiles) {
+                error = plain_error("the worker holds deleted files in more than " +
+                                    std::to_string(kMaxHeldFiles) + " dirs");
+                return false;
+            }
+            dirs.push_back({dir, *resolved});
+            return true;
+        });
+        if (error) return *error;
+    }
+    return {};
+}
+
+std::optional<std::string> first_moved_ghost_dir(const std::vector<GhostDir>& dirs) {
+    for (const auto& d : dirs) {
+        auto now = dir_without_symlinks(d.path);
+        if (!now)
+            return "the dir " + printable(d.path) +
+                   " of a deleted file the worker held is gone or reached through a symlink";
+        if (*now != d.dir)
+            return "the dir " + printable(d.path) +
+                   " of a deleted file the worker held is another dir now (" +
+                   format_held_file(*now) + ", was " + format_held_file(d.dir) + ")";
+    }
+    return std::nullopt;
 }
 
 }  // namespace infervisor

@@ -69,4 +69,27 @@ std::optional<std::string> first_unheld_file(const std::filesystem::path& procfs
                                              const std::vector<pid_t>& pids,
                                              const std::set<HeldFile>& held, uid_t owner);
 
+// The dir of a deleted regular file a process holds. criu re-creates such a
+// file from the image, as root, in the dir its path names
+// ("<path>.cr.<id>.ghost", criu 3.17 files-reg.c) before any restored task
+// exists: that dir must still be the one the worker's file was in, reached
+// without a symlink.
+struct GhostDir {
+    std::string path;  // absolute, as /proc showed it; no newline
+    HeldFile dir;
+
+    bool operator==(const GhostDir&) const = default;
+};
+
+// Blocking. Adds the dir of each deleted regular file that `pids` hold (once
+// per path), resolved with RESOLVE_NO_SYMLINKS. An error when one cannot be
+// resolved so (its name holds a newline, or a symlink is on the way): the
+// dump is refused, since the restore could not be checked.
+Result<void> add_ghost_dirs(const std::filesystem::path& procfs, const std::vector<pid_t>& pids,
+                            std::vector<GhostDir>& dirs);
+
+// Blocking, before a restore: the first recorded dir that no longer resolves
+// without a symlink to the same dir, in words; nullopt when all do.
+std::optional<std::string> first_moved_ghost_dir(const std::vector<GhostDir>& dirs);
+
 }  // namespace infervisor

@@ -134,7 +134,9 @@ WorkerCriu::DumpOutcome dump_now(const WorkerCriu::Dump& d, const std::atomic<bo
     // opened or closed meanwhile is in one of them; a missing one can only
     // make the restore refused, never let a swapped path through).
     std::set<HeldFile> held;
+    std::vector<GhostDir> ghost_dirs;
     if (auto r = add_held_files(d.procfs, pids, held); !r) return {r.error(), true};
+    if (auto r = add_ghost_dirs(d.procfs, pids, ghost_dirs); !r) return {r.error(), true};
     record.stdio.resize(3);
     for (const auto& p : view->processes)
         if (p.pid == d.pid)
@@ -146,7 +148,9 @@ WorkerCriu::DumpOutcome dump_now(const WorkerCriu::Dump& d, const std::atomic<bo
         !r)
         return {r, false};
     if (auto r = add_held_files(d.procfs, pids, held); !r) return {r.error(), false};
+    if (auto r = add_ghost_dirs(d.procfs, pids, ghost_dirs); !r) return {r.error(), false};
     record.held = std::move(held);
+    record.ghost_dirs = std::move(ghost_dirs);
     return {write_record(d.images, record), false};
 }
 
@@ -212,6 +216,10 @@ Result<SpawnedProcess> restore_now(const WorkerCriu::Restore& r,
                                    const std::atomic<bool>& cancelled) {
     auto criu = find_criu();
     if (!criu) return plain_error("criu is not installed");
+    // criu re-creates a deleted file the worker held in that file's dir, as
+    // root, before the tree exists: the dir must be the one it was.
+    if (auto moved = first_moved_ghost_dir(r.record.ghost_dirs))
+        return plain_error(std::string(kCriuRestoreRefused) + *moved);
     fs::path pidfile = r.images / "restore.pid";
     ::unlink(pidfile.c_str());
     CriuRestore restore{*criu, r.images, pidfile, r.record.stdio};

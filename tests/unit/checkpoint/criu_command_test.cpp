@@ -117,7 +117,15 @@ TEST(CriuCommand, RecordKeepsTheHeldFilesWholeOrNotAtAll) {
     std::string text = format_criu_record(record);
     EXPECT_EQ(text,
               "stdio0=/dev/null\nuid=61234\ngid=61234\ngroups=\nheld-files=2\n"
-              "held=0:27:9:0.000000000\nheld=8:1:1234:1733312345.000000005\n");
+              "held=0:27:9:0.000000000\nheld=8:1:1234:1733312345.000000005\nghost-dirs=0\n");
+    EXPECT_EQ(parse_criu_record(text), record);
+    record.ghost_dirs = {{"/var/lib/infervisor/workers/w/a dir", {makedev(8, 1), 77, 1, 2}}};
+    text = format_criu_record(record);
+    EXPECT_NE(
+        text.find("ghost-dirs=1\nghost-dir=8:1:77:1.000000002 /var/lib/infervisor/workers/w/a "
+                  "dir\n"),
+        std::string::npos)
+        << text;
     EXPECT_EQ(parse_criu_record(text), record);
     CriuRecord nothing_held{{"/dev/null"}, std::nullopt, std::set<HeldFile>{}};
     EXPECT_EQ(parse_criu_record(format_criu_record(nothing_held)), nothing_held);
@@ -128,11 +136,15 @@ TEST(CriuCommand, RecordKeepsTheHeldFilesWholeOrNotAtAll) {
           base + "held-files=2\nheld=8:1:1:0.000000000\n",  // one missing
           base + "held-files=1\nheld=8:1:1:0.000000000\nheld=8:1:1:0.000000000\n",
           base + "held-files=1\nheld=8:1:x:0.000000000\n",
-          base + "held-files=1\nheld-files=1\nheld=8:1:1:0.000000000\n",
-          base + "held-files=-1\n"}) {
+          base + "held-files=1\nheld-files=1\nheld=8:1:1:0.000000000\n", base + "held-files=-1\n",
+          base + "held-files=0\n",  // no ghost-dirs=
+          base + "held-files=0\nghost-dirs=1\n",
+          base + "held-files=0\nghost-dirs=1\nghost-dir=8:1:1:0.000000000 rel\n",
+          base + "held-files=0\nghost-dirs=1\nghost-dir=8:1:1:0.000000000\n"}) {
         auto parsed = parse_criu_record(torn);
         ASSERT_TRUE(parsed) << torn;
         EXPECT_FALSE(parsed->held) << torn;
+        EXPECT_TRUE(parsed->ghost_dirs.empty()) << torn;
     }
 }
 

@@ -192,6 +192,60 @@ TEST(HeldFiles, ADeletedFileCriuRecreatesMustBeTheWorkersOwn) {
     EXPECT_NE(why->find("ghost (deleted)"), std::string::npos) << *why;
 }
 
+// criu re-creates a deleted file, as root, in the dir its path names, before
+// the restored tree exists: that dir is recorded and must be the same dir,
+// reached without a symlink, at the restore.
+TEST(HeldFiles, TheDirOfADeletedFileIsRecordedAndCheckedBeforeARestore) {
+    TempDir dir;
+    auto work = dir.mkdir("work");
+    auto ghost = dir.write("work/scratch", "data");
+    std::string ghost_c = ghost.string();
+    std::vector<GhostDir> dirs;
+    {
+        HoldingChild worker([&] {
+            (void)::open(ghost_c.c_str(), O_RDONLY);
+            ::unlink(ghost_c.c_str());
+        });
+        ASSERT_TRUE(add_ghost_dirs("/proc", {worker.pid()}, dirs));
+    }
+    ASSERT_EQ(dirs.size(), 1u);
+    EXPECT_EQ(dirs[0].path, work.string());
+    EXPECT_EQ(dirs[0].dir, file_id(work));
+    EXPECT_EQ(first_moved_ghost_dir(dirs), std::nullopt);
+    // The attack: the dir swapped for a symlink to a dir the worker may not
+    // write (criu would create "scratch.cr.N.ghost" there as root).
+    auto victim_dir = dir.mkdir("etc-like");
+    std::filesystem::rename(work, dir.path() / "work-moved");
+    std::filesystem::create_directory_symlink(victim_dir, work);
+    auto why = first_moved_ghost_dir(dirs);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("gone or reached through a symlink"), std::string::npos) << *why;
+    // Another dir at the same path is not the same dir either.
+    std::filesystem::remove(work);
+    std::filesystem::create_directory(work);
+    why = first_moved_ghost_dir(dirs);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("is another dir now"), std::string::npos) << *why;
+}
+
+TEST(HeldFiles, ADeletedFileWhoseDirIsGoneIsNotDumped) {
+    // /proc still names the removed dir; nothing there to check a restore
+    // against, so the dump is refused.
+    TempDir dir;
+    auto ghost = dir.write("d/x", "data");
+    std::string ghost_c = ghost.string();
+    HoldingChild worker([&] {
+        (void)::open(ghost_c.c_str(), O_RDONLY);
+        ::unlink(ghost_c.c_str());
+    });
+    std::filesystem::remove(dir.path() / "d");
+    std::vector<GhostDir> dirs;
+    auto r = add_ghost_dirs("/proc", {worker.pid()}, dirs);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message().find("is gone or cannot be reached without a symlink"), std::string::npos)
+        << r.error().message();
+}
+
 TEST(HeldFiles, AProcessThatIsGoneHoldsNothing) {
     pid_t gone = 0;
     {
