@@ -242,7 +242,8 @@ TEST(HeldFiles, ADeletedFileWhoseDirIsGoneIsNotDumped) {
     std::vector<GhostDir> dirs;
     auto r = add_ghost_dirs("/proc", {worker.pid()}, dirs);
     ASSERT_FALSE(r);
-    EXPECT_NE(r.error().message().find("is gone or cannot be reached without a symlink"), std::string::npos)
+    EXPECT_NE(r.error().message().find("is gone or cannot be reached without a symlink"),
+              std::string::npos)
         << r.error().message();
 }
 
