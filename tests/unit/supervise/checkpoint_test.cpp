@@ -486,5 +486,34 @@ TEST_F(CheckpointsByHand, AllOfAParkedWorkersCheckpointsGoAndItStartsFresh) {
     EXPECT_TRUE(again.deleted.empty());
 }
 
+// The checkpoint a starting run was given may be in use by its restore:
+// deleting it is refused until the run is ready (or has ended); the others
+// may go meanwhile.
+TEST_F(CheckpointsByHand, NotTheOneAStartingRunRestoresFromUntilItIsReady) {
+    for (int n = 1; n <= 2; ++n) {
+        fs::create_directories(store("fresh") / CheckpointStore::sequence_name(n));
+        std::ofstream(store("fresh") / CheckpointStore::sequence_name(n) / "checkpoint")
+            << "served=0\n";
+    }
+    WorkerCheckpoints checkpoints(ctx_->io, ctx_->clock, ctx_->paths, "fresh",
+                                  [](EventKind, std::string, WorkerCheckpoints::Fields) {});
+    auto dirs = checkpoints.prepare_run(ProcessIdentity::of(65534, 65534, {}));
+    ASSERT_TRUE(dirs) << dirs.error().message();
+    ASSERT_EQ(dirs->restore_from, store("fresh") / "0000000002");
+    for (bool all : {false, true}) {
+        auto refused = checkpoints.remove(
+            all ? std::vector<std::string>{} : std::vector<std::string>{"0000000002"}, all, 0);
+        ASSERT_FALSE(refused);
+        EXPECT_THAT(refused.error().message(), HasSubstr("is being restored by the run"));
+    }
+    auto older = checkpoints.remove({"0000000001"}, false, 0);
+    ASSERT_TRUE(older) << older.error().message();
+    EXPECT_TRUE(fs::exists(store("fresh") / "0000000002"));
+    checkpoints.run_ready(ctx_->clock.now(), true);
+    auto newest = checkpoints.remove({"0000000002"}, false, 0);
+    ASSERT_TRUE(newest) << newest.error().message();
+    EXPECT_FALSE(fs::exists(store("fresh") / "0000000002"));
+}
+
 }  // namespace
 }  // namespace infervisor::testing
