@@ -14,6 +14,7 @@ void add_status_commands(CLI::App& app, CliContext& ctx);  // status, show
 void add_action_commands(CLI::App& app, CliContext& ctx);
 void add_reload_command(CLI::App& app, CliContext& ctx);
 void add_remove_workdir_command(CLI::App& app, CliContext& ctx);
+void add_checkpoints_command(CLI::App& app, CliContext& ctx);
 void add_events_command(CLI::App& app, CliContext& ctx);
 void add_logs_command(CLI::App& app, CliContext& ctx);
 void add_config_command(CLI::App& app, CliContext& ctx);

@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
     app.add_option("--socket", ctx.socket, "The daemon's control socket")
         ->envname("INFERVISOR_SOCKET")
         ->capture_default_str();
-    app.add_flag("--json", ctx.json,
-                 "Print JSON (status, show, events, logs, history, config check, reload)");
+    app.add_flag(
+        "--json", ctx.json,
+        "Print JSON (status, show, events, logs, history, checkpoints, config check, reload)");
     app.add_flag("--no-pager{false}", ctx.use_pager,
                  "Do not pipe long output into a pager ($SYSTEMD_PAGER, $PAGER, less)");
     app.add_flag("--no-legend{false}", ctx.legend, "Print tables without their header line");
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     add_action_commands(app, ctx);
     add_reload_command(app, ctx);
     add_remove_workdir_command(app, ctx);
+    add_checkpoints_command(app, ctx);
     add_events_command(app, ctx);
     add_history_command(app, ctx);
     add_logs_command(app, ctx);

@@ -5,8 +5,8 @@ function __infervisorctl_workers
     infervisorctl --no-pager --no-legend status 2>/dev/null | string replace -r '^(\S+?)\*?\s.*' '$1'
 end
 
-set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir events history logs config top
-set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir events
+set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir checkpoints events history logs config top
+set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir checkpoints events
 
 complete -c infervisorctl -f
 complete -c infervisorctl -l socket -r -F -d "The daemon's control socket"
@@ -27,6 +27,7 @@ complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a resu
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a kill -d 'Send a signal to every process of a worker'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'Reread the configuration and apply it'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a remove-workdir -d 'Delete the work dir of a removed worker'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a checkpoints -d "List or delete a worker's checkpoints"
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a events -d 'Show lifecycle and policy events'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a history -d "Draw a worker's recent memory, pressure, swap and actions"
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a logs -d "Show a worker's output from the journal"
@@ -45,6 +46,9 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l ou
 complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l dry-run -d 'Say what would change; apply nothing'
 complete -c infervisorctl -n '__fish_seen_subcommand_from remove-workdir' -s y -l yes -d 'Delete without asking'
 complete -c infervisorctl -n '__fish_seen_subcommand_from remove-workdir' -l dry-run -d 'Say which dir would be deleted'
+complete -c infervisorctl -n '__fish_seen_subcommand_from checkpoints' -l delete -x -d 'Delete the checkpoint with this ID'
+complete -c infervisorctl -n '__fish_seen_subcommand_from checkpoints' -l all -d "Delete all of the worker's checkpoints"
+complete -c infervisorctl -n '__fish_seen_subcommand_from checkpoints' -s y -l yes -d 'Delete without asking'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l csv -d 'One CSV row per sample'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -s n -l samples -x -d 'Newest samples to show'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l width -x -d 'Columns'

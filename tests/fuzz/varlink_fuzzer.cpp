@@ -60,6 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     testing::FakeSupervisor fake;
     fake.add_worker("a", "ready");
     fake.add_worker("b", "stopped");
+    fake.checkpoints["a"] = {{"0000000001", 1, std::nullopt, std::nullopt, false, true}};
     fake.hold_actions = mode & 1;
     VarlinkService service(fake, AccessPolicy{100});
     PeerCredentials peer{(mode & 2) ? 1000u : 0u, 1000, 1, {(mode & 4) ? 100u : 5u}};

@@ -143,6 +143,20 @@ Result<CheckpointStore> CheckpointStore::open(const fs::path& checkpoints_root,
     return store;
 }
 
+Result<std::optional<CheckpointStore>> CheckpointStore::open_existing(
+    const fs::path& checkpoints_root, const std::string& name) {
+    if (!is_plain_name(name)) return plain_error("not a plain worker name: '" + name + "'");
+    struct stat st;
+    fs::path path = checkpoints_root / name;
+    if (::lstat(path.c_str(), &st) < 0) {
+        if (errno == ENOENT) return std::optional<CheckpointStore>();
+        return errno_error("stat " + path.string());
+    }
+    auto store = open(checkpoints_root, name);
+    if (!store) return store.error();
+    return std::optional<CheckpointStore>(std::move(*store));
+}
+
 Result<void> CheckpointStore::list() {
     auto names = bounded_names(fd_.get(), path_);
     if (!names) return names.error();
@@ -162,6 +176,12 @@ Result<void> CheckpointStore::list() {
 std::optional<StoredCheckpoint> CheckpointStore::newest() const {
     if (complete_.empty()) return std::nullopt;
     return complete_.back();
+}
+
+std::optional<StoredCheckpoint> CheckpointStore::find(std::string_view id) const {
+    for (const auto& c : complete_)
+        if (sequence_name(c.sequence) == id) return c;
+    return std::nullopt;
 }
 
 Result<void> CheckpointStore::to_trash(const std::string& name) {
@@ -297,6 +317,15 @@ std::optional<CheckpointInfo> CheckpointStore::read_info(int dir_fd, uint64_t se
     struct stat st;
     if (::fstat(fd.get(), &st) == 0) info.written_at = static_cast<int64_t>(st.st_mtim.tv_sec);
     return info;
+}
+
+std::optional<int64_t> CheckpointStore::published_at(int dir_fd, uint64_t sequence) {
+    if (auto info = read_info(dir_fd, sequence); info && info->written_at) return info->written_at;
+    struct stat st;
+    if (::fstatat(dir_fd, sequence_name(sequence).c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISDIR(st.st_mode))
+        return std::nullopt;
+    return static_cast<int64_t>(st.st_ctim.tv_sec);
 }
 
 }  // namespace infervisor

@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -75,12 +76,20 @@ class CheckpointStore {
     // it; lists the complete checkpoints.
     static Result<CheckpointStore> open(const std::filesystem::path& checkpoints_root,
                                         const std::string& name);
+    // As open(), but only where <checkpoints_root>/<name> exists: reading a
+    // worker's checkpoints creates nothing. nullopt: it has none.
+    static Result<std::optional<CheckpointStore>> open_existing(
+        const std::filesystem::path& checkpoints_root, const std::string& name);
 
     const std::filesystem::path& path() const { return path_; }
     std::filesystem::path staging_path() const { return path_ / kCheckpointStagingName; }
     // Complete checkpoints, oldest first.
     const std::vector<StoredCheckpoint>& complete() const { return complete_; }
     std::optional<StoredCheckpoint> newest() const;
+    // The complete checkpoint whose directory name is exactly `id`
+    // ("0000000007"), else nullopt. `id` comes from a caller: it is only
+    // compared with the names of the listed checkpoints, never made a path.
+    std::optional<StoredCheckpoint> find(std::string_view id) const;
 
     // A fresh, empty staging dir owned by uid:gid, mode 0700; whatever was
     // there before goes to the trash. Call before each run.
@@ -111,6 +120,10 @@ class CheckpointStore {
     // Writes / reads NAME/<sequence>.info (daemon-written, root-owned).
     static Result<void> write_info(int dir_fd, uint64_t sequence, const CheckpointInfo& info);
     static std::optional<CheckpointInfo> read_info(int dir_fd, uint64_t sequence);
+    // When checkpoint `sequence` was published, Unix seconds: its info's
+    // time, else (no info: an older version's) its directory's ctime, which
+    // the publishing rename set.
+    static std::optional<int64_t> published_at(int dir_fd, uint64_t sequence);
 
     // "0000000042".
     static std::string sequence_name(uint64_t sequence);

@@ -1,8 +1,10 @@
 // AccessPolicy: who may change things over the control socket.
 //
-// Anyone who can open the socket may read (list, show, events, validate).
-// Changing anything (start, stop, restart, kill, reload) needs uid 0 or the
-// control group as primary or supplementary group of the connecting process.
+// Anyone who can open the socket may read (list, show, events, validate, a
+// worker's checkpoint list: ids, times and sizes, never their contents).
+// Changing anything (start, stop, restart, kill, reload, deleting
+// checkpoints) needs uid 0 or the control group as primary or supplementary
+// group of the connecting process.
 #pragma once
 
 #include <sys/types.h>

@@ -112,6 +112,36 @@ struct WorkerHistory {
     std::vector<HistoryAction> actions;
 };
 
+// One published checkpoint of a worker, as `infervisorctl checkpoints`
+// lists it: what it is, never what is in it (prompts, KV caches).
+struct CheckpointEntry {
+    std::string id;  // its directory's name, "0000000007": what deletion takes
+    uint64_t sequence = 0;
+    std::optional<int64_t> written_at;  // Unix seconds, when the daemon published it
+    std::optional<uint64_t> bytes;      // as measured when published
+    bool criu = false;                  // a criu image, else the worker's own files
+    bool next_restore = false;          // what the worker's next start is offered
+
+    bool operator==(const CheckpointEntry&) const = default;
+};
+
+struct CheckpointListing {
+    ActionOutcome outcome;  // worker_not_found, or failed (the store is unreadable)
+    std::string directory;  // <state_dir>/checkpoints/NAME
+    std::vector<CheckpointEntry> checkpoints;  // oldest first
+};
+
+// Which checkpoints delete_checkpoints() deletes: `ids`, or every one.
+struct CheckpointSelection {
+    std::vector<std::string> ids;
+    bool all = false;
+};
+
+struct CheckpointDeletion {
+    ActionOutcome outcome;
+    std::vector<std::string> deleted;  // the ids, oldest first
+};
+
 // The outcome of validate_config().
 struct ValidationOutcome {
     // false: the text was not checked (too many checks at once, or the check
@@ -157,6 +187,7 @@ class SupervisorApi {
     using ReloadDone = std::function<void(ReloadOutcome)>;
     using RemoveWorkDirDone = std::function<void(WorkDirRemovalOutcome)>;
     using ValidateDone = std::function<void(ValidationOutcome)>;
+    using CheckpointsDeleted = std::function<void(CheckpointDeletion)>;
     using EventSink = std::function<void(const ControlEvent&)>;
 
     virtual ~SupervisorApi() = default;
@@ -173,6 +204,10 @@ class SupervisorApi {
                                                  std::size_t /*limit*/) const {
         return std::nullopt;
     }
+    // The worker's published checkpoints (ids, times, sizes; never their
+    // contents). O(entries) system calls on the loop: a store holds at most
+    // kMaxCheckpointDirEntries.
+    virtual CheckpointListing list_checkpoints(const std::string& name) const = 0;
     // Validates a configuration given as its files' texts (a main file and
     // its drop-ins), off the event loop (any local user may ask, and the
     // work is heavy); `done` gets the verdict later, or a refusal at once
@@ -203,6 +238,14 @@ class SupervisorApi {
     // preview makes the same checks and says which dir, deleting nothing.
     virtual void remove_workdir(const std::string& name, ChangeMode mode,
                                 RemoveWorkDirDone done) = 0;
+
+    // Deletes checkpoints of the worker: all or nothing (an id that is not
+    // one of its published checkpoints fails the call and deletes nothing).
+    // Refused while the worker is writing or recording a checkpoint, and for
+    // the one a starting run is restoring from. Deleting the one the next
+    // start would restore means it starts fresh. `caller` is journaled.
+    virtual void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
+                                    const PeerCredentials& caller, CheckpointsDeleted done) = 0;
 
     // Every later event goes to `sink` until the Subscription is destroyed.
     // The sink must not be called after that. A Subscription may be destroyed

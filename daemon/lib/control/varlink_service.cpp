@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <exception>
 #include <limits>
@@ -26,6 +27,8 @@ constexpr int64_t kMaxEventsPerCall = 10000;
 constexpr std::size_t kMaxWorkersPerQuery = 1024;
 // About 250 bytes of JSON each: a reply stays under 1 MiB.
 constexpr int64_t kMaxHistoryPerCall = 3600;
+// As many checkpoints as a worker's store may hold (checkpoint_store.h).
+constexpr std::size_t kMaxCheckpointsPerCall = 1024;
 
 // Replies to a call whose parameters were wrong; true when it did.
 bool rejected(CallParameters& params, const std::shared_ptr<ReplySink>& sink) {
@@ -86,6 +89,26 @@ void hide_environment(json& spec) {
     for (auto& value : *it) value = nullptr;
 }
 
+// A checkpoint id as ListCheckpoints gives it: ten ASCII digits. Checked
+// here so that nothing else (a path, a 5000-byte string) reaches the
+// supervisor, which then looks the id up among the worker's checkpoints.
+bool is_checkpoint_id(const std::string& id) {
+    return id.size() == 10 &&
+           std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+json checkpoint_to_json(const CheckpointEntry& c) {
+    json written = nullptr, bytes = nullptr;
+    if (c.written_at) written = *c.written_at * int64_t{1000000};
+    if (c.bytes) bytes = *c.bytes;
+    return {{"id", c.id},
+            {"sequence", c.sequence},
+            {"written_usec", written},
+            {"bytes", bytes},
+            {"method", c.criu ? "criu" : "cooperative"},
+            {"next_restore", c.next_restore}};
+}
+
 std::string describe(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
@@ -115,6 +138,8 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.Resume", {true, &VarlinkService::resume}},
         {"io.infervisor.supervisor.Reload", {true, &VarlinkService::reload}},
         {"io.infervisor.supervisor.RemoveWorkDir", {true, &VarlinkService::remove_workdir}},
+        {"io.infervisor.supervisor.ListCheckpoints", {false, &VarlinkService::list_checkpoints}},
+        {"io.infervisor.supervisor.DeleteCheckpoints", {true, &VarlinkService::delete_checkpoints}},
         {"io.infervisor.supervisor.Validate", {false, &VarlinkService::validate}},
         {"io.infervisor.supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.supervisor.Subscribe", {false, &VarlinkService::subscribe}},
@@ -314,6 +339,43 @@ void VarlinkService::remove_workdir(const VarlinkCall& call, const Sink& sink) {
                 spdlog::info("control: work dir {} of {} {}", r.path, r.outcome.worker,
                              r.existed ? "removed" : "did not exist");
             target->reply({{"path", r.path}, {"existed", r.existed}}, false);
+        });
+}
+
+void VarlinkService::list_checkpoints(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    params.string("name", name, true);
+    if (rejected(params, sink)) return;
+    CheckpointListing listing = supervisor_.list_checkpoints(name);
+    if (!listing.outcome.ok()) return complete_action(sink)(listing.outcome);
+    json checkpoints = json::array();
+    for (const auto& c : listing.checkpoints) checkpoints.push_back(checkpoint_to_json(c));
+    sink->reply({{"directory", listing.directory}, {"checkpoints", std::move(checkpoints)}}, false);
+}
+
+void VarlinkService::delete_checkpoints(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::string name;
+    CheckpointSelection selection;
+    params.string("name", name, true);
+    params.optional_string_list("ids", selection.ids);
+    params.optional_bool("all", selection.all);
+    if (rejected(params, sink)) return;
+    // Exactly one of the two; every id well-formed, and at most as many as
+    // a store can hold.
+    if (selection.all == !selection.ids.empty())
+        return sink->fail(err::kInvalidParameter, {{"parameter", selection.all ? "all" : "ids"}});
+    if (selection.ids.size() > kMaxCheckpointsPerCall ||
+        !std::all_of(selection.ids.begin(), selection.ids.end(), is_checkpoint_id))
+        return sink->fail(err::kInvalidParameter, {{"parameter", "ids"}});
+    supervisor_.delete_checkpoints(
+        name, selection, caller_,
+        [weak = std::weak_ptr<ReplySink>(sink)](CheckpointDeletion deletion) {
+            auto target = weak.lock();
+            if (!target) return;
+            if (!deletion.outcome.ok()) return complete_action(target)(deletion.outcome);
+            target->reply({{"deleted", names_json(deletion.deleted)}}, false);
         });
 }
 

@@ -80,6 +80,8 @@ class VarlinkService {
     void resume(const VarlinkCall& call, const Sink& sink);
     void reload(const VarlinkCall& call, const Sink& sink);
     void remove_workdir(const VarlinkCall& call, const Sink& sink);
+    void list_checkpoints(const VarlinkCall& call, const Sink& sink);
+    void delete_checkpoints(const VarlinkCall& call, const Sink& sink);
     void validate(const VarlinkCall& call, const Sink& sink);
     void recent_events(const VarlinkCall& call, const Sink& sink);
     void subscribe(const VarlinkCall& call, const Sink& sink);

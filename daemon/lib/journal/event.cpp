@@ -62,6 +62,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::watchdog_learned, "watchdog-learned", "e50cc6a9608d42728be088f7699a0a6b",
      LOG_NOTICE},
     {EventKind::usage_capped, "usage-capped", "e628e1f54cdc496b9945130a96e7f890", LOG_WARNING},
+    {EventKind::checkpoint_deleted, "checkpoint-deleted", "0c7d2a4f9e1b4b56a3e8d61f27c95b03",
+     LOG_NOTICE},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -49,11 +49,12 @@ enum class EventKind {
     tmp_file_protected,  // a file a worker sharing the host's /tmp holds there is kept from aging
     watchdog_learned,    // a worker that sends WATCHDOG=1 unasked is held to its pace
     usage_capped,        // a work dir's scan stopped at a cap: its usage is a lower bound
+    checkpoint_deleted,  // an operator deleted checkpoints (infervisorctl checkpoints --delete)
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::usage_capped;
+inline constexpr EventKind kLastEventKind = EventKind::checkpoint_deleted;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

@@ -332,6 +332,41 @@ void SupervisorService::remove_workdir(const std::string& name, ChangeMode mode,
     });
 }
 
+CheckpointListing SupervisorService::list_checkpoints(const std::string& name) const {
+    CheckpointListing listing;
+    const Worker* w = nullptr;
+    for (const Worker* candidate : supervisor_.workers())
+        if (candidate->name() == name) w = candidate;
+    if (!w) {
+        listing.outcome = ActionOutcome::not_found(name);
+        return listing;
+    }
+    listing.directory = (ctx_.paths.state_dir / "checkpoints" / name).string();
+    auto listed = w->checkpoints().list();
+    if (!listed) {
+        listing.outcome = ActionOutcome::failure(name, listed.error().message());
+        return listing;
+    }
+    for (const auto& c : *listed)
+        listing.checkpoints.push_back({CheckpointStore::sequence_name(c.stored.sequence),
+                                       c.stored.sequence, c.written_at, c.bytes, c.criu,
+                                       c.next_restore});
+    return listing;
+}
+
+void SupervisorService::delete_checkpoints(const std::string& name,
+                                           const CheckpointSelection& selection,
+                                           const PeerCredentials& caller, CheckpointsDeleted done) {
+    Worker* w = supervisor_.find(name);
+    if (!w) return done({ActionOutcome::not_found(name), {}});
+    auto deleted = w->delete_checkpoints(selection.ids, selection.all, caller.uid);
+    if (!deleted) return done({ActionOutcome::failure(name, deleted.error().message()), {}});
+    CheckpointDeletion out;
+    for (const auto& c : *deleted)
+        out.deleted.push_back(CheckpointStore::sequence_name(c.sequence));
+    done(std::move(out));
+}
+
 Subscription SupervisorService::subscribe(EventSink sink) {
     auto id = ctx_.events.subscribe([sink](const Event& e) { sink(to_control_event(e)); });
     return Subscription([this, id] { ctx_.events.unsubscribe(id); });

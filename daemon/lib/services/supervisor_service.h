@@ -56,6 +56,9 @@ class SupervisorService final : public SupervisorApi {
     void resume(const std::vector<std::string>& names, ActionDone done) override;
     void reload(ChangeMode mode, ReloadDone done) override;
     void remove_workdir(const std::string& name, ChangeMode mode, RemoveWorkDirDone done) override;
+    CheckpointListing list_checkpoints(const std::string& name) const override;
+    void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
+                            const PeerCredentials& caller, CheckpointsDeleted done) override;
     Subscription subscribe(EventSink sink) override;
 
   private:

@@ -80,6 +80,11 @@ class Worker {
     // A checkpoint by hand: the worker keeps running. `finished` as for
     // WorkerCheckpoints::request (not called when this fails).
     Result<void> checkpoint_now(WorkerCheckpoints::Finished finished = {});
+    // Deletes published checkpoints on an operator's request
+    // (WorkerCheckpoints::remove); a parked worker whose checkpoint goes is
+    // parked without one (it starts fresh).
+    Result<std::vector<StoredCheckpoint>> delete_checkpoints(const std::vector<std::string>& ids,
+                                                             bool all, uid_t caller_uid);
     // The policy action about to end this run acts for memory (a host rule,
     // a rule on a memory or swap metric): its restart waits until the host
     // has room for the worker again (restart_room.h). A host rule ended it

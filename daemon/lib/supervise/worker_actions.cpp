@@ -75,6 +75,19 @@ Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
     return checkpoints_.request("infervisorctl", "the worker keeps running", std::move(finished));
 }
 
+Result<std::vector<StoredCheckpoint>> Worker::delete_checkpoints(
+    const std::vector<std::string>& ids, bool all, uid_t caller_uid) {
+    auto deleted = checkpoints_.remove(ids, all, caller_uid);
+    if (!deleted || !parked_checkpoint_) return deleted;
+    for (const auto& c : *deleted)
+        if (c.path.string() == parked_checkpoint_->path) {
+            parked_checkpoint_.reset();
+            persist();
+            break;
+        }
+    return deleted;
+}
+
 Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished) {
     if (state_ == WorkerState::suspended) return plain_error("already suspended");
     if (!live() || (state_ != WorkerState::running && state_ != WorkerState::starting))

@@ -103,6 +103,7 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessI
     set_staging_owner(who.uid, who.gid);
     bool criu = spec_.method == CheckpointMethod::criu;
     criu_restore_seconds_.reset();
+    restoring_ = false;
     auto staging = store_->fresh_staging(uid_, gid_);
     if (!staging) return staging.error();
     offered_ = store_->newest();
@@ -145,6 +146,7 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessI
     } else {
         dirs.restore_from = offered_->path;
     }
+    restoring_ = offered_.has_value();
     return dirs;
 }
 
@@ -157,6 +159,7 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t
     // refused until the next run).
     set_staging_owner(uid, gid);
     offered_.reset();
+    restoring_ = false;
     return RunDirs{store_->staging_path(), std::nullopt};
 }
 
@@ -184,6 +187,7 @@ void WorkerCheckpoints::run_started(Signaller signaller) {
 
 void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
     arm_periodic();
+    restoring_ = false;
     if (criu_restore_seconds_ && offered_) {
         double seconds = *std::exchange(criu_restore_seconds_, std::nullopt);
         emit_(EventKind::checkpoint_restored,
@@ -207,8 +211,107 @@ void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
 
 void WorkerCheckpoints::run_ended() {
     signaller_ = nullptr;
+    restoring_ = false;
     periodic_timer_->cancel();
     if (pending_) finish({false, false, "the run ended"});
+}
+
+Result<std::vector<WorkerCheckpoints::Listed>> WorkerCheckpoints::list() const {
+    std::optional<CheckpointStore> read;
+    const CheckpointStore* store = store_ ? &*store_ : nullptr;
+    if (!store) {
+        auto existing = CheckpointStore::open_existing(paths_.state_dir / "checkpoints", worker_);
+        if (!existing) return existing.error();
+        if (!*existing) return std::vector<Listed>{};
+        read = std::move(**existing);
+        store = &*read;
+    }
+    auto dir = store->dup_dir();
+    if (!dir) return dir.error();
+    std::vector<Listed> out;
+    for (const auto& c : store->complete()) {
+        Listed listed{c};
+        listed.written_at = CheckpointStore::published_at(dir->get(), c.sequence);
+        if (auto info = CheckpointStore::read_info(dir->get(), c.sequence))
+            listed.bytes = info->bytes;
+        listed.criu =
+            read_criu_record(dir->get(), CheckpointStore::sequence_name(c.sequence)).has_value();
+        out.push_back(std::move(listed));
+    }
+    // As prepare_run decides: the newest, unless it is a criu image and the
+    // method is not criu (a cooperative worker cannot use one).
+    if (!out.empty() && (!out.back().criu || spec_.method == CheckpointMethod::criu))
+        out.back().next_restore = true;
+    return out;
+}
+
+namespace {
+
+// A caller's id in a message: bounded, and only when it is plain text.
+std::string shown_id(const std::string& id) {
+    bool plain = id.size() <= 32 &&
+                 std::all_of(id.begin(), id.end(), [](char c) { return c > ' ' && c < 0x7f; });
+    return plain ? "'" + id + "'" : "(an id of " + std::to_string(id.size()) + " bytes)";
+}
+
+}  // namespace
+
+Result<std::vector<StoredCheckpoint>> WorkerCheckpoints::remove(const std::vector<std::string>& ids,
+                                                                bool all, uid_t caller_uid) {
+    if (pending_ || recording_ > 0)
+        return plain_error("a checkpoint of '" + worker_ +
+                           "' is being written; try again once checkpoint-written or "
+                           "checkpoint-failed is journaled");
+    if (!store_) {
+        auto existing = CheckpointStore::open_existing(paths_.state_dir / "checkpoints", worker_);
+        if (!existing) return existing.error();
+        if (*existing) store_.emplace(std::move(**existing));
+    }
+    std::vector<StoredCheckpoint> chosen;
+    if (all && store_) chosen = store_->complete();
+    for (const auto& id : ids) {
+        auto found = store_ ? store_->find(id) : std::nullopt;
+        if (!found)
+            return plain_error("worker '" + worker_ + "' has no checkpoint " + shown_id(id) +
+                               " (infervisorctl checkpoints " + worker_ + " lists them)");
+        if (std::find(chosen.begin(), chosen.end(), *found) == chosen.end())
+            chosen.push_back(*found);
+    }
+    std::sort(chosen.begin(), chosen.end(),
+              [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
+    for (const auto& c : chosen)
+        if (restoring_ && offered_ && offered_->sequence == c.sequence)
+            return plain_error("checkpoint " + CheckpointStore::sequence_name(c.sequence) +
+                               " of '" + worker_ +
+                               "' is being restored by the run that is starting; try again once "
+                               "it is running");
+    if (chosen.empty()) return chosen;
+    std::vector<StoredCheckpoint> deleted;
+    std::string names;
+    for (const auto& c : chosen) {
+        if (auto r = store_->retire(c.sequence); !r) {
+            if (deleted.empty()) return r.error();
+            spdlog::error("{}: deleting checkpoint {}: {}", worker_, c.sequence,
+                          r.error().message());
+            break;  // journal what went
+        }
+        deleted.push_back(c);
+        names += (names.empty() ? "" : ", ") + CheckpointStore::sequence_name(c.sequence);
+    }
+    if (store_->take_trash_flag()) empty_trash_in_background();
+    std::string next = last_good();
+    emit_(EventKind::checkpoint_deleted,
+          "checkpoint" + std::string(deleted.size() == 1 ? " " : "s ") + names +
+              " deleted on request of uid " + std::to_string(caller_uid) +
+              (store_->newest() ? "; newest left: " + next
+                                : std::string("; none left: the next start is fresh")),
+          {{"CHECKPOINT_IDS", names},
+           {"CHECKPOINTS_DELETED", std::to_string(deleted.size())},
+           {"CALLER_UID", std::to_string(caller_uid)},
+           {"NEXT_RESTORE", next}});
+    if (deleted.size() != chosen.size())
+        return plain_error("deleted " + names + ", then stopped: see the daemon's log");
+    return deleted;
 }
 
 Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late, Finished finished,

@@ -23,7 +23,8 @@
 //    (REASON=quota: the new one is deleted, the older ones kept; see
 //    checkpoint/checkpoint_retention.h); it names the last good checkpoint;
 //  - checkpoint-restoring when a run starts with INFERVISOR_RESTORE_FROM, and
-//    checkpoint-restored when that run sends READY=1 (seconds since start).
+//    checkpoint-restored when that run sends READY=1 (seconds since start);
+//  - checkpoint-deleted when an operator deleted checkpoints (remove()).
 // A request answers its `Finished` exactly once: once the checkpoint its
 // CHECKPOINT=1 published is recorded (or at once when nothing could be
 // published), at the timeout, or when the run ends first. Waiting for the
@@ -138,6 +139,29 @@ class WorkerCheckpoints {
                          std::string cgroup_in_proc, std::shared_ptr<UniqueFd> output,
                          Restored done);
 
+    // A published checkpoint as `infervisorctl checkpoints` lists it.
+    struct Listed {
+        StoredCheckpoint stored;
+        std::optional<int64_t> written_at;  // Unix seconds
+        std::optional<uint64_t> bytes;      // from its info
+        bool criu = false;                  // a criu image infervisord made
+        bool next_restore = false;          // what the next start is offered
+    };
+    // The published checkpoints, oldest first: from the store of this
+    // daemon's runs, else read from the disk (nothing is created). O(1)
+    // system calls each, on the loop; nothing in them is read.
+    Result<std::vector<Listed>> list() const;
+    // Deletes the published checkpoints whose ids (directory names) are
+    // `ids`, or every one with `all`; all or nothing: an id that is not one
+    // of them fails and deletes nothing (ids are looked up, never made
+    // paths). Refused while a checkpoint is requested, being written or
+    // being recorded, and for the checkpoint a starting run restores from
+    // (until it is ready). They go to the trash (a rename) and are removed
+    // off the loop; checkpoint-deleted names `caller_uid`. Returns them,
+    // oldest first.
+    Result<std::vector<StoredCheckpoint>> remove(const std::vector<std::string>& ids, bool all,
+                                                 uid_t caller_uid);
+
     // The newest complete checkpoint, as a path for messages ("none").
     std::string last_good() const;
     // How long the last requested checkpoint took from the request to its
@@ -194,6 +218,7 @@ class WorkerCheckpoints {
     gid_t gid_ = 0;
     Signaller signaller_;                      // set while a run is up
     std::optional<StoredCheckpoint> offered_;  // what this run was given
+    bool restoring_ = false;                   // offered_, and the run is not ready yet
     std::optional<Pending> pending_;
     std::optional<TimePoint> last_published_;
     std::optional<Duration> last_answer_took_;

@@ -4,6 +4,7 @@
 // the daemon must never touch.
 #include "checkpoint/checkpoint_store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -299,6 +300,63 @@ TEST_F(CheckpointStoreTest, AStagingDirSwappedForASymlinkIsNotPublished) {
     EXPECT_NE(published.error().message().find("is not a directory"), std::string::npos);
     EXPECT_FALSE(store.newest());
     victim.expect_untouched();
+}
+
+// Issue 26 #9: `infervisorctl checkpoints` names a checkpoint by an id that
+// comes from a caller. It is looked up among the listed checkpoints only:
+// anything else, path-like or not, finds nothing.
+TEST_F(CheckpointStoreTest, FindTakesOnlyTheIdOfAListedCheckpoint) {
+    auto store = open();
+    ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+    worker_writes("1");
+    ASSERT_TRUE(store.publish());
+    // A directory that looks like a checkpoint but is not listed (planted
+    // after the listing) is not found either.
+    fs::create_directory(root_ / "llama/0000000009");
+    auto found = store.find("0000000001");
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->sequence, 1u);
+    EXPECT_EQ(found->path, numbered(1));
+    for (std::string id : {"", "1", "0000000009", "../llama/0000000001", "0000000001/",
+                           "./0000000001", "staging", "trash", "0000000001.info", ".."})
+        EXPECT_FALSE(store.find(id)) << id;
+    EXPECT_FALSE(store.find(std::string(5000, '0')));
+    EXPECT_FALSE(store.find(std::string("0000000001\0", 11)));
+}
+
+TEST_F(CheckpointStoreTest, OpenExistingCreatesNothingAndListsWhatIsThere) {
+    auto none = CheckpointStore::open_existing(root_, "llama");
+    ASSERT_TRUE(none) << none.error().message();
+    EXPECT_FALSE(none->has_value());
+    EXPECT_FALSE(fs::exists(root_));
+    {
+        auto store = open();
+        ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+        worker_writes("1");
+        ASSERT_TRUE(store.publish());
+    }
+    auto some = CheckpointStore::open_existing(root_, "llama");
+    ASSERT_TRUE(some) << some.error().message();
+    ASSERT_TRUE(some->has_value());
+    EXPECT_EQ(sequences(**some), (std::vector<uint64_t>{1}));
+    EXPECT_FALSE(CheckpointStore::open_existing(root_, "../x"));
+}
+
+TEST_F(CheckpointStoreTest, PublishedAtIsTheInfosTimeElseTheDirectorysCtime) {
+    auto store = open();
+    ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+    worker_writes("1");
+    auto published = store.publish();
+    ASSERT_TRUE(published);
+    auto fd = store.dup_dir();
+    ASSERT_TRUE(fd);
+    struct stat dir = lstat_of(numbered(1));
+    EXPECT_EQ(CheckpointStore::published_at(fd->get(), 1), int64_t(dir.st_ctim.tv_sec));
+    ASSERT_TRUE(CheckpointStore::write_info(fd->get(), 1, {5, {}}));
+    struct timespec times[2] = {{0, UTIME_OMIT}, {1000, 0}};
+    ASSERT_EQ(::utimensat(fd->get(), "0000000001.info", times, AT_SYMLINK_NOFOLLOW), 0);
+    EXPECT_EQ(CheckpointStore::published_at(fd->get(), 1), int64_t{1000});
+    EXPECT_FALSE(CheckpointStore::published_at(fd->get(), 2));
 }
 
 TEST_F(CheckpointStoreTest, NamesThatAreNotPlainAreRefused) {

@@ -159,6 +159,38 @@ void FakeSupervisor::remove_workdir(const std::string& name, ChangeMode mode,
     done({ok, workdir_root + "/" + name, existed});
 }
 
+CheckpointListing FakeSupervisor::list_checkpoints(const std::string& name) const {
+    CheckpointListing listing;
+    bool known = std::any_of(workers_.begin(), workers_.end(),
+                             [&](const WorkerDetail& w) { return w.view.name == name; });
+    if (!known) {
+        listing.outcome = ActionOutcome::not_found(name);
+        return listing;
+    }
+    listing.directory = "/var/lib/infervisor/checkpoints/" + name;
+    if (auto it = checkpoints.find(name); it != checkpoints.end()) listing.checkpoints = it->second;
+    return listing;
+}
+
+void FakeSupervisor::delete_checkpoints(const std::string& name,
+                                        const CheckpointSelection& selection,
+                                        const PeerCredentials& caller, CheckpointsDeleted done) {
+    if (!find(name)) return done({ActionOutcome::not_found(name), {}});
+    auto& held = checkpoints[name];
+    std::vector<std::string> ids = selection.ids;
+    if (selection.all)
+        for (const auto& c : held) ids.push_back(c.id);
+    for (const auto& id : ids)
+        if (std::none_of(held.begin(), held.end(), [&](const auto& c) { return c.id == id; }))
+            return done({ActionOutcome::failure(name, "no checkpoint '" + id + "'"), {}});
+    std::string action = "delete-checkpoints " + name;
+    for (const auto& id : ids) action += " " + id;
+    actions.push_back(action + " by uid " + std::to_string(caller.uid));
+    std::erase_if(
+        held, [&](const auto& c) { return std::find(ids.begin(), ids.end(), c.id) != ids.end(); });
+    done({ActionOutcome::success(), ids});
+}
+
 Subscription FakeSupervisor::subscribe(EventSink sink) {
     int id = next_subscriber_++;
     subscribers_[id] = std::move(sink);

@@ -46,6 +46,11 @@ class FakeSupervisor : public SupervisorApi {
     // Refuses names in workers (configured); else "removes" <workdir_root>/NAME,
     // existing when listed in `workdirs`, and forgets it.
     void remove_workdir(const std::string& name, ChangeMode mode, RemoveWorkDirDone done) override;
+    // Lists `checkpoints[name]`; deletes from it all or nothing, refusing
+    // ids it does not hold, and records "delete-checkpoints NAME ID.. by uid N".
+    CheckpointListing list_checkpoints(const std::string& name) const override;
+    void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
+                            const PeerCredentials& caller, CheckpointsDeleted done) override;
     Subscription subscribe(EventSink sink) override;
 
     // Records the event and delivers it to every subscriber.
@@ -60,7 +65,8 @@ class FakeSupervisor : public SupervisorApi {
     std::vector<std::string>
         actions;  // "stop a b", "kill a 9", "reload", "reload --dry-run", in order
     std::string workdir_root = "/var/lib/infervisor/workers";
-    std::vector<std::string> workdirs;  // names whose work dir exists
+    std::vector<std::string> workdirs;                                // names whose work dir exists
+    std::map<std::string, std::vector<CheckpointEntry>> checkpoints;  // by worker, oldest first
 
   private:
     void act(const std::string& verb, const std::vector<std::string>& names,

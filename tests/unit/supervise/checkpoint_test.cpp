@@ -273,5 +273,247 @@ TEST_F(Checkpoints, ACheckpointOverTheQuotaFailsAndThePreviousOneIsKept) {
     EXPECT_EQ(complete_checkpoints("bounded"), 2u);
 }
 
+// Issue 26 #9: checkpoints hold prompts and KV caches; an operator lists
+// and deletes them (infervisorctl checkpoints, through SupervisorService).
+class CheckpointsByHand : public Checkpoints {
+  protected:
+    void SetUp() override {
+        Checkpoints::SetUp();
+        service_ = std::make_unique<SupervisorService>(*ctx_, *supervisor_, recent_,
+                                                       SupervisorService::ReloadFunction{});
+    }
+    void TearDown() override {
+        service_.reset();
+        Checkpoints::TearDown();
+    }
+    // A running worker with three checkpoints.
+    void three_checkpoints(WorkerSpec spec) {
+        spec.checkpoint.keep = 5;
+        supervisor_->apply(config({spec}));
+        run_until_event(spec.name, K::ready);
+        for (size_t n = 1; n <= 3; ++n) {
+            ASSERT_TRUE(supervisor_->find(spec.name)->checkpoint_now().ok());
+            run_until_event(spec.name, K::checkpoint_written, n);
+        }
+    }
+    CheckpointDeletion remove(std::vector<std::string> ids, bool all = false, uid_t uid = 0) {
+        std::optional<CheckpointDeletion> out;
+        service_->delete_checkpoints("count", {std::move(ids), all},
+                                     PeerCredentials{uid, uid, 1, {}},
+                                     [&](CheckpointDeletion d) { out = std::move(d); });
+        EXPECT_TRUE(out.has_value());  // answered at once
+        return out.value_or(CheckpointDeletion{});
+    }
+    std::vector<std::string> listed_ids() {
+        std::vector<std::string> out;
+        for (const auto& c : service_->list_checkpoints("count").checkpoints) out.push_back(c.id);
+        return out;
+    }
+    std::vector<std::string> ids_on_disk() {
+        std::vector<std::string> out;
+        for (const auto& e : fs::directory_iterator(store("count")))
+            if (e.is_directory() && e.path().filename().string().size() == 10)
+                out.push_back(e.path().filename().string());
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+    // The CHECKPOINT_BYTES its checkpoint-written gave.
+    std::string written_bytes(uint64_t sequence) const {
+        for (const auto& e : events_)
+            if (e.kind == K::checkpoint_written &&
+                field(e, "CHECKPOINT_SEQUENCE") == std::to_string(sequence))
+                return field(e, "CHECKPOINT_BYTES");
+        return "none";
+    }
+
+    EventRing recent_;
+    std::unique_ptr<SupervisorService> service_;
+};
+
+TEST_F(CheckpointsByHand, TheListHasIdsTimesSizesAndTheNextRestoreButNoContents) {
+    three_checkpoints(counter("count"));
+    CheckpointListing listing = service_->list_checkpoints("count");
+    ASSERT_TRUE(listing.outcome.ok()) << listing.outcome.reason;
+    EXPECT_EQ(listing.directory, store("count").string());
+    ASSERT_EQ(listing.checkpoints.size(), 3u);
+    int64_t now = ::time(nullptr);
+    for (size_t i = 0; i < 3; ++i) {
+        const CheckpointEntry& c = listing.checkpoints[i];
+        EXPECT_EQ(c.id, CheckpointStore::sequence_name(i + 1));
+        EXPECT_EQ(c.sequence, i + 1);
+        ASSERT_TRUE(c.written_at.has_value());
+        EXPECT_LE(*c.written_at, now);
+        EXPECT_GT(*c.written_at, now - 3600);
+        ASSERT_TRUE(c.bytes.has_value());
+        EXPECT_EQ(std::to_string(*c.bytes), written_bytes(i + 1));
+        EXPECT_FALSE(c.criu);
+        EXPECT_EQ(c.next_restore, i == 2) << i;
+    }
+    EXPECT_FALSE(service_->list_checkpoints("nope").outcome.ok());
+}
+
+// Before a worker's first run its checkpoints are read from the disk, and a
+// worker that has none gets nothing created by a listing.
+TEST_F(CheckpointsByHand, ListingBeforeAnyRunReadsTheDiskAndCreatesNothing) {
+    std::vector<EventKind> emitted;
+    auto emit = [&](EventKind kind, std::string, WorkerCheckpoints::Fields) {
+        emitted.push_back(kind);
+    };
+    WorkerCheckpoints idle(ctx_->io, ctx_->clock, ctx_->paths, "idle", emit);
+    auto none = idle.list();
+    ASSERT_TRUE(none) << none.error().message();
+    EXPECT_TRUE(none->empty());
+    EXPECT_FALSE(fs::exists(store("idle")));
+    auto nothing = idle.remove({"0000000001"}, false, 0);
+    ASSERT_FALSE(nothing);
+    EXPECT_THAT(nothing.error().message(),
+                HasSubstr("worker 'idle' has no checkpoint '0000000001'"));
+    EXPECT_FALSE(fs::exists(store("idle")));
+
+    // An earlier daemon's checkpoints: listed, and deleted, without a run.
+    fs::create_directories(store("idle") / "0000000004");
+    std::ofstream(store("idle") / "0000000004/state") << "x";
+    WorkerCheckpoints earlier(ctx_->io, ctx_->clock, ctx_->paths, "idle", emit);
+    auto listed = earlier.list();
+    ASSERT_TRUE(listed) << listed.error().message();
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ(listed->at(0).stored.sequence, 4u);
+    EXPECT_TRUE(listed->at(0).next_restore);
+    EXPECT_FALSE(listed->at(0).bytes.has_value());  // no info: an older version's
+    EXPECT_TRUE(listed->at(0).written_at.has_value());
+    auto deleted = earlier.remove({}, true, 0);
+    ASSERT_TRUE(deleted) << deleted.error().message();
+    EXPECT_EQ(deleted->size(), 1u);
+    EXPECT_FALSE(fs::exists(store("idle") / "0000000004"));
+    EXPECT_EQ(emitted, (std::vector<EventKind>{K::checkpoint_deleted}));
+}
+
+TEST_F(CheckpointsByHand, DeletingOneIsJournaledWithTheCallerAndTheNewestLeft) {
+    three_checkpoints(counter("count"));
+    auto deleted = remove({"0000000003", "0000000001"}, false, 1234);
+    ASSERT_TRUE(deleted.outcome.ok()) << deleted.outcome.reason;
+    EXPECT_EQ(deleted.deleted, (std::vector<std::string>{"0000000001", "0000000003"}));
+    EXPECT_EQ(ids_on_disk(), (std::vector<std::string>{"0000000002"}));
+    EXPECT_EQ(listed_ids(), (std::vector<std::string>{"0000000002"}));
+    EXPECT_TRUE(service_->list_checkpoints("count").checkpoints.at(0).next_restore);
+    const Event* e = last("count", K::checkpoint_deleted);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(field(*e, "CALLER_UID"), "1234");
+    EXPECT_EQ(field(*e, "CHECKPOINT_IDS"), "0000000001, 0000000003");
+    EXPECT_EQ(field(*e, "CHECKPOINTS_DELETED"), "2");
+    EXPECT_EQ(field(*e, "NEXT_RESTORE"), (store("count") / "0000000002").string());
+    EXPECT_THAT(e->message, HasSubstr("deleted on request of uid 1234"));
+    // The trash is emptied off the loop.
+    run_until([&] { return fs::is_empty(store("count") / "trash"); });
+    // The worker runs on and checkpoints on, numbered after the newest left.
+    ASSERT_TRUE(supervisor_->find("count")->checkpoint_now().ok());
+    run_until_event("count", K::checkpoint_written, 4);
+    EXPECT_EQ(ids_on_disk(), (std::vector<std::string>{"0000000002", "0000000003"}));
+}
+
+// Every id is hostile: only one of the worker's listed checkpoints is
+// found, whatever it looks like, and a call with any other deletes nothing.
+TEST_F(CheckpointsByHand, ABadOrUnknownIdIsAClearErrorAndDeletesNothing) {
+    three_checkpoints(counter("count"));
+    fs::path outside = dir_->path() / "outside";
+    fs::create_directories(outside / "0000000001");
+    for (std::string id :
+         {std::string("../x"), std::string("a/b"), std::string(""), std::string(5000, '0'),
+          std::string("0000000009"), std::string("staging"), std::string("trash"),
+          std::string("../count/0000000001"), std::string("0000000001.info"),
+          (outside / "0000000001").string(), std::string("1")}) {
+        auto r = remove({"0000000002", id});
+        ASSERT_FALSE(r.outcome.ok()) << id;
+        EXPECT_THAT(r.outcome.reason, HasSubstr("worker 'count' has no checkpoint")) << id;
+        EXPECT_LT(r.outcome.reason.size(), 200u);  // a 5000-byte id is not echoed
+    }
+    EXPECT_EQ(ids_on_disk(), (std::vector<std::string>{"0000000001", "0000000002", "0000000003"}));
+    EXPECT_TRUE(fs::exists(store("count") / "staging"));
+    EXPECT_TRUE(fs::exists(outside / "0000000001"));
+    EXPECT_EQ(count("count", K::checkpoint_deleted), 0u);
+}
+
+TEST_F(CheckpointsByHand, NoneWhileACheckpointIsBeingWritten) {
+    // Three checkpoints an earlier run left, and a run that ignores its
+    // checkpoint signal (SIGWINCH): its request is never answered while the
+    // test runs, and stays "being written".
+    for (int n = 1; n <= 3; ++n) {
+        fs::create_directories(store("count") / CheckpointStore::sequence_name(n));
+        std::ofstream(store("count") / CheckpointStore::sequence_name(n) / "checkpoint")
+            << "served=0\n";
+    }
+    auto spec = counter("count");
+    spec.checkpoint.signal = SIGWINCH;
+    spec.checkpoint.keep = 5;
+    supervisor_->apply(config({spec}));
+    run_until_event("count", K::ready);
+    Worker* w = supervisor_->find("count");
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    for (bool all : {false, true}) {
+        auto r =
+            remove(all ? std::vector<std::string>{} : std::vector<std::string>{"0000000001"}, all);
+        ASSERT_FALSE(r.outcome.ok());
+        EXPECT_THAT(r.outcome.reason, HasSubstr("is being written"));
+    }
+    EXPECT_EQ(ids_on_disk().size(), 3u);
+    EXPECT_EQ(count("count", K::checkpoint_deleted), 0u);
+}
+
+// Deleting the one a stopped worker would restore is allowed: it starts
+// fresh, and a worker parked after that checkpoint shows as parked.
+TEST_F(CheckpointsByHand, AllOfAParkedWorkersCheckpointsGoAndItStartsFresh) {
+    three_checkpoints(counter("count"));
+    Worker* w = supervisor_->find("count");
+    ASSERT_TRUE(w->checkpoint_by_policy(Then::park, "squeeze").ok());
+    run_until_event("count", K::parked);
+    ASSERT_EQ(w->shown_state(), "checkpointed");
+    auto deleted = remove({}, true);
+    ASSERT_TRUE(deleted.outcome.ok()) << deleted.outcome.reason;
+    EXPECT_EQ(deleted.deleted.size(), 4u);
+    EXPECT_TRUE(ids_on_disk().empty());
+    EXPECT_EQ(w->shown_state(), "parked");
+    EXPECT_FALSE(w->parked_checkpoint().has_value());
+    EXPECT_EQ(field(*last("count", K::checkpoint_deleted), "NEXT_RESTORE"), "none");
+    EXPECT_THAT(last("count", K::checkpoint_deleted)->message,
+                HasSubstr("none left: the next start is fresh"));
+    size_t restoring = count("count", K::checkpoint_restoring);
+    w->start();
+    run_until_event("count", K::ready, 2);
+    EXPECT_EQ(count("count", K::checkpoint_restoring), restoring);
+    // Nothing left: --all deletes nothing, and says so.
+    auto again = remove({}, true);
+    ASSERT_TRUE(again.outcome.ok());
+    EXPECT_TRUE(again.deleted.empty());
+}
+
+// The checkpoint a starting run was given may be in use by its restore:
+// deleting it is refused until the run is ready (or has ended); the others
+// may go meanwhile.
+TEST_F(CheckpointsByHand, NotTheOneAStartingRunRestoresFromUntilItIsReady) {
+    for (int n = 1; n <= 2; ++n) {
+        fs::create_directories(store("fresh") / CheckpointStore::sequence_name(n));
+        std::ofstream(store("fresh") / CheckpointStore::sequence_name(n) / "checkpoint")
+            << "served=0\n";
+    }
+    WorkerCheckpoints checkpoints(ctx_->io, ctx_->clock, ctx_->paths, "fresh",
+                                  [](EventKind, std::string, WorkerCheckpoints::Fields) {});
+    auto dirs = checkpoints.prepare_run(ProcessIdentity::of(65534, 65534, {}));
+    ASSERT_TRUE(dirs) << dirs.error().message();
+    ASSERT_EQ(dirs->restore_from, store("fresh") / "0000000002");
+    for (bool all : {false, true}) {
+        auto refused = checkpoints.remove(
+            all ? std::vector<std::string>{} : std::vector<std::string>{"0000000002"}, all, 0);
+        ASSERT_FALSE(refused);
+        EXPECT_THAT(refused.error().message(), HasSubstr("is being restored by the run"));
+    }
+    auto older = checkpoints.remove({"0000000001"}, false, 0);
+    ASSERT_TRUE(older) << older.error().message();
+    EXPECT_TRUE(fs::exists(store("fresh") / "0000000002"));
+    checkpoints.run_ready(ctx_->clock.now(), true);
+    auto newest = checkpoints.remove({"0000000002"}, false, 0);
+    ASSERT_TRUE(newest) << newest.error().message();
+    EXPECT_FALSE(fs::exists(store("fresh") / "0000000002"));
+}
+
 }  // namespace
 }  // namespace infervisor::testing

@@ -9,7 +9,10 @@
 #  3. periodic checkpoints survive a `kill -9` of the worker: the restart
 #     resumes from the newest one;
 #  4. a checkpoint over checkpoint.quota fails (REASON=quota), the previous
-#     one is kept and restored (issue 26 #9).
+#     one is kept and restored (issue 26 #9);
+#  5. an operator lists and deletes a worker's checkpoints with the real
+#     infervisorctl (issue 26 #9): anyone lists, only root deletes, a bad id
+#     deletes nothing, and with all deleted the next start is fresh.
 # Guest time: about 60-90 s for the three under load.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
@@ -282,3 +285,70 @@ a_checkpoint_over_the_quota_fails_and_the_old_one_is_kept() {
 	assert_eq "$first" "$(event_field bounded checkpoint-restoring CHECKPOINT | tail -n1)" "restored from"
 }
 run_scenario a-checkpoint-over-the-quota-fails-and-the-old-one-is-kept a_checkpoint_over_the_quota_fails_and_the_old_one_is_kept
+
+# Issue 26 #9: checkpoints hold prompts and KV caches; `infervisorctl
+# checkpoints` lists them for anyone who may read status and deletes them for
+# root (or the control group) only, journaled with the caller's uid.
+an_operator_lists_and_deletes_checkpoints() {
+	install_infervisor
+	rm -rf "${store:?}/kept"
+	use_workers checkpoint.yaml <<-YAML
+		workers:
+		  - name: kept
+		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+		    notify: true
+		    memory: {max: 64M}
+		    restart: {policy: always, backoff_initial: 1s}
+		    checkpoint: {timeout: 60s, keep: 5}
+	YAML
+	fresh_daemon
+	wait_until 300 has_events kept ready 1
+	local n
+	for n in 1 2 3; do
+		assert_cmd infervisorctl checkpoint kept
+		wait_until 120 has_events kept checkpoint-written "$n"
+	done
+	local listing=/run/ctl-checkpoints.out rc
+	# Anyone may list: ids, times, sizes, methods, the next restore.
+	assert_cmd setpriv --reuid=65534 --regid=65534 --clear-groups \
+		infervisorctl --no-pager checkpoints kept >"$listing"
+	log "checkpoints kept (as nobody):"$'\n'"$(cat "$listing")"
+	assert_file_matches "$listing" '^0000000001  .* cooperative$'
+	assert_file_matches "$listing" '^0000000003  .* cooperative  next$'
+	assert_eq 3 "$(grep -c '^000000000[123] ' "$listing")" "checkpoints listed"
+	assert_eq 3 "$(infervisorctl checkpoints kept --json | grep -c '"id": "')" "in JSON"
+	# Nobody else may delete; a bad or unknown id deletes nothing.
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		infervisorctl checkpoints kept --all --yes 2>/dev/null || rc=$?
+	assert_eq 5 "$rc" "exit code of a delete as nobody"
+	rc=0
+	infervisorctl checkpoints kept --delete ../x --yes 2>/dev/null || rc=$?
+	assert_eq 2 "$rc" "exit code of --delete ../x"
+	rc=0
+	infervisorctl checkpoints kept --delete 9 --yes 2>/dev/null || rc=$?
+	assert_eq 1 "$rc" "exit code of --delete 9"
+	rc=0
+	infervisorctl checkpoints kept --all </dev/null 2>/dev/null || rc=$?
+	assert_eq 2 "$rc" "exit code of --all without --yes and without a terminal"
+	assert_eq 0 "$(event_count kept checkpoint-deleted)" "deletions so far"
+	for n in 1 2 3; do assert_cmd test -d "$store/kept/000000000$n"; done
+	# Root deletes one, then all: journaled, gone from the disk.
+	assert_eq "deleted checkpoint 0000000001 of kept" \
+		"$(infervisorctl checkpoints kept --delete 1 --yes)" "--delete 1"
+	assert_cmd test ! -e "$store/kept/0000000001"
+	assert_eq 0 "$(event_field kept checkpoint-deleted CALLER_UID | tail -n1)" "caller uid"
+	assert_eq 0000000001 "$(event_field kept checkpoint-deleted CHECKPOINT_IDS | tail -n1)" "ids"
+	assert_cmd infervisorctl checkpoints kept --all --yes
+	assert_eq "0000000002, 0000000003" "$(event_field kept checkpoint-deleted CHECKPOINT_IDS | tail -n1)" "ids"
+	assert_eq none "$(event_field kept checkpoint-deleted NEXT_RESTORE | tail -n1)" "next restore"
+	log "journal: $(ivd_journal INFERVISOR_WORKER=kept INFERVISOR_EVENT=checkpoint-deleted -o cat | tail -n1)"
+	assert_eq "" "$(newest_checkpoint kept)" "checkpoints left"
+	wait_until 60 bash -c "[[ -z \$(ls -A '$store/kept/trash') ]]"
+	assert_eq "worker 'kept' has no checkpoints" "$(infervisorctl checkpoints kept)" "listing"
+	# Nothing left to restore: the next start is fresh.
+	kill -9 "$(main_pid kept)"
+	wait_until 300 has_events kept ready 2
+	assert_eq 0 "$(event_count kept checkpoint-restoring)" "restores"
+}
+run_scenario an-operator-lists-and-deletes-checkpoints an_operator_lists_and_deletes_checkpoints
