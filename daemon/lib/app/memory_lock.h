@@ -19,6 +19,10 @@ namespace infervisor {
 
 struct LockedMemory {
     std::size_t own_code_bytes = 0;  // the executable's segments, read in and pinned
+    // The size of the read-only file mappings whose pages were unmapped
+    // before the lock (see below): what start-up touched of them is not
+    // pinned unless the daemon reads it again.
+    std::size_t dropped_bytes = 0;
 };
 
 // Locks in two parts:
@@ -34,6 +38,16 @@ struct LockedMemory {
 //    daemon calls of it. The library code a thrash needs is what the loop
 //    runs every tick (reading files, writing to the journal and cgroup
 //    files, polling), which is touched, and so pinned, in its first ticks.
+//  - Before the lock, the pages of the read-only file mappings (the
+//    libraries' code, constants and symbol tables) that start-up read are
+//    unmapped from the process (MADV_DONTNEED; they stay in the page cache),
+//    unless one of them was written (the relocated RELRO data, which is
+//    kept). Under MCL_CURRENT they would all be pinned: the dynamic linker's
+//    symbol lookups alone read most of libcrypto's and libstdc++'s symbol
+//    tables (1.4 MiB), and parsing the configuration runs yaml-cpp, which
+//    the loop never calls. What the loop reads again is mapped back from the
+//    page cache in its first ticks and pinned then, as any other page.
+//    Called before any thread exists, so no code runs while its pages go.
 // Needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (the unit has both):
 // with a finite limit, MCL_FUTURE would turn later allocations into failures
 // once the limit is reached, so nothing is locked then and the error says
