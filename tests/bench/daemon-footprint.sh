@@ -73,7 +73,7 @@ footprint_report() { # PID LABEL
 	echo "  RSS KiB  pinned KiB  mapping (the 16 largest)"
 	mapping_breakdown "$1" | head -n 16 | sed 's/^/  /'
 }
-major_faults() { awk '{ print $12 }' "/proc/$1/stat"; } # the field after the command's ")"
+major_faults() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $10 }'; } # majflt, after the command's ")"
 
 own=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
 mount=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
