@@ -167,8 +167,9 @@ int Daemon::run() {
     if (auto locked = lock_own_memory())
         spdlog::info(
             "memory locked: the daemon's code ({} KiB) is pinned in RAM, what else it "
-            "uses is pinned as it is used (mlockall, MCL_ONFAULT)",
-            locked->own_code_bytes >> 10);
+            "uses is pinned as it is used (mlockall, MCL_ONFAULT; {} KiB of read-only file "
+            "mappings unmapped first)",
+            locked->own_code_bytes >> 10, locked->dropped_bytes >> 10);
     else
         spdlog::warn("cannot lock the daemon's memory, so it may stall when the host thrashes: {}",
                      locked.error().message());

@@ -3,10 +3,12 @@
 #include <link.h>
 #include <linux/capability.h>
 #include <malloc.h>
+#include <pwd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -50,6 +52,89 @@ int lock_executable_segments(dl_phdr_info* info, std::size_t, void* data) {
     return 1;  // the executable only: stop here
 }
 
+// One mapping of /proc/self/smaps, as far as dropping its pages needs.
+struct Mapping {
+    std::uintptr_t start = 0, end = 0;
+    bool droppable = false;  // private, read-only, backed by a file
+    long anonymous_kib = -1;
+};
+
+// A mapping's header line starts with "start-end" in hex; its fields
+// ("Rss:", "Anonymous:") with a name and a colon.
+bool is_mapping_header(std::string_view line) {
+    std::string_view range = line.substr(0, line.find(' '));
+    std::size_t dash = range.find('-');
+    if (dash == 0 || dash == std::string_view::npos || dash + 1 == range.size()) return false;
+    for (std::size_t i = 0; i < range.size(); ++i)
+        if (i != dash && !std::isxdigit(static_cast<unsigned char>(range[i]))) return false;
+    return true;
+}
+
+// Takes the mapping a header line of smaps describes ("start-end perms
+// offset dev inode path").
+Mapping parse_mapping_header(std::string_view line) {
+    Mapping m;
+    char* next = nullptr;
+    m.start = std::strtoull(line.data(), &next, 16);
+    m.end = std::strtoull(next + 1, &next, 16);
+    std::string_view rest = line.substr(static_cast<std::size_t>(next - line.data()));
+    // " r--p 00000000 08:01 1234   /usr/lib/...": perms, then the path.
+    bool read_only_private = rest.size() > 5 && rest[2] != 'w' && rest[4] == 'p';
+    std::size_t path = rest.find('/');
+    m.droppable = read_only_private && path != std::string_view::npos;
+    return m;
+}
+
+void drop_clean_pages(const Mapping& m, std::size_t& dropped) {
+    // Anonymous pages of a read-only file mapping are ones written before
+    // it was made read-only (the dynamic linker's relocations of RELRO):
+    // dropping them would bring back the file's unrelocated bytes.
+    if (!m.droppable || m.anonymous_kib != 0 || m.end <= m.start) return;
+    if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
+        dropped += m.end - m.start;
+}
+
+// Unmaps from this process the pages of its read-only file mappings (the
+// shared libraries' code, constants and symbol tables, which the dynamic
+// linker and the start-up read) that it holds unmodified copies of. They
+// stay in the page cache; the next read maps them again, from then on
+// locked. Only before mlockall: a locked mapping refuses MADV_DONTNEED.
+std::size_t drop_clean_file_pages() {
+    auto smaps = read_file("/proc/self/smaps");
+    if (!smaps) return 0;
+    std::size_t dropped = 0;
+    Mapping current;
+    std::string_view rest(*smaps);
+    while (!rest.empty()) {
+        std::size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        if (line.empty()) continue;
+        if (is_mapping_header(line)) {
+            drop_clean_pages(current, dropped);
+            current = parse_mapping_header(line);
+        } else if (line.starts_with("Anonymous:")) {
+            current.anonymous_kib = std::strtol(line.data() + 10, nullptr, 10);
+        }
+    }
+    drop_clean_pages(current, dropped);
+    return dropped;
+}
+
+// The NSS modules of the user and group lookups (libnss_systemd) are
+// loaded on the first lookup that reaches them. Loading a library has the
+// dynamic linker look up its symbols in every library loaded, which reads
+// their symbol tables; after the lock those pages would be pinned for good.
+// A lookup of a name no one has goes through every module, so they are all
+// loaded here, before the drop. (The daemon's own userdb service is not
+// asked: run_daemon sets SYSTEMD_BYPASS_USERDB first.)
+void load_user_lookup_modules() {
+    passwd entry{};
+    passwd* found = nullptr;
+    char buffer[1024];
+    (void)::getpwnam_r("infervisor-memory-lock-probe", &entry, buffer, sizeof buffer, &found);
+}
+
 }  // namespace
 
 Result<LockedMemory> lock_own_memory() {
@@ -65,6 +150,9 @@ Result<LockedMemory> lock_own_memory() {
     ::mallopt(M_ARENA_MAX, 1);
     ::mallopt(M_MMAP_THRESHOLD, kOwnMappingBytes);
     ::mallopt(M_TRIM_THRESHOLD, kOwnMappingBytes);
+    load_user_lookup_modules();
+    // Single-threaded here, so no other code runs while its pages go.
+    std::size_t dropped = drop_clean_file_pages();
     if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
         return errno_error("mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)");
     OwnSegments segments;
@@ -73,7 +161,7 @@ Result<LockedMemory> lock_own_memory() {
         errno = segments.error;
         return errno_error("mlock of the daemon's executable");
     }
-    return LockedMemory{segments.bytes};
+    return LockedMemory{segments.bytes, dropped};
 }
 
 long long pinned_bytes() {

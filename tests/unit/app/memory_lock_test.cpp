@@ -96,6 +96,73 @@ TEST(MemoryLock, TheExecutableIsPinnedWholeAndOtherMemoryOnlyOnceTouched) {
               0);
 }
 
+// A read-only private mapping of a file this test writes: the shape of a
+// shared library's code and constants.
+struct MappedFile {
+    void* at = MAP_FAILED;
+    std::size_t size = 0;
+};
+
+MappedFile map_read_only_file(std::size_t size, char fill) {
+    char path[] = "/tmp/memory-lock-test-XXXXXX";
+    int fd = ::mkstemp(path);
+    if (fd < 0) return {};
+    ::unlink(path);
+    std::vector<char> bytes(size, fill);
+    bool written = ::write(fd, bytes.data(), size) == static_cast<ssize_t>(size);
+    void* at = written ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    ::close(fd);
+    return {at, size};
+}
+
+// Reads every page: what start-up does to a library's symbol tables.
+long read_every_page(const MappedFile& file) {
+    long sum = 0;
+    for (std::size_t i = 0; i < file.size; i += 4096)
+        sum += static_cast<const volatile char*>(file.at)[i];
+    return sum;
+}
+
+TEST(MemoryLock, FilePagesReadBeforeTheLockArePinnedOnlyOnceReadAgain) {
+    if (!can_lock())
+        GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    EXPECT_EQ(in_child([] {
+                  constexpr std::size_t kFile = 16 << 20;
+                  MappedFile file = map_read_only_file(kFile, 7);
+                  if (file.at == MAP_FAILED) return 1;
+                  if (read_every_page(file) != 7 * static_cast<long>(kFile / 4096)) return 2;
+                  auto locked = lock_own_memory();
+                  if (!locked) return 3;
+                  if (locked->dropped_bytes < kFile) return 4;
+                  long pinned = pinned_kib();
+                  // Read before the lock, not since: not pinned.
+                  if (pinned >= static_cast<long>((locked->own_code_bytes + kFile) >> 10)) return 5;
+                  // Read again, from the page cache, and pinned then.
+                  if (read_every_page(file) != 7 * static_cast<long>(kFile / 4096)) return 6;
+                  return pinned_kib() >= pinned + static_cast<long>(kFile >> 10) ? 0 : 7;
+              }),
+              0);
+}
+
+TEST(MemoryLock, AReadOnlyMappingWrittenBeforeItWasMadeReadOnlyKeepsWhatWasWritten) {
+    if (!can_lock())
+        GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    EXPECT_EQ(in_child([] {
+                  // As the dynamic linker does to RELRO: a private file
+                  // mapping written (relocated), then made read-only. Its
+                  // file says 7; dropping the page would bring 7 back.
+                  constexpr std::size_t kFile = 64 << 10;
+                  MappedFile file = map_read_only_file(kFile, 7);
+                  if (file.at == MAP_FAILED) return 1;
+                  if (::mprotect(file.at, kFile, PROT_READ | PROT_WRITE) < 0) return 2;
+                  static_cast<char*>(file.at)[8192] = 42;
+                  if (::mprotect(file.at, kFile, PROT_READ) < 0) return 3;
+                  if (!lock_own_memory()) return 4;
+                  return static_cast<const volatile char*>(file.at)[8192] == 42 ? 0 : 5;
+              }),
+              0);
+}
+
 TEST(MemoryLock, WithAFiniteLimitAndNoCapabilityNothingIsLockedAndTheErrorSaysWhy) {
     EXPECT_EQ(in_child([] {
                   rlimit small{64 << 10, 64 << 10};
