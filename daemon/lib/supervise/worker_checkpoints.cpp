@@ -186,6 +186,10 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t
     // refused until the next run).
     set_staging_owner(uid, gid);
     offered_.reset();
+    // The daemon that was judging a checkpoint died: it is dropped (else no
+    // further checkpoint could be taken while this run lasts).
+    if (recording_ == 0)
+        if (auto r = store_->discard_incoming(); !r) return r.error();
     return RunDirs{store_->staging_path(), std::nullopt};
 }
 

@@ -122,8 +122,9 @@ class WorkerCheckpoints {
     Result<RunDirs> prepare_run(const ProcessIdentity& who);
     void run_started(Signaller signaller);
     // For a run an earlier daemon started (adoption): its staging dir is
-    // kept as it is (the worker may be writing into it) and nothing is
-    // offered or journaled; then run_started() as for a new run.
+    // kept as it is (the worker may be writing into it), a checkpoint the
+    // earlier daemon was judging is dropped, and nothing is offered or
+    // journaled; then run_started() as for a new run.
     Result<RunDirs> adopt_run(uid_t uid, gid_t gid);
     // The run became `running`: periodic checkpoints start. `announced`:
     // by READY=1 (then a restore is journaled as done, with its time).
