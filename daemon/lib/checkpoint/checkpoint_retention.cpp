@@ -16,8 +16,9 @@ RetentionPlan plan_retention(const std::vector<MeasuredCheckpoint>& older,
     RetentionPlan plan;
     if (newest.bytes > limits.quota_bytes) {
         plan.refused = true;
-        plan.why = "checkpoint " + std::to_string(newest.sequence) + " takes " +
-                   human_size(newest.bytes) + ", more than the checkpoint quota of " +
+        plan.why = (newest.sequence == 0 ? std::string("the new checkpoint")
+                                         : "checkpoint " + std::to_string(newest.sequence)) +
+                   " takes " + human_size(newest.bytes) + ", more than the checkpoint quota of " +
                    human_size(limits.quota_bytes);
         for (const auto& c : older) plan.kept_bytes += c.bytes;
         return plan;
@@ -41,6 +42,34 @@ RetentionPlan plan_retention(const std::vector<MeasuredCheckpoint>& older,
         if (!stays[i]) plan.retire.push_back(older[i].sequence);
     plan.kept_bytes = total;
     return plan;
+}
+
+std::vector<SweepRetirement> plan_sweep(const std::vector<MeasuredCheckpoint>& all,
+                                        const RetentionLimits& limits) {
+    uint64_t total = 0;
+    uint64_t count = 0;
+    size_t kept_from = 0;   // all[kept_from..] stay
+    std::string why_older;  // why the first one that went did
+    for (size_t i = all.size(); i-- > 0;) {
+        const auto& c = all[i];
+        bool too_old = limits.max_age > Duration::zero() && c.age && *c.age > limits.max_age;
+        bool too_big = total + c.bytes > limits.quota_bytes || total + c.bytes < total;
+        bool too_many = count >= limits.keep;
+        if (too_old || too_big || too_many) {
+            why_older = too_old ? "max_age" : too_big ? "quota" : "keep";
+            kept_from = i + 1;
+            break;
+        }
+        total += c.bytes;
+        ++count;
+    }
+    std::vector<SweepRetirement> out;
+    for (size_t i = 0; i < kept_from; ++i) {
+        const auto& c = all[i];
+        bool too_old = limits.max_age > Duration::zero() && c.age && *c.age > limits.max_age;
+        out.push_back({c.sequence, too_old ? std::string("max_age") : why_older});
+    }
+    return out;
 }
 
 }  // namespace infervisor

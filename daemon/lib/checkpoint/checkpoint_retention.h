@@ -14,6 +14,14 @@
 // A checkpoint that could not be measured counts as refused (a worker must
 // not escape the quota with a tree too deep to measure).
 //
+// Between checkpoints a sweep applies the same limits to what is kept, on
+// fresh measurements (plan_sweep): from the newest back, each stays while it
+// is within `keep`, no older than `max_age` and fits in the quota with all
+// kept so far; the first that does not, and every one older, is deleted.
+// Here the newest is no exception: `max_age` is how long checkpoint data may
+// be kept, and a newest one that is over the quota on its own (it grew after
+// it was judged, or the quota was lowered) cannot be kept within it.
+//
 // Pure: sizes and ages come in, a decision goes out (supervise/ measures and
 // moves to the trash).
 #pragma once
@@ -49,11 +57,23 @@ struct RetentionPlan {
     uint64_t kept_bytes = 0;  // what stays, the new one included
 };
 
+struct SweepRetirement {
+    uint64_t sequence = 0;
+    std::string reason;  // "max_age", "quota" or "keep"
+};
+
 // The quota in bytes for a file system of `fs_bytes`.
 uint64_t quota_bytes(const CheckpointQuota& quota, uint64_t fs_bytes);
 
-// `older`: the complete checkpoints before `newest`, oldest first.
+// `older`: the complete checkpoints before `newest`, oldest first;
+// `newest.sequence` is 0 while it is judged before it is published.
 RetentionPlan plan_retention(const std::vector<MeasuredCheckpoint>& older,
                              const MeasuredCheckpoint& newest, const RetentionLimits& limits);
+
+// `all`: every complete checkpoint, oldest first; one that could not be
+// measured has bytes UINT64_MAX (so it never fits). Returns those to delete,
+// oldest first.
+std::vector<SweepRetirement> plan_sweep(const std::vector<MeasuredCheckpoint>& all,
+                                        const RetentionLimits& limits);
 
 }  // namespace infervisor

@@ -43,7 +43,8 @@ struct CheckpointSpec {
     // All of this worker's checkpoints together; see checkpoint_retention.h.
     CheckpointQuota quota;
     // Zero: kept by count (and quota) only. Otherwise a complete checkpoint
-    // older than this is deleted at the next checkpoint, except the newest.
+    // older than this is deleted at the next checkpoint (except the newest)
+    // and by the sweep between checkpoints (the newest too).
     Duration max_age = Duration::zero();
 
     bool operator==(const CheckpointSpec&) const = default;

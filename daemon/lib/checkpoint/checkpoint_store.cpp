@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "base/unique_fd.h"
+#include "checkpoint/checkpoint_seal.h"
 #include "workdir/disk_usage.h"
 #include "workdir/owned_dir.h"
 #include "workdir/safe_path.h"
@@ -212,7 +213,7 @@ Result<fs::path> CheckpointStore::fresh_staging(uid_t uid, gid_t gid) {
     return staging_path();
 }
 
-Result<StoredCheckpoint> CheckpointStore::publish() {
+Result<void> CheckpointStore::take_staging() {
     fs::path staging = staging_path();
     UniqueFd dir(::openat(fd_.get(), kCheckpointStagingName, kOpenDirNoFollow));
     if (!dir) {
@@ -224,18 +225,32 @@ Result<StoredCheckpoint> CheckpointStore::publish() {
     auto written = has_entries(std::move(dir), staging);
     if (!written) return written.error();
     if (!*written) return plain_error(staging.string() + " is empty: nothing was written");
+    if (::renameat2(fd_.get(), kCheckpointStagingName, fd_.get(), kCheckpointIncomingName,
+                    RENAME_NOREPLACE) < 0) {
+        if (errno == EEXIST)
+            return plain_error("the previous checkpoint of " + path_.string() +
+                               " is still being judged");
+        return errno_error("rename " + staging.string() + " to " + kCheckpointIncomingName);
+    }
+    return {};
+}
+
+Result<StoredCheckpoint> CheckpointStore::publish() {
+    fs::path incoming = path_ / kCheckpointIncomingName;
     uint64_t sequence = complete_.empty() ? 1 : complete_.back().sequence + 1;
     for (int attempt = 0; attempt < 16; ++attempt, ++sequence) {
         std::string name = sequence_name(sequence);
-        if (::renameat2(fd_.get(), kCheckpointStagingName, fd_.get(), name.c_str(),
+        if (::renameat2(fd_.get(), kCheckpointIncomingName, fd_.get(), name.c_str(),
                         RENAME_NOREPLACE) == 0) {
             complete_.push_back({sequence, path_ / name});
             return complete_.back();
         }
-        if (errno != EEXIST) return errno_error("rename " + staging.string() + " to " + name);
+        if (errno != EEXIST) return errno_error("rename " + incoming.string() + " to " + name);
     }
-    return plain_error("publish " + staging.string() + ": no free sequence number");
+    return plain_error("publish " + incoming.string() + ": no free sequence number");
 }
+
+Result<void> CheckpointStore::discard_incoming() { return to_trash(kCheckpointIncomingName); }
 
 Result<void> CheckpointStore::retire(uint64_t sequence) {
     auto it = std::find_if(complete_.begin(), complete_.end(),
@@ -251,6 +266,18 @@ Result<UniqueFd> CheckpointStore::dup_dir() const {
     UniqueFd fd(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
     if (!fd) return errno_error("duplicate the descriptor of " + path_.string());
     return fd;
+}
+
+Result<void> CheckpointStore::seal_incoming(int dir_fd, uid_t writer, uid_t reader) {
+    UniqueFd fd(::openat(dir_fd, kCheckpointIncomingName, kOpenDirNoFollow));
+    if (!fd) return errno_error("open the incoming checkpoint");
+    return seal_checkpoint_tree(fd.get(), kCheckpointIncomingName, writer, reader);
+}
+
+Result<TreeUsage> CheckpointStore::measure_incoming(int dir_fd) {
+    UniqueFd fd(::openat(dir_fd, kCheckpointIncomingName, kOpenDirNoFollow));
+    if (!fd) return errno_error("open the incoming checkpoint");
+    return measure_usage(fd.get());
 }
 
 Result<TreeUsage> CheckpointStore::measure(int dir_fd, uint64_t sequence) {

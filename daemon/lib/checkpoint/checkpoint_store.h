@@ -3,26 +3,34 @@
 //   checkpoints/            root, 0711
 //   └── NAME/               root, 0711: only the daemon adds, renames, removes
 //       ├── staging/        the worker's, 0700: $INFERVISOR_CHECKPOINT_DIR
+//       ├── incoming/       a finished staging dir being sealed and judged
 //       ├── 0000000007/     a complete checkpoint (a former staging dir)
 //       ├── 0000000007.info its numbers (bytes=, seconds=), written by the daemon
 //       ├── 0000000008/     the newest: $INFERVISOR_RESTORE_FROM on the next start
 //       └── trash/          root, 0700: retired checkpoints, removed off the loop
 //
 // Contract:
-//  - A checkpoint is complete when, and only when, the daemon has renamed the
-//    staging dir to the next sequence number, which it does on CHECKPOINT=1.
-//    rename(2) is atomic: a crash leaves either the staging dir or the
-//    numbered one, never half of it. A staging dir is never offered: every run
-//    starts with a fresh, empty one (the last run's goes to the trash), so a
-//    checkpoint the worker was writing when it died is dropped.
-//  - The worker owns what is inside staging/ and the numbered dirs (it may
-//    corrupt its own checkpoints; that harms only itself), but not NAME: it
-//    cannot plant, swap or rename entries there. The daemon (root) opens
+//  - A checkpoint is complete when, and only when, the daemon has renamed it
+//    to the next sequence number. On CHECKPOINT=1 (or criu's end) staging/
+//    becomes incoming/ (take_staging), is sealed (checkpoint_seal.h: root's,
+//    readable by the worker), measured and judged against the quota, and only
+//    then published (incoming/ to the number) or discarded (to the trash): an
+//    over-quota checkpoint is never the newest, not even for a moment.
+//    rename(2) is atomic: a crash leaves staging/, incoming/ or the numbered
+//    dir, never half of one. Neither staging/ nor incoming/ is ever offered:
+//    every run starts with a fresh, empty staging dir and no incoming/ (the
+//    last run's go to the trash), so a checkpoint the worker was writing, or
+//    the daemon judging, when it died is dropped.
+//  - The worker owns what is inside staging/ (it may corrupt its own
+//    checkpoint; that harms only itself); a sealed checkpoint is root's, the
+//    worker may only read it; NAME is root's: the worker cannot plant, swap
+//    or rename entries there. The daemon (root) opens
 //    everything with openat(O_NOFOLLOW) below a descriptor of NAME, never
 //    reads the worker's files, and walks the worker's trees only with
 //    measure_usage and remove_workdir_tree (no symlink followed, no mount
 //    crossed), and those only off the event loop: every member here is O(1)
-//    system calls except empty_trash() and measure(), which are blocking.
+//    system calls except the static empty_trash(), measure(),
+//    measure_incoming() and seal_incoming(), which are blocking.
 //  - Retention keeps the newest `keep` complete checkpoints within `max_age`
 //    and the quota (checkpoint_retention.h); supervise/ decides, retire()
 //    carries it out.
@@ -45,6 +53,7 @@
 namespace infervisor {
 
 inline constexpr char kCheckpointStagingName[] = "staging";
+inline constexpr char kCheckpointIncomingName[] = "incoming";
 inline constexpr char kCheckpointTrashName[] = "trash";
 // More entries than this in NAME is refused (only an old layout, where the
 // worker owned NAME, could get there).
@@ -94,10 +103,17 @@ class CheckpointStore {
     // A fresh, empty staging dir owned by uid:gid, mode 0700; whatever was
     // there before goes to the trash. Call before each run.
     Result<std::filesystem::path> fresh_staging(uid_t uid, gid_t gid);
-    // Publishes the staging dir as the next complete checkpoint. Refused when
-    // staging is missing, not a directory, or empty (nothing was written). The
-    // caller then calls fresh_staging() for the next one.
+    // The worker (or criu) is done: staging/ becomes incoming/, to be sealed,
+    // measured and judged before it is published. Refused when staging is
+    // missing, not a directory, or empty (nothing was written), or when
+    // incoming/ is taken (one at a time). The caller then calls
+    // fresh_staging() for the next one.
+    Result<void> take_staging();
+    // Publishes incoming/ as the next complete checkpoint.
     Result<StoredCheckpoint> publish();
+    // Moves incoming/ to the trash (judged out, or left by a daemon that
+    // died while judging it); no error when there is none.
+    Result<void> discard_incoming();
     // Moves complete checkpoint `sequence` (and its info) to the trash; no
     // error when it is not there (retired already).
     Result<void> retire(uint64_t sequence);
@@ -109,6 +125,11 @@ class CheckpointStore {
     // A descriptor of NAME for blocking work on another thread.
     Result<UniqueFd> dup_dir() const;
 
+    // Blocking: hands incoming/ below `dir_fd` (a descriptor of NAME) to root,
+    // readable by `reader` (checkpoint_seal.h); `writer` wrote it.
+    static Result<void> seal_incoming(int dir_fd, uid_t writer, uid_t reader);
+    // Blocking: the allocated bytes of incoming/ below `dir_fd`.
+    static Result<TreeUsage> measure_incoming(int dir_fd);
     // Blocking: the allocated bytes of checkpoint `sequence` (see
     // measure_usage: a lower bound when the tree is too big to measure
     // whole), below `dir_fd` (a descriptor of NAME).

@@ -49,6 +49,8 @@ constexpr KindInfo kKinds[] = {
      LOG_INFO},
     {EventKind::checkpoint_restored, "checkpoint-restored", "4a7afb6c20ef4a25a7c70530925acdc2",
      LOG_INFO},
+    {EventKind::checkpoint_retired, "checkpoint-retired", "3de4b26af662444eb5929b3e448b81db",
+     LOG_NOTICE},
     {EventKind::restart_waiting_for_memory, "restart-waiting-for-memory",
      "5b1e0c36a8f94d2c9e7f41b3d6a2c870", LOG_WARNING},
     {EventKind::suspended, "suspended", "9f28f14a0a034a1ab1c1a02c864347c0", LOG_NOTICE},

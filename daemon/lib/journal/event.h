@@ -39,6 +39,7 @@ enum class EventKind {
     checkpoint_failed,           // no CHECKPOINT=1 in time, or nothing usable was written
     checkpoint_restoring,        // a run was started with INFERVISOR_RESTORE_FROM
     checkpoint_restored,         // READY=1 from a run that was given a checkpoint
+    checkpoint_retired,          // the sweep deleted a checkpoint (max_age, quota, keep)
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
     daemon_stopping,
     adopted,             // a run left by an earlier daemon was taken over

@@ -40,7 +40,9 @@ std::optional<double> age_of(const StoredCheckpoint& checkpoint) {
     return double(now.tv_sec - st.st_ctim.tv_sec) + double(now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
 }
 
-struct Recorded {
+// What the background learnt of a taken checkpoint.
+struct Judged {
+    Result<void> sealed;
     Result<uint64_t> bytes = uint64_t{0};
     Result<void> trash;
     // The complete checkpoints before the new one, oldest first, and the
@@ -70,6 +72,42 @@ std::vector<MeasuredCheckpoint> measure_older(int dir_fd, const std::vector<uint
     return out;
 }
 
+// The bytes of a measured tree, or why they cannot be held to the quota: a
+// tree too big to measure whole counts as unmeasured.
+Result<uint64_t> exact_bytes(const Result<TreeUsage>& usage) {
+    if (!usage) return usage.error();
+    if (!usage->exact())
+        return plain_error("measuring stopped at " + usage->capped_by(UsageLimits{}) +
+                           " (at least " + std::to_string(usage->bytes) + " bytes)");
+    return usage->bytes;
+}
+
+// What a sweep measured: every complete checkpoint afresh.
+struct Swept {
+    std::vector<MeasuredCheckpoint> all;  // oldest first; unmeasurable: UINT64_MAX bytes
+    std::vector<bool> measured;           // parallel to `all`
+    Result<uint64_t> fs_bytes = uint64_t{0};
+};
+
+// Blocking: measures `sequences` below `dir_fd` (their trees, not their info
+// files: a checkpoint may have grown since), with their ages from the info.
+Swept measure_all(int dir_fd, const std::vector<uint64_t>& sequences) {
+    Swept out;
+    int64_t now = static_cast<int64_t>(::time(nullptr));
+    for (uint64_t sequence : sequences) {
+        auto usage = CheckpointStore::measure(dir_fd, sequence);
+        if (!usage && usage.error().code == ENOENT) continue;  // retired meanwhile
+        auto bytes = exact_bytes(usage);
+        MeasuredCheckpoint c{sequence, bytes ? *bytes : UINT64_MAX, std::nullopt};
+        if (auto info = CheckpointStore::read_info(dir_fd, sequence); info && info->written_at)
+            c.age = std::chrono::seconds(std::max<int64_t>(0, now - *info->written_at));
+        out.all.push_back(c);
+        out.measured.push_back(bool(bytes));
+    }
+    out.fs_bytes = CheckpointStore::filesystem_bytes(dir_fd);
+    return out;
+}
+
 }  // namespace
 
 WorkerCheckpoints::WorkerCheckpoints(boost::asio::io_context& io, const Clock& clock, Paths paths,
@@ -80,7 +118,10 @@ WorkerCheckpoints::WorkerCheckpoints(boost::asio::io_context& io, const Clock& c
       worker_(std::move(worker)),
       emit_(std::move(emit)),
       timeout_timer_(clock.make_timer()),
-      periodic_timer_(clock.make_timer()) {}
+      periodic_timer_(clock.make_timer()),
+      sweep_timer_(clock.make_timer()) {
+    arm_sweep();
+}
 
 WorkerCheckpoints::~WorkerCheckpoints() = default;
 
@@ -104,6 +145,9 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::prepare_run(const ProcessI
     bool criu = spec_.method == CheckpointMethod::criu;
     criu_restore_seconds_.reset();
     restoring_ = false;
+    // A checkpoint a dead daemon was judging is dropped, never offered.
+    if (recording_ == 0)
+        if (auto r = store_->discard_incoming(); !r) return r.error();
     auto staging = store_->fresh_staging(uid_, gid_);
     if (!staging) return staging.error();
     offered_ = store_->newest();
@@ -160,6 +204,10 @@ Result<WorkerCheckpoints::RunDirs> WorkerCheckpoints::adopt_run(uid_t uid, gid_t
     set_staging_owner(uid, gid);
     offered_.reset();
     restoring_ = false;
+    // The daemon that was judging a checkpoint died: it is dropped (else no
+    // further checkpoint could be taken while this run lasts).
+    if (recording_ == 0)
+        if (auto r = store_->discard_incoming(); !r) return r.error();
     return RunDirs{store_->staging_path(), std::nullopt};
 }
 
@@ -320,7 +368,7 @@ Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late
     if (pending_) return plain_error("a checkpoint is already under way");
     if (spec_.method == CheckpointMethod::criu)
         return request_criu(Pending{std::move(trigger), std::move(if_late), clock_.now(),
-                                    std::move(finished), std::nullopt, true, then_stop},
+                                    std::move(finished), false, true, then_stop},
                             thaw);
     if (auto r = signaller_(spec_.signal, thaw); !r) return r;
     pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
@@ -373,8 +421,8 @@ void WorkerCheckpoints::on_checkpoint_message() {
         return;
     }
     bool answer = awaiting_answer();
-    if (recording_ > 0 && !answer) {
-        deferred_ = true;  // handled once the previous one is recorded
+    if (recording_ > 0) {
+        deferred_ = true;  // handled once the previous one is judged
         return;
     }
     if (!answer && last_published_ && clock_.now() - *last_published_ < kMinUnrequestedGap) {
@@ -390,22 +438,22 @@ void WorkerCheckpoints::on_checkpoint_message() {
 
 void WorkerCheckpoints::publish_answer(std::optional<double> seconds, const std::string& trigger,
                                        bool answer) {
-    auto published = store_->publish();
-    if (!published) return report_unusable(trigger, published.error(), answer);
+    auto taken = store_->take_staging();
+    if (!taken) return report_unusable(trigger, taken.error(), answer);
     last_published_ = clock_.now();
     if (answer && seconds)
         last_answer_took_ =
             std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*seconds));
     if (answer) {
         timeout_timer_->cancel();
-        pending_->published = published->sequence;
+        pending_->answered = true;
     }
     if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
         spdlog::error("{}: no staging dir for the next checkpoint: {}", worker_,
                       staging.error().message());
-    // Retention (keep, max_age, quota) is decided once the new one is
-    // measured: see apply_retention.
-    record_in_background(*published, seconds, trigger);
+    // Sealed, measured and judged (keep, max_age, quota) before it is
+    // published: see judge_in_background.
+    judge_in_background(seconds, trigger, answer);
 }
 
 BackgroundWork& WorkerCheckpoints::background() {
@@ -423,124 +471,225 @@ void WorkerCheckpoints::empty_trash_in_background() {
                                    });
 }
 
-void WorkerCheckpoints::record_in_background(const StoredCheckpoint& published,
-                                             std::optional<double> seconds, std::string trigger) {
+void WorkerCheckpoints::judge_in_background(std::optional<double> seconds, std::string trigger,
+                                            bool answer) {
     auto dir = store_->dup_dir();
     if (!dir) {
-        spdlog::error("{}: {}", worker_, dir.error().message());
-        return;
+        drop_taken(trigger, dir.error().message());
+        return after_judging(answer, {false, false, dir.error().message()});
     }
     ++recording_;
     auto fd = std::make_shared<UniqueFd>(std::move(*dir));
-    uint64_t sequence = published.sequence;
     std::vector<uint64_t> older;
-    for (const auto& c : store_->complete())
-        if (c.sequence < sequence) older.push_back(c.sequence);
-    background().run<Recorded>(
-        [fd, sequence, seconds, older = std::move(older)] {
-            Recorded r;
-            auto usage = CheckpointStore::measure(fd->get(), sequence);
-            // A tree too big to measure whole cannot be held to the quota:
-            // it counts as unmeasured, and is refused (apply_retention).
-            if (usage && !usage->exact())
-                r.bytes = plain_error("measuring stopped at " + usage->capped_by(UsageLimits{}) +
-                                      " (at least " + std::to_string(usage->bytes) + " bytes)");
-            else
-                r.bytes = usage ? Result<uint64_t>(usage->bytes) : Result<uint64_t>(usage.error());
-            if (r.bytes)
-                (void)CheckpointStore::write_info(fd->get(), sequence, {*r.bytes, seconds});
+    for (const auto& c : store_->complete()) older.push_back(c.sequence);
+    // The worker wrote it (criu: root); the worker may read it back.
+    uid_t writer = uid_, reader = uid_;
+    background().run<Judged>(
+        [fd, writer, reader, older = std::move(older)] {
+            Judged r;
+            r.sealed = CheckpointStore::seal_incoming(fd->get(), writer, reader);
+            if (r.sealed) r.bytes = exact_bytes(CheckpointStore::measure_incoming(fd->get()));
             r.older = measure_older(fd->get(), older);
             r.fs_bytes = CheckpointStore::filesystem_bytes(fd->get());
             r.trash = CheckpointStore::empty_trash(fd->get());
             return r;
         },
-        [this, published, seconds, trigger](Recorded r) {
+        [this, seconds, trigger, answer](Judged r) {
             --recording_;
+            if (!store_) return after_judging(answer, {false, false, "no checkpoint store"});
             if (!r.trash) spdlog::warn("{}: {}", worker_, r.trash.error().message());
-            if (!apply_retention(published, r.bytes, r.older, r.fs_bytes, trigger))
-                return after_recording(published, false);
+            if (!r.sealed) {
+                std::string why =
+                    "the checkpoint could not be sealed: " + r.sealed.error().message();
+                drop_taken(trigger, why);
+                return after_judging(answer, {false, false, why});
+            }
+            RetentionPlan plan = plan_for_new(r.bytes, r.older, r.fs_bytes, trigger);
+            if (plan.refused) {
+                if (auto d = store_->discard_incoming(); !d)
+                    spdlog::error("{}: deleting the refused checkpoint: {}", worker_,
+                                  d.error().message());
+                return after_judging(answer, {false, false, refused_why_});
+            }
+            auto published = publish_judged(plan, *r.bytes, seconds);
+            if (!published) {
+                drop_taken(trigger, published.error().message());
+                return after_judging(answer, {false, false, published.error().message()});
+            }
             Fields fields = {
-                {"CHECKPOINT", published.path.string()},
-                {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
+                {"CHECKPOINT", published->path.string()},
+                {"CHECKPOINT_SEQUENCE", std::to_string(published->sequence)},
                 {"TRIGGER", trigger},
                 {"KEEP", std::to_string(spec_.keep)},
-                {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"}};
-            std::string numbers;
-            if (r.bytes) {
-                fields.emplace_back("CHECKPOINT_BYTES", std::to_string(*r.bytes));
-                numbers = format_size(*r.bytes);
-            } else {
-                numbers = "size unknown: " + r.bytes.error().message();
-            }
+                {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
+                {"CHECKPOINT_BYTES", std::to_string(*r.bytes)}};
+            std::string numbers = format_size(*r.bytes);
             if (seconds) {
                 fields.emplace_back("CHECKPOINT_SECONDS", seconds_text(*seconds));
                 numbers += ", " + seconds_text(*seconds) + " s after the request";
             }
             emit_(EventKind::checkpoint_written,
-                  "checkpoint " + std::to_string(published.sequence) + " written to " +
-                      published.path.string() + " (" + trigger + ": " + numbers + ")",
+                  "checkpoint " + std::to_string(published->sequence) + " written to " +
+                      published->path.string() + " (" + trigger + ": " + numbers + ")",
                   std::move(fields));
-            std::optional<uint64_t> bytes;
-            if (r.bytes) bytes = *r.bytes;
-            after_recording(published, true, bytes);
+            Outcome done{true, false, published->path.string()};
+            done.bytes = *r.bytes;
+            after_judging(answer, std::move(done));
         });
 }
 
-void WorkerCheckpoints::after_recording(const StoredCheckpoint& published, bool kept,
-                                        std::optional<uint64_t> bytes) {
+void WorkerCheckpoints::drop_taken(const std::string& trigger, const std::string& why) {
+    if (auto r = store_->discard_incoming(); !r)
+        spdlog::error("{}: deleting the taken checkpoint: {}", worker_, r.error().message());
+    std::string last = last_good();
+    emit_(
+        EventKind::checkpoint_failed,
+        "the checkpoint (" + trigger + ") was deleted: " + why + "; last good checkpoint: " + last,
+        {{"TRIGGER", trigger},
+         {"REASON", "unusable"},
+         {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
+         {"LAST_CHECKPOINT", last}});
+}
+
+void WorkerCheckpoints::after_judging(bool answer, Outcome outcome) {
     if (store_ && store_->take_trash_flag()) empty_trash_in_background();
-    if (pending_ && pending_->published == published.sequence) {
-        Outcome done{kept, false, kept ? published.path.string() : refused_why_};
-        done.bytes = bytes;
-        finish(std::move(done));
-    }
+    if (answer && pending_ && pending_->answered) finish(std::move(outcome));
     if (recording_ == 0 && std::exchange(deferred_, false) && signaller_) on_checkpoint_message();
 }
 
-bool WorkerCheckpoints::apply_retention(const StoredCheckpoint& published,
-                                        const Result<uint64_t>& bytes,
-                                        const std::vector<MeasuredCheckpoint>& older,
-                                        const Result<uint64_t>& fs_bytes,
-                                        const std::string& trigger) {
-    if (!store_) return true;
+RetentionPlan WorkerCheckpoints::plan_for_new(const Result<uint64_t>& bytes,
+                                              const std::vector<MeasuredCheckpoint>& older,
+                                              const Result<uint64_t>& fs_bytes,
+                                              const std::string& trigger) {
     RetentionPlan plan;
     uint64_t quota = 0;
     if (!bytes) {
         plan.refused = true;
-        plan.why =
-            "checkpoint " + std::to_string(published.sequence) +
-            " could not be measured against the checkpoint quota: " + bytes.error().message();
+        plan.why = "the new checkpoint could not be measured against the checkpoint quota: " +
+                   bytes.error().message();
     } else if (!fs_bytes && spec_.quota.percent != 0) {
         plan.refused = true;
         plan.why = "the checkpoint quota could not be computed: " + fs_bytes.error().message();
     } else {
         quota = quota_bytes(spec_.quota, fs_bytes ? *fs_bytes : 0);
-        plan = plan_retention(older, {published.sequence, *bytes, std::nullopt},
+        plan = plan_retention(older, {0, *bytes, std::nullopt},
                               {quota, static_cast<uint64_t>(spec_.keep), spec_.max_age});
     }
     if (plan.refused) {
-        // The new one goes; everything older stays as it was.
-        if (auto r = store_->retire(published.sequence); !r)
-            spdlog::error("{}: deleting checkpoint {}: {}", worker_, published.sequence,
-                          r.error().message());
+        // The new one is never published; everything older stays as it was.
         std::string last = last_good();
         refused_why_ = plan.why;
         emit_(EventKind::checkpoint_failed,
-              "checkpoint " + std::to_string(published.sequence) + " (" + trigger +
-                  ") deleted: " + plan.why + "; last good checkpoint: " + last,
+              "the new checkpoint (" + trigger + ") was deleted: " + plan.why +
+                  "; last good checkpoint: " + last,
               {{"TRIGGER", trigger},
                {"REASON", "quota"},
-               {"CHECKPOINT_SEQUENCE", std::to_string(published.sequence)},
                {"CHECKPOINT_BYTES", bytes ? std::to_string(*bytes) : std::string("unknown")},
                {"QUOTA_BYTES", std::to_string(quota)},
                {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
                {"LAST_CHECKPOINT", last}});
-        return false;
     }
+    return plan;
+}
+
+Result<StoredCheckpoint> WorkerCheckpoints::publish_judged(const RetentionPlan& plan,
+                                                           uint64_t bytes,
+                                                           std::optional<double> seconds) {
+    auto published = store_->publish();
+    if (!published) return published.error();
+    // Its age for max_age counts from here (the info's mtime).
+    if (auto dir = store_->dup_dir(); !dir)
+        spdlog::warn("{}: {}", worker_, dir.error().message());
+    else if (auto r =
+                 CheckpointStore::write_info(dir->get(), published->sequence, {bytes, seconds});
+             !r)
+        spdlog::warn("{}: {}", worker_, r.error().message());
     for (uint64_t sequence : plan.retire)
         if (auto r = store_->retire(sequence); !r)
             spdlog::error("{}: retiring checkpoint {}: {}", worker_, sequence, r.error().message());
-    return true;
+    return published;
+}
+
+void WorkerCheckpoints::arm_sweep() {
+    sweep_timer_->arm(kSweepInterval, [this] {
+        sweep();
+        arm_sweep();
+    });
+}
+
+void WorkerCheckpoints::sweep() {
+    // A checkpoint being judged retires older ones itself; the next sweep.
+    if (recording_ > 0 || sweeping_) return;
+    if (!store_) {
+        // Checkpoints left by an earlier daemon age too, run or not.
+        struct stat st;
+        fs::path dir = paths_.state_dir / "checkpoints" / worker_;
+        if (::lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return;
+        auto store = CheckpointStore::open(paths_.state_dir / "checkpoints", worker_);
+        if (!store)
+            return spdlog::warn("{}: checkpoint sweep: {}", worker_, store.error().message());
+        store_.emplace(std::move(*store));
+    }
+    if (store_->complete().empty()) return;
+    auto dir = store_->dup_dir();
+    if (!dir) return spdlog::warn("{}: checkpoint sweep: {}", worker_, dir.error().message());
+    auto fd = std::make_shared<UniqueFd>(std::move(*dir));
+    std::vector<uint64_t> sequences;
+    for (const auto& c : store_->complete()) sequences.push_back(c.sequence);
+    sweeping_ = true;
+    background().run<Swept>(
+        [fd, sequences = std::move(sequences)] { return measure_all(fd->get(), sequences); },
+        [this](Swept swept) {
+            sweeping_ = false;
+            if (!store_) return;
+            uint64_t quota = UINT64_MAX;  // unknown: only max_age and keep apply
+            if (swept.fs_bytes || spec_.quota.percent == 0)
+                quota = quota_bytes(spec_.quota, swept.fs_bytes ? *swept.fs_bytes : 0);
+            else
+                spdlog::warn("{}: checkpoint sweep: {}", worker_, swept.fs_bytes.error().message());
+            RetentionLimits limits{quota, static_cast<uint64_t>(spec_.keep), spec_.max_age};
+            for (const auto& gone : plan_sweep(swept.all, limits)) {
+                size_t i = 0;
+                while (swept.all[i].sequence != gone.sequence) ++i;
+                fs::path path = store_->path() / CheckpointStore::sequence_name(gone.sequence);
+                bool known =
+                    std::any_of(store_->complete().begin(), store_->complete().end(),
+                                [&](const auto& c) { return c.sequence == gone.sequence; });
+                if (!known) continue;  // retired meanwhile
+                if (auto r = store_->retire(gone.sequence); !r) {
+                    spdlog::error("{}: retiring checkpoint {}: {}", worker_, gone.sequence,
+                                  r.error().message());
+                    continue;
+                }
+                std::string why =
+                    gone.reason == "max_age"
+                        ? "older than checkpoint.max_age (" + format_duration(spec_.max_age) + ")"
+                    : gone.reason == "quota"
+                        ? "the checkpoints no longer fit in the checkpoint quota of " +
+                              human_size(quota)
+                        : "more than checkpoint.keep (" + std::to_string(spec_.keep) + ") kept";
+                Fields fields = {{"CHECKPOINT", path.string()},
+                                 {"CHECKPOINT_SEQUENCE", std::to_string(gone.sequence)},
+                                 {"REASON", gone.reason},
+                                 {"QUOTA_BYTES", std::to_string(quota)}};
+                std::string size = "size unknown";
+                if (swept.measured[i]) {
+                    fields.emplace_back("CHECKPOINT_BYTES", std::to_string(swept.all[i].bytes));
+                    size = format_size(swept.all[i].bytes);
+                }
+                if (swept.all[i].age)
+                    fields.emplace_back(
+                        "CHECKPOINT_AGE_SECONDS",
+                        std::to_string(
+                            std::chrono::duration_cast<std::chrono::seconds>(*swept.all[i].age)
+                                .count()));
+                emit_(EventKind::checkpoint_retired,
+                      "checkpoint " + std::to_string(gone.sequence) + " (" + size +
+                          ") deleted: " + why + "; last good checkpoint: " + last_good(),
+                      std::move(fields));
+            }
+            if (store_->take_trash_flag()) empty_trash_in_background();
+        });
 }
 
 void WorkerCheckpoints::arm_periodic() {
@@ -587,7 +736,7 @@ Result<void> WorkerCheckpoints::request_criu(Pending pending, bool thaw) {
 
 void WorkerCheckpoints::on_criu_dumped(uint64_t generation, WorkerCriu::DumpOutcome outcome) {
     // The run ended first: its request has been answered.
-    if (generation != criu_generation_ || !pending_ || !pending_->criu || pending_->published)
+    if (generation != criu_generation_ || !pending_ || !pending_->criu || pending_->answered)
         return;
     if (!outcome.result) {
         std::string last = last_good();

@@ -13,27 +13,36 @@
 // that fails it is journaled and the command starts afresh.
 //
 // Contract: all methods run on the event loop thread and none blocks: the
-// store's O(1) renames happen on the loop; measuring a checkpoint and
-// deleting retired ones run on a background thread of this object. Every
+// store's O(1) renames happen on the loop; sealing and measuring a checkpoint
+// and deleting retired ones run on a background thread of this object. A
+// finished checkpoint (CHECKPOINT=1, or criu's dump) is taken out of the
+// staging dir, sealed (root's, readable by the worker only:
+// checkpoint/checkpoint_seal.h), measured and judged by
+// checkpoint/checkpoint_retention.h's rule, and only then published: one
+// over the quota is never the newest, so a crash cannot offer it. Every
 // checkpoint and restore is journaled here with its numbers:
-//  - checkpoint-written when CHECKPOINT=1 published the staging dir (bytes,
-//    seconds from the request, trigger), whether requested or not;
+//  - checkpoint-written when a checkpoint was published (bytes, seconds from
+//    the request, trigger), whether requested or not;
 //  - checkpoint-failed when no CHECKPOINT=1 came within the timeout, or what
-//    was written could not be published, or was over the checkpoint quota
-//    (REASON=quota: the new one is deleted, the older ones kept; see
-//    checkpoint/checkpoint_retention.h); it names the last good checkpoint;
+//    was written could not be sealed or published (REASON=unusable), or was
+//    over the checkpoint quota (REASON=quota: the new one is deleted, the
+//    older ones kept); it names the last good checkpoint;
+//  - checkpoint-retired when the sweep, every kSweepInterval on the clock,
+//    deleted a checkpoint: older than max_age, beyond `keep`, or no longer
+//    within the quota on fresh measurements (one grew through a descriptor
+//    its worker held across the seal, or the quota was lowered);
 //  - checkpoint-restoring when a run starts with INFERVISOR_RESTORE_FROM, and
 //    checkpoint-restored when that run sends READY=1 (seconds since start);
 //  - checkpoint-deleted when an operator deleted checkpoints (remove()).
 // A request answers its `Finished` exactly once: once the checkpoint its
-// CHECKPOINT=1 published is recorded (or at once when nothing could be
-// published), at the timeout, or when the run ends first. Waiting for the
-// record keeps the journal in order (checkpoint-written before the stop). An unrequested
-// CHECKPOINT=1 that arrives while a checkpoint is still being measured is
-// handled after it, and any more meanwhile count as one; one within a second
-// of the previous checkpoint is ignored, and unusable unrequested ones are
-// journaled at a bounded rate (a worker flooding them cannot queue unbounded
-// work or flood the journal).
+// CHECKPOINT=1 finished is judged (or at once when nothing could be taken),
+// at the timeout, or when the run ends first. Waiting for the judgement
+// keeps the journal in order (checkpoint-written before the stop). A
+// CHECKPOINT=1 that arrives while a checkpoint is still being judged is
+// handled after it, and any more meanwhile count as one; an unrequested one
+// within a second of the previous checkpoint is ignored, and unusable
+// unrequested ones are journaled at a bounded rate (a worker flooding them
+// cannot queue unbounded work or flood the journal).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -100,6 +109,10 @@ class WorkerCheckpoints {
     WorkerCheckpoints(const WorkerCheckpoints&) = delete;
     WorkerCheckpoints& operator=(const WorkerCheckpoints&) = delete;
 
+    // How often the sweep re-judges the kept checkpoints (max_age, keep,
+    // quota on fresh measurements), whether the worker runs or not.
+    static constexpr Duration kSweepInterval = std::chrono::minutes(10);
+
     void set_spec(const CheckpointSpec& spec) { spec_ = spec; }
     void set_process_lookup(ProcessLookup lookup) { lookup_ = std::move(lookup); }
 
@@ -110,8 +123,9 @@ class WorkerCheckpoints {
     Result<RunDirs> prepare_run(const ProcessIdentity& who);
     void run_started(Signaller signaller);
     // For a run an earlier daemon started (adoption): its staging dir is
-    // kept as it is (the worker may be writing into it) and nothing is
-    // offered or journaled; then run_started() as for a new run.
+    // kept as it is (the worker may be writing into it), a checkpoint the
+    // earlier daemon was judging is dropped, and nothing is offered or
+    // journaled; then run_started() as for a new run.
     Result<RunDirs> adopt_run(uid_t uid, gid_t gid);
     // The run became `running`: periodic checkpoints start. `announced`:
     // by READY=1 (then a restore is journaled as done, with its time).
@@ -175,12 +189,12 @@ class WorkerCheckpoints {
         std::string if_late;
         TimePoint requested_at;
         Finished finished;
-        std::optional<uint64_t> published;  // answered; being recorded
-        bool criu = false;                  // a criu dump, not a signal
+        bool answered = false;  // its checkpoint is being judged
+        bool criu = false;      // a criu dump, not a signal
         bool then_stop = false;
     };
     // A request is waiting for CHECKPOINT=1.
-    bool awaiting_answer() const { return pending_ && !pending_->published; }
+    bool awaiting_answer() const { return pending_ && !pending_->answered; }
     void finish(Outcome outcome);
     void report_unusable(const std::string& trigger, const Error& error, bool answer);
     void on_timeout();
@@ -191,18 +205,27 @@ class WorkerCheckpoints {
     void arm_periodic();
     BackgroundWork& background();
     void empty_trash_in_background();
-    void record_in_background(const StoredCheckpoint& published, std::optional<double> seconds,
-                              std::string trigger);
-    // On the loop, once `published` is measured: keeps or deletes it and
-    // retires older ones by checkpoint_retention.h's rule; false (and
-    // checkpoint-failed, REASON=quota) when the new one is deleted.
-    bool apply_retention(const StoredCheckpoint& published, const Result<uint64_t>& bytes,
-                         const std::vector<MeasuredCheckpoint>& older,
-                         const Result<uint64_t>& fs_bytes, const std::string& trigger);
-    // Empties the trash, answers the request `published` answered, and
-    // handles a deferred CHECKPOINT=1.
-    void after_recording(const StoredCheckpoint& published, bool kept,
-                         std::optional<uint64_t> bytes = std::nullopt);
+    // Seals and measures the taken checkpoint off the loop, then judges it.
+    void judge_in_background(std::optional<double> seconds, std::string trigger, bool answer);
+    // On the loop, once the taken checkpoint is measured: the retention plan
+    // (checkpoint_retention.h's rule); refused (and checkpoint-failed,
+    // REASON=quota) when it is not to be published.
+    RetentionPlan plan_for_new(const Result<uint64_t>& bytes,
+                               const std::vector<MeasuredCheckpoint>& older,
+                               const Result<uint64_t>& fs_bytes, const std::string& trigger);
+    // Publishes the judged checkpoint and retires what the plan says.
+    Result<StoredCheckpoint> publish_judged(const RetentionPlan& plan, uint64_t bytes,
+                                            std::optional<double> seconds);
+    // The taken checkpoint is not published: to the trash, and
+    // checkpoint-failed (REASON=unusable) saying why.
+    void drop_taken(const std::string& trigger, const std::string& why);
+    // Empties the trash, answers the request (when `answer`) with `outcome`,
+    // and handles a deferred CHECKPOINT=1.
+    void after_judging(bool answer, Outcome outcome);
+    // Every kSweepInterval: re-measures the complete checkpoints off the loop
+    // and retires those plan_sweep says (checkpoint-retired).
+    void arm_sweep();
+    void sweep();
     // Who owns each new staging dir: the worker, or root for criu (which
     // writes it as root). The one place that decides, for new and adopted runs.
     void set_staging_owner(uid_t uid, gid_t gid);
@@ -223,12 +246,14 @@ class WorkerCheckpoints {
     std::optional<TimePoint> last_published_;
     std::optional<Duration> last_answer_took_;
     size_t unusable_unrequested_ = 0;  // CHECKPOINT=1 with nothing to publish
-    int recording_ = 0;                // published checkpoints being measured
-    bool deferred_ = false;            // an unrequested CHECKPOINT=1 came meanwhile
+    int recording_ = 0;                // taken checkpoints being judged (at most one)
+    bool sweeping_ = false;            // a sweep is measuring
+    bool deferred_ = false;            // a CHECKPOINT=1 came meanwhile
     std::string refused_why_;          // why the last checkpoint was deleted (quota)
     // On clock_: when a request's answer is due; checkpoint.interval.
     std::unique_ptr<Timer> timeout_timer_;
     std::unique_ptr<Timer> periodic_timer_;
+    std::unique_ptr<Timer> sweep_timer_;          // kSweepInterval
     std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
     ProcessLookup lookup_;
     std::unique_ptr<WorkerCriu> criu_;            // created at the first criu dump or restore

@@ -71,5 +71,49 @@ TEST(CheckpointRetention, SizesThatWouldOverflowDoNotFit) {
     EXPECT_EQ(plan.retire, (std::vector<uint64_t>{1}));
 }
 
+// The sweep between checkpoints (plan_sweep): the same limits on fresh
+// measurements, the newest included.
+std::vector<std::pair<uint64_t, std::string>> swept(const std::vector<MeasuredCheckpoint>& all,
+                                                    const RetentionLimits& limits) {
+    std::vector<std::pair<uint64_t, std::string>> out;
+    for (const auto& r : plan_sweep(all, limits)) out.emplace_back(r.sequence, r.reason);
+    return out;
+}
+using Swept = std::vector<std::pair<uint64_t, std::string>>;
+
+TEST(CheckpointSweep, NothingGoesWhileAllAreWithinTheLimits) {
+    EXPECT_EQ(swept({cp(1, 10, 1h), cp(2, 10, 1min)}, {100, 2, 2h}), Swept{});
+    EXPECT_EQ(swept({}, {100, 2, 2h}), Swept{});
+    EXPECT_EQ(swept({cp(1, 10)}, {100, 1, 0s}), Swept{});  // no age limit, age unknown
+}
+
+TEST(CheckpointSweep, CheckpointsBeyondMaxAgeGoTheNewestToo) {
+    EXPECT_EQ(swept({cp(1, 10, 3h), cp(2, 10, 1h)}, {100, 5, 2h}), (Swept{{1, "max_age"}}));
+    EXPECT_EQ(swept({cp(1, 10, 5h), cp(2, 10, 3h)}, {100, 5, 2h}),
+              (Swept{{1, "max_age"}, {2, "max_age"}}));
+    // An unknown age is never too old.
+    EXPECT_EQ(swept({cp(1, 10), cp(2, 10, 1min)}, {100, 5, 2h}), Swept{});
+}
+
+TEST(CheckpointSweep, OnesThatGrewBeyondTheQuotaGoOldestFirst) {
+    // The older one grew: the newest stays, the older no longer fits.
+    EXPECT_EQ(swept({cp(1, 95), cp(2, 10)}, {100, 5, 0s}), (Swept{{1, "quota"}}));
+    // The newest alone is over the quota now: it goes, and so does every
+    // older one (they are behind it).
+    EXPECT_EQ(swept({cp(1, 10), cp(2, 101)}, {100, 5, 0s}), (Swept{{1, "quota"}, {2, "quota"}}));
+    // One that could not be measured never fits.
+    EXPECT_EQ(swept({cp(1, 10), cp(2, UINT64_MAX)}, {100, 5, 0s}),
+              (Swept{{1, "quota"}, {2, "quota"}}));
+    EXPECT_EQ(swept({cp(1, UINT64_MAX), cp(2, 10)}, {100, 5, 0s}), (Swept{{1, "quota"}}));
+}
+
+TEST(CheckpointSweep, KeepStillHoldsAndEachSaysWhyItWent) {
+    EXPECT_EQ(swept({cp(1, 1, 1min), cp(2, 1, 1min), cp(3, 1, 1min)}, {100, 2, 0s}),
+              (Swept{{1, "keep"}}));
+    // Beyond keep, and the oldest beyond max_age as well: it says max_age.
+    EXPECT_EQ(swept({cp(1, 1, 3h), cp(2, 1, 1min), cp(3, 1, 1min), cp(4, 1, 1min)}, {100, 2, 2h}),
+              (Swept{{1, "max_age"}, {2, "keep"}}));
+}
+
 }  // namespace
 }  // namespace infervisor

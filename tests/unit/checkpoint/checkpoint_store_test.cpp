@@ -44,6 +44,12 @@ class CheckpointStoreTest : public ::testing::Test {
     fs::path numbered(uint64_t sequence) const {
         return root_ / "llama" / CheckpointStore::sequence_name(sequence);
     }
+    // What the daemon does once the worker is done: take, then publish
+    // (sealing and judging come between; see the seal tests).
+    static Result<StoredCheckpoint> publish(CheckpointStore& store) {
+        if (auto taken = store.take_staging(); !taken) return taken.error();
+        return store.publish();
+    }
     std::vector<uint64_t> sequences(const CheckpointStore& store) const {
         std::vector<uint64_t> out;
         for (const auto& c : store.complete()) out.push_back(c.sequence);
@@ -87,7 +93,7 @@ TEST_F(CheckpointStoreTest, PublishIsARenameOfTheStagingDirAndNothingIsCopied) {
     worker_writes("41");
     ino_t staged = lstat_of(root_ / "llama/staging").st_ino;
 
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_TRUE(published) << published.error().message();
     EXPECT_EQ(published->sequence, 1u);
     EXPECT_EQ(published->path, numbered(1));
@@ -100,7 +106,7 @@ TEST_F(CheckpointStoreTest, PublishIsARenameOfTheStagingDirAndNothingIsCopied) {
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     EXPECT_TRUE(fs::is_empty(root_ / "llama/staging"));
     worker_writes("42");
-    auto second = store.publish();
+    auto second = publish(store);
     ASSERT_TRUE(second);
     EXPECT_EQ(second->sequence, 2u);
     EXPECT_EQ(open().newest(), *second);  // as a restarted daemon sees it
@@ -108,11 +114,11 @@ TEST_F(CheckpointStoreTest, PublishIsARenameOfTheStagingDirAndNothingIsCopied) {
 
 TEST_F(CheckpointStoreTest, AnEmptyOrMissingStagingDirIsNotACheckpoint) {
     auto store = open();
-    auto missing = store.publish();
+    auto missing = publish(store);
     ASSERT_FALSE(missing);
     EXPECT_NE(missing.error().message().find("does not exist"), std::string::npos);
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
-    auto empty = store.publish();
+    auto empty = publish(store);
     ASSERT_FALSE(empty);
     EXPECT_NE(empty.error().message().find("nothing was written"), std::string::npos);
     EXPECT_FALSE(store.newest());
@@ -123,7 +129,7 @@ TEST_F(CheckpointStoreTest, ATornCheckpointIsNeverOfferedAndIsDiscardedAtTheNext
     auto store = open();
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     worker_writes("10");
-    ASSERT_TRUE(store.publish());
+    ASSERT_TRUE(publish(store));
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     // The worker dies half-way through its next checkpoint (no CHECKPOINT=1).
     dir_.write("checkpoints/llama/staging/checkpoint.tmp", "served=2");
@@ -145,7 +151,7 @@ TEST_F(CheckpointStoreTest, RetentionKeepsTheNewestAndTheirInfo) {
     for (int i = 1; i <= 4; ++i) {
         ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
         worker_writes(std::to_string(i));
-        auto published = store.publish();
+        auto published = publish(store);
         ASSERT_TRUE(published);
         auto fd = store.dup_dir();
         ASSERT_TRUE(fd);
@@ -187,7 +193,7 @@ TEST_F(CheckpointStoreTest, MeasureCountsTheCheckpointsBytes) {
     auto store = open();
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     dir_.write("checkpoints/llama/staging/state", std::string(256 * 1024, 'x'));
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_TRUE(published);
     auto fd = store.dup_dir();
     ASSERT_TRUE(fd);
@@ -210,7 +216,7 @@ TEST_F(CheckpointStoreTest, EntriesThatAreNotCompleteCheckpointsAreIgnored) {
     // The next number skips the file in the way.
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     worker_writes("1");
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_TRUE(published);
     EXPECT_EQ(published->sequence, 6u);
 }
@@ -240,7 +246,7 @@ TEST_F(CheckpointStoreTest, SymlinksInsideACheckpointAreRemovedNeverFollowed) {
     worker_writes("1");
     fs::create_directory_symlink(victim.dir.path(), root_ / "llama/staging/etc");
     fs::create_symlink(victim.dir.path() / "passwd", root_ / "llama/staging/passwd");
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_TRUE(published);
     auto fd = store.dup_dir();
     ASSERT_TRUE(fd);
@@ -295,7 +301,7 @@ TEST_F(CheckpointStoreTest, AStagingDirSwappedForASymlinkIsNotPublished) {
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     fs::remove(root_ / "llama/staging");
     fs::create_directory_symlink(victim.dir.path(), root_ / "llama/staging");
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_FALSE(published);
     EXPECT_NE(published.error().message().find("is not a directory"), std::string::npos);
     EXPECT_FALSE(store.newest());
@@ -309,7 +315,7 @@ TEST_F(CheckpointStoreTest, FindTakesOnlyTheIdOfAListedCheckpoint) {
     auto store = open();
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     worker_writes("1");
-    ASSERT_TRUE(store.publish());
+    ASSERT_TRUE(publish(store));
     // A directory that looks like a checkpoint but is not listed (planted
     // after the listing) is not found either.
     fs::create_directory(root_ / "llama/0000000009");
@@ -333,7 +339,7 @@ TEST_F(CheckpointStoreTest, OpenExistingCreatesNothingAndListsWhatIsThere) {
         auto store = open();
         ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
         worker_writes("1");
-        ASSERT_TRUE(store.publish());
+        ASSERT_TRUE(publish(store));
     }
     auto some = CheckpointStore::open_existing(root_, "llama");
     ASSERT_TRUE(some) << some.error().message();
@@ -346,7 +352,7 @@ TEST_F(CheckpointStoreTest, PublishedAtIsTheInfosTimeElseTheDirectorysCtime) {
     auto store = open();
     ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
     worker_writes("1");
-    auto published = store.publish();
+    auto published = publish(store);
     ASSERT_TRUE(published);
     auto fd = store.dup_dir();
     ASSERT_TRUE(fd);
@@ -357,6 +363,46 @@ TEST_F(CheckpointStoreTest, PublishedAtIsTheInfosTimeElseTheDirectorysCtime) {
     ASSERT_EQ(::utimensat(fd->get(), "0000000001.info", times, AT_SYMLINK_NOFOLLOW), 0);
     EXPECT_EQ(CheckpointStore::published_at(fd->get(), 1), int64_t{1000});
     EXPECT_FALSE(CheckpointStore::published_at(fd->get(), 2));
+}
+
+// Issue 26 #9: a finished checkpoint is judged before it is published. Taken
+// out of staging it is no complete checkpoint (not listed, not the newest,
+// not offered after a restart) until publish(); refused, it goes to the trash
+// and the previous newest stays.
+TEST_F(CheckpointStoreTest, ATakenCheckpointIsNotOfferedUntilItIsPublished) {
+    auto store = open();
+    ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+    worker_writes("1");
+    auto first = publish(store);
+    ASSERT_TRUE(first);
+
+    ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+    worker_writes("2");
+    ASSERT_TRUE(store.take_staging());
+    EXPECT_TRUE(fs::is_directory(root_ / "llama/incoming"));
+    EXPECT_FALSE(fs::exists(numbered(2)));
+    EXPECT_EQ(store.newest(), *first);
+    EXPECT_EQ(open().newest(), *first);  // a daemon that died meanwhile
+    // One at a time: the next is refused while this one is judged.
+    ASSERT_TRUE(store.fresh_staging(kWorkerUid, kWorkerGid));
+    worker_writes("3");
+    auto busy = store.take_staging();
+    ASSERT_FALSE(busy);
+    EXPECT_NE(busy.error().message().find("still being judged"), std::string::npos);
+
+    // Judged out: to the trash; the first stays the newest.
+    ASSERT_TRUE(store.discard_incoming());
+    EXPECT_FALSE(fs::exists(root_ / "llama/incoming"));
+    EXPECT_EQ(store.newest(), *first);
+    EXPECT_EQ(trash_entries(), 1u);
+    EXPECT_TRUE(store.discard_incoming());  // none: no error
+
+    // Judged in: published under the next number.
+    ASSERT_TRUE(store.take_staging());
+    auto second = store.publish();
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->sequence, 2u);
+    EXPECT_EQ(slurp(numbered(2) / "checkpoint"), "served=3\n");
 }
 
 TEST_F(CheckpointStoreTest, NamesThatAreNotPlainAreRefused) {

@@ -137,6 +137,28 @@ TEST_F(AdoptionLifecycle, AnAdoptedWorkerKeepsItsProbesAndCanBeCheckpointed) {
     EXPECT_EQ(count("a", K::exited), 0u);
 }
 
+// Issue 26 #9: a checkpoint the earlier daemon was judging when it died
+// (taken out of staging, not yet published) is dropped by the daemon that
+// adopts the worker, never published, and does not block the next one.
+TEST_F(AdoptionLifecycle, ACheckpointTheDeadDaemonWasJudgingIsDroppedAtAdoption) {
+    Config config = load("workers:\n" + worker_yaml("a", "    checkpoint: {timeout: 20s}\n"));
+    supervisor_->apply(config);
+    run_until_event("a", K::ready);
+    std::filesystem::path store = dir_->path() / "state/checkpoints/a";
+    dir_->write("state/checkpoints/a/incoming/left-behind", "judged when the daemon died");
+
+    new_daemon(config);
+    Worker* w = supervisor_->find("a");
+    ASSERT_NE(w, nullptr);
+    EXPECT_FALSE(std::filesystem::exists(store / "incoming"));
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("a", K::checkpoint_written);
+    std::filesystem::path published = field(*last("a", K::checkpoint_written), "CHECKPOINT");
+    EXPECT_EQ(published, store / "0000000001");
+    EXPECT_FALSE(std::filesystem::exists(published / "left-behind"));
+    EXPECT_EQ(count("a", K::checkpoint_failed), 0u);
+}
+
 // A state file this daemon cannot read (a newer daemon's before a package
 // downgrade, or a damaged one) must not cost the running worker its model:
 // the run is adopted from its cgroup, with the same pid, and goes on.

@@ -2,7 +2,10 @@
 // served count into $INFERVISOR_CHECKPOINT_DIR on SIGUSR1 and answers
 // CHECKPOINT=1; the daemon publishes it, stops the worker, and the next run
 // is started with INFERVISOR_RESTORE_FROM and counts on from there.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -17,6 +20,12 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using K = EventKind;
 using namespace std::chrono_literals;
+
+struct stat lstat_path(const fs::path& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st;
+}
 
 class Checkpoints : public SupervisorFixture {
   protected:
@@ -513,6 +522,79 @@ TEST_F(CheckpointsByHand, NotTheOneAStartingRunRestoresFromUntilItIsReady) {
     auto newest = checkpoints.remove({"0000000002"}, false, 0);
     ASSERT_TRUE(newest) << newest.error().message();
     EXPECT_FALSE(fs::exists(store("fresh") / "0000000002"));
+}
+
+// Issue 26 #9: a checkpoint is judged before it is published. One over the
+// quota never gets a number, not even for a moment (a daemon that crashed in
+// that moment would offer it at the next start): the store never sees a
+// numbered entry appear for it.
+TEST_F(Checkpoints, ACheckpointOverTheQuotaIsNeverPublishedNotEvenForAMoment) {
+    auto spec = counter("judged");
+    spec.checkpoint.quota = CheckpointQuota{0, 1 << 20};
+    supervisor_->apply(config({spec}));
+    run_until_event("judged", K::ready);
+    Worker* w = supervisor_->find("judged");
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("judged", K::checkpoint_written);
+
+    UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    ASSERT_TRUE(watch);
+    ASSERT_GE(::inotify_add_watch(watch.get(), store("judged").c_str(), IN_CREATE | IN_MOVED_TO),
+              0);
+    {
+        std::ofstream padding(store("judged") / "staging/padding", std::ios::binary);
+        padding << std::string(2 << 20, 'x');
+    }
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("judged", K::checkpoint_failed);
+    EXPECT_EQ(field(*last("judged", K::checkpoint_failed), "REASON"), "quota");
+
+    std::vector<std::string> appeared;
+    alignas(inotify_event) char buf[8192];
+    ssize_t n;
+    while ((n = ::read(watch.get(), buf, sizeof buf)) > 0)
+        for (char* p = buf; p < buf + n;) {
+            auto* e = reinterpret_cast<inotify_event*>(p);
+            if (e->len) appeared.emplace_back(e->name);
+            p += sizeof(inotify_event) + e->len;
+        }
+    EXPECT_NE(std::find(appeared.begin(), appeared.end(), "incoming"), appeared.end());
+    for (const auto& name : appeared)
+        EXPECT_NE(name.size(), 10u) << "a numbered entry appeared: " << name;
+    EXPECT_EQ(complete_checkpoints("judged"), 1u);
+}
+
+// Issue 26 #9: a published checkpoint is root's, so its worker cannot grow
+// it after it was measured; a file some process still holds open for writing
+// when the checkpoint is taken could be, so that checkpoint is refused and
+// the previous one kept.
+TEST_F(Checkpoints, ACheckpointWithAFileStillOpenForWritingIsNotPublished) {
+    supervisor_->apply(config({counter("held")}));
+    run_until_event("held", K::ready);
+    Worker* w = supervisor_->find("held");
+    ASSERT_TRUE(w->checkpoint_now().ok());
+    run_until_event("held", K::checkpoint_written);
+    fs::path first = store("held") / "0000000001";
+    auto st = lstat_path(first / "checkpoint");
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(st.st_mode & 077, 0u);  // nothing for group or others (the worker here is root)
+
+    // Standing in for a descriptor the worker keeps to grow it later.
+    UniqueFd writer(
+        ::open((store("held") / "staging/growing").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(writer);
+    std::optional<WorkerCheckpoints::Outcome> answered;
+    ASSERT_TRUE(w->checkpoint_now([&](const auto& o) { answered = o; }).ok());
+    run_until_event("held", K::checkpoint_failed);
+    run_until([&] { return answered.has_value(); });
+    const Event* failed = last("held", K::checkpoint_failed);
+    EXPECT_EQ(field(*failed, "REASON"), "unusable");
+    EXPECT_EQ(field(*failed, "LAST_CHECKPOINT"), first.string());
+    EXPECT_THAT(failed->message, HasSubstr("still open for writing"));
+    EXPECT_FALSE(answered->published);
+    EXPECT_EQ(complete_checkpoints("held"), 1u);
+    EXPECT_FALSE(fs::exists(store("held") / "incoming"));
+    EXPECT_EQ(w->state(), WorkerState::running);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #  5. an operator lists and deletes a worker's checkpoints with the real
 #     infervisorctl (issue 26 #9): anyone lists, only root deletes, a bad id
 #     deletes nothing, and with all deleted the next start is fresh.
+# In 1, the published checkpoint is root's: the worker's user reads it (its
+# ACL) and cannot change it, nobody else reads it (issue 26 #9).
 # Guest time: about 60-90 s for the three under load.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
@@ -117,8 +119,25 @@ memory_rule_checkpoints_and_the_restart_resumes() {
 	wait_until 120 served_after_resume grower "$checkpoint"
 	assert_eq $((served + 1)) "$(first_served_after_resume grower "$checkpoint")" "next request"
 
-	assert_cmd test "$(stat -c %U "$checkpoint")" = "$(stat -c %U "$store/grower/staging")"
+	# Issue 26 #9: a published checkpoint is root's, mode without group or
+	# other bits but the ACL's mask; the worker's user (it owns the staging
+	# dir) reads it through the ACL (the restore above did) and cannot write,
+	# add or re-mode anything in it.
+	local uid gid
+	uid=$(stat -c %u "$store/grower/staging")
+	gid=$(stat -c %g "$store/grower/staging")
+	assert_ne 0 "$uid" "the worker's uid"
+	as_worker() { setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"; }
 	assert_eq root "$(stat -c %U "$store/grower")" "owner of the store"
+	assert_eq 0:0 "$(stat -c %u:%g "$checkpoint")" "owner of the checkpoint"
+	assert_eq 0:0 "$(stat -c %u:%g "$checkpoint/checkpoint")" "owner of its file"
+	assert_eq "$served" "$(as_worker sed -n 's/^served=//p' "$checkpoint/checkpoint")" \
+		"the worker's uid reads its checkpoint"
+	assert_fails as_worker sh -c "echo more >>'$checkpoint/checkpoint'"
+	assert_fails as_worker touch "$checkpoint/planted"
+	assert_fails as_worker chmod 0666 "$checkpoint/checkpoint"
+	assert_eq "$served" "$(served_in "$checkpoint")" "the checkpoint is as it was"
+	assert_fails setpriv --reuid=65534 --regid=65534 --clear-groups -- cat "$checkpoint/checkpoint"
 }
 
 run_scenario memory-rule-checkpoints-the-worker-and-its-restart-resumes memory_rule_checkpoints_and_the_restart_resumes
