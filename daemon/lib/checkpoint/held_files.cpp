@@ -229,44 +229,121 @@ std::optional<std::string> first_unheld_file(const fs::path& procfs, const std::
     return found;
 }
 
+namespace {
+
+// Adds the dir of `path` (absolute), what criu will create in it (`what`,
+// for errors) at a restore, once per dir.
+Result<void> add_creation_dir(const std::string& path, const std::string& what,
+                              std::vector<GhostDir>& dirs) {
+    size_t slash = path.rfind('/');
+    if (path.empty() || path[0] != '/' || slash == std::string::npos)
+        return plain_error(what + " has the relative name " + printable(path) +
+                           ": a restore of it could not be checked");
+    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    for (const auto& known : dirs)
+        if (known.path == dir) return {};
+    auto resolved = dir.find('\n') == std::string::npos ? dir_without_symlinks(dir) : std::nullopt;
+    if (!resolved)
+        return plain_error(what + " is in " + printable(dir) +
+                           ", which is gone or cannot be reached without a symlink: a restore of "
+                           "it could not be checked");
+    if (dirs.size() >= kMaxHeldFiles)
+        return plain_error("the worker's deleted files and bound sockets are in more than " +
+                           std::to_string(kMaxHeldFiles) + " dirs");
+    dirs.push_back({dir, *resolved});
+    return {};
+}
+
+// The inode of a "socket:[N]" link text.
+std::optional<uint64_t> socket_inode(const std::string& text) {
+    if (!text.starts_with("socket:[") || !text.ends_with("]")) return std::nullopt;
+    uint64_t ino = 0;
+    auto [ptr, ec] = std::from_chars(text.data() + 8, text.data() + text.size() - 1, ino);
+    if (ec != std::errc() || ptr != text.data() + text.size() - 1) return std::nullopt;
+    return ino;
+}
+
+// The names that the sockets `inodes` are bound to, from a /proc/PID/net/unix
+// text ("Num RefCount Protocol Flags Type St Inode Path"); abstract names
+// ("@...") bind nothing in a file system and are left out. At most
+// kMaxHeldFiles lines are read.
+std::vector<std::string> bound_names(const std::string& text, const std::set<uint64_t>& inodes) {
+    std::vector<std::string> out;
+    size_t pos = text.find('\n');  // the header
+    for (size_t lines = 0; pos != std::string::npos && lines < kMaxHeldFiles * 16; ++lines) {
+        size_t begin = pos + 1;
+        pos = text.find('\n', begin);
+        std::string_view line(text.data() + begin,
+                              (pos == std::string::npos ? text.size() : pos) - begin);
+        // Seven blank-separated fields, then the name (which may hold blanks).
+        size_t at = 0;
+        std::string_view inode_field;
+        for (int field = 0; field < 7 && at != std::string_view::npos; ++field) {
+            at = line.find_first_not_of(' ', at);
+            if (at == std::string_view::npos) break;
+            size_t stop = line.find(' ', at);
+            if (field == 6)
+                inode_field = line.substr(
+                    at, stop == std::string_view::npos ? std::string_view::npos : stop - at);
+            at = stop;
+        }
+        if (at == std::string_view::npos || inode_field.empty()) continue;
+        uint64_t ino = 0;
+        auto [ptr, ec] =
+            std::from_chars(inode_field.data(), inode_field.data() + inode_field.size(), ino);
+        if (ec != std::errc() || !inodes.contains(ino)) continue;
+        std::string_view name = line.substr(at + 1);
+        if (name.empty() || name.front() == '@') continue;
+        out.emplace_back(name);
+    }
+    return out;
+}
+
+std::string read_proc_text(const fs::path& path, size_t max) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    std::string text;
+    if (!fd) return text;
+    char buf[65536];
+    for (ssize_t n; text.size() < max && (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+        text.append(buf, size_t(n));
+    return text;
+}
+
+}  // namespace
+
 Result<void> add_ghost_dirs(const fs::path& procfs, const std::vector<pid_t>& pids,
                             std::vector<GhostDir>& dirs) {
     constexpr std::string_view kDeleted = " (deleted)";
     std::optional<Error> error;
     for (pid_t pid : pids) {
+        std::set<uint64_t> sockets;
         visit_process_links(procfs, pid, [&](const std::string& what, const std::string& link) {
-            if (what.starts_with("cwd") || what.starts_with("root")) return true;
-            auto st = stat_link(link);
-            if (!st || !S_ISREG(st->mode) || st->nlink != 0 || is_anonymous_object(*st))
-                return true;
+            if (!what.starts_with("fd ") && !what.starts_with("mapping ")) return true;
             char buf[4096];
             ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
             std::string path = n > 0 ? std::string(buf, size_t(n)) : std::string();
+            if (auto ino = socket_inode(path)) {
+                if (sockets.size() < kMaxHeldFiles) sockets.insert(*ino);
+                return true;
+            }
+            auto st = stat_link(link);
+            if (!st || !S_ISREG(st->mode) || st->nlink != 0 || is_anonymous_object(*st))
+                return true;
             if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
-            size_t slash = path.rfind('/');
-            if (path.empty() || path[0] != '/' || slash == std::string::npos) return true;
-            std::string dir = slash == 0 ? "/" : path.substr(0, slash);
-            for (const auto& known : dirs)
-                if (known.path == dir) return true;
-            auto resolved =
-                dir.find('\n') == std::string::npos ? dir_without_symlinks(dir) : std::nullopt;
-            if (!resolved) {
-                error =
-                    plain_error("pid " + std::to_string(pid) + " " + what +
-                                " is a deleted file whose dir " + printable(dir) +
-                                " is gone or cannot be reached without a symlink: a restore of it "
-                                "could not be checked");
-                return false;
-            }
-            if (dirs.size() >= kMaxHeldFiles) {
-                error = plain_error("the worker holds deleted files in more than " +
-                                    std::to_string(kMaxHeldFiles) + " dirs");
-                return false;
-            }
-            dirs.push_back({dir, *resolved});
-            return true;
+            auto added = add_creation_dir(
+                path, "pid " + std::to_string(pid) + " " + what + ", a deleted file,", dirs);
+            if (!added) error = added.error();
+            return !error;
         });
         if (error) return *error;
+        if (sockets.empty()) continue;
+        // Unix sockets bound to a path: criu binds them again there, as root.
+        std::string table = read_proc_text(procfs / std::to_string(pid) / "net/unix", 16 << 20);
+        for (const auto& name : bound_names(table, sockets))
+            if (auto added = add_creation_dir(
+                    name, "pid " + std::to_string(pid) + "'s unix socket " + printable(name), dirs);
+                !added)
+                return added.error();
     }
     return {};
 }
@@ -276,10 +353,11 @@ std::optional<std::string> first_moved_ghost_dir(const std::vector<GhostDir>& di
         auto now = dir_without_symlinks(d.path);
         if (!now)
             return "the dir " + printable(d.path) +
-                   " of a deleted file the worker held is gone or reached through a symlink";
+                   " of a deleted file or bound socket the worker held is gone or reached "
+                   "through a symlink";
         if (*now != d.dir)
             return "the dir " + printable(d.path) +
-                   " of a deleted file the worker held is another dir now (" +
+                   " of a deleted file or bound socket the worker held is another dir now (" +
                    format_held_file(*now) + ", was " + format_held_file(d.dir) + ")";
     }
     return std::nullopt;

@@ -69,11 +69,11 @@ std::optional<std::string> first_unheld_file(const std::filesystem::path& procfs
                                              const std::vector<pid_t>& pids,
                                              const std::set<HeldFile>& held, uid_t owner);
 
-// The dir of a deleted regular file a process holds. criu re-creates such a
-// file from the image, as root, in the dir its path names
-// ("<path>.cr.<id>.ghost", criu 3.17 files-reg.c) before any restored task
-// exists: that dir must still be the one the worker's file was in, reached
-// without a symlink.
+// A dir criu creates something in, as root, at a restore, before any
+// restored task exists: a deleted regular file the worker held is re-created
+// there from the image ("<path>.cr.<id>.ghost", criu 3.17 files-reg.c), a
+// unix socket bound to a path is bound there again (sk-unix.c). That dir must
+// still be the one it was at the dump, reached without a symlink.
 struct GhostDir {
     std::string path;  // absolute, as /proc showed it; no newline
     HeldFile dir;
@@ -81,10 +81,12 @@ struct GhostDir {
     bool operator==(const GhostDir&) const = default;
 };
 
-// Blocking. Adds the dir of each deleted regular file that `pids` hold (once
-// per path), resolved with RESOLVE_NO_SYMLINKS. An error when one cannot be
-// resolved so (its name holds a newline, or a symlink is on the way): the
-// dump is refused, since the restore could not be checked.
+// Blocking. Adds the dir of each deleted regular file and of each unix
+// socket bound to a path (from /proc/PID/net/unix) that `pids` hold, once per
+// dir, resolved with RESOLVE_NO_SYMLINKS. An error when one cannot be
+// resolved so (gone, a newline in its name, a symlink on the way) or a
+// socket's name is relative: the dump is refused, since its restore could
+// not be checked.
 Result<void> add_ghost_dirs(const std::filesystem::path& procfs, const std::vector<pid_t>& pids,
                             std::vector<GhostDir>& dirs);
 

@@ -14,9 +14,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
 #include <functional>
 
 #include "base/unique_fd.h"
@@ -244,6 +247,58 @@ TEST(HeldFiles, ADeletedFileWhoseDirIsGoneIsNotDumped) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message().find("is gone or cannot be reached without a symlink"),
               std::string::npos)
+        << r.error().message();
+}
+
+// criu binds a unix socket bound to a path again at that path, as root: its
+// dir is recorded and checked like a deleted file's. An abstract name binds
+// nothing in a file system; a relative one cannot be checked and is refused.
+TEST(HeldFiles, TheDirOfABoundUnixSocketIsRecordedAndChecked) {
+    TempDir dir;
+    auto run = dir.mkdir("run");
+    std::string sock_path = (run / "engine.sock").string();
+    ASSERT_LT(sock_path.size(), sizeof(sockaddr_un::sun_path));
+    sockaddr_un bound{}, abstract{};
+    bound.sun_family = abstract.sun_family = AF_UNIX;
+    std::memcpy(bound.sun_path, sock_path.c_str(), sock_path.size());
+    std::memcpy(abstract.sun_path + 1, "held-files-test", 15);
+    std::vector<GhostDir> dirs;
+    {
+        HoldingChild worker([&] {
+            int a = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            (void)::bind(a, reinterpret_cast<sockaddr*>(&bound), sizeof bound);
+            (void)::listen(a, 1);
+            int b = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            (void)::bind(b, reinterpret_cast<sockaddr*>(&abstract),
+                         socklen_t(offsetof(sockaddr_un, sun_path) + 16));
+        });
+        ASSERT_TRUE(add_ghost_dirs("/proc", {worker.pid()}, dirs));
+    }
+    ASSERT_EQ(dirs.size(), 1u);
+    EXPECT_EQ(dirs[0].path, run.string());
+    EXPECT_EQ(first_moved_ghost_dir(dirs), std::nullopt);
+    std::filesystem::rename(run, dir.path() / "run-moved");
+    std::filesystem::create_directory_symlink("/tmp", run);
+    auto why = first_moved_ghost_dir(dirs);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("bound socket"), std::string::npos) << *why;
+}
+
+TEST(HeldFiles, ASocketBoundToARelativeNameIsNotDumped) {
+    TempDir dir;
+    std::string dir_c = dir.path().string();
+    HoldingChild worker([&] {
+        (void)!::chdir(dir_c.c_str());
+        sockaddr_un rel{};
+        rel.sun_family = AF_UNIX;
+        std::memcpy(rel.sun_path, "rel.sock", 8);
+        int a = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        (void)::bind(a, reinterpret_cast<sockaddr*>(&rel), sizeof rel);
+    });
+    std::vector<GhostDir> dirs;
+    auto r = add_ghost_dirs("/proc", {worker.pid()}, dirs);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message().find("has the relative name rel.sock"), std::string::npos)
         << r.error().message();
 }
 
