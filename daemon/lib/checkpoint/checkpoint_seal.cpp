@@ -88,7 +88,12 @@ class SealVisitor final : public TreeVisitor {
 
     Result<Next> visit(int dir_fd, const char* name, const struct statx& sx, int) override {
         std::string shown = shown_ + "/.../" + name;
-        if (sx.stx_uid != writer_ && sx.stx_uid != 0)
+        // Every entry must be the writer's: a worker writes nothing as root,
+        // so a root's entry in its tree is a hard link to a file of root's
+        // (one it may write, e.g. through a group, or any with
+        // fs.protected_hardlinks=0), which the seal must not take from its
+        // owner nor open to the worker.
+        if (sx.stx_uid != writer_)
             return plain_error(shown + " belongs to uid " + std::to_string(sx.stx_uid) +
                                ", not to the worker");
         if (S_ISLNK(sx.stx_mode)) {

@@ -34,8 +34,8 @@
 // root's before its entries are looked at, so the worker can no longer add,
 // remove or swap entries in it (it lacks write permission from then on).
 // Refused, and the tree left partly root's (the caller deletes it): an entry
-// owned by another uid than `writer` or root (a hard link to someone else's
-// file), one that is not a regular file, a directory or a symbolic link, a
+// below the top owned by another uid than `writer` (a hard link to someone
+// else's file, root's included), one that is not a regular file, a directory or a symbolic link, a
 // directory deeper than the walk goes, a file still open for writing, an
 // entry swapped during the walk. Symbolic links are made root's and kept as
 // they are (never followed: not by the daemon, and a restore that follows

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -141,9 +142,13 @@ TEST_F(CheckpointSealTest, AFileStillOpenForWritingIsRefused) {
     EXPECT_NE(sealed.error().message().find("still open for writing"), std::string::npos)
         << sealed.error().message();
 
-    writer.reset();  // closed: the same tree seals
-    auto again =
-        CheckpointStore::seal_incoming(store_->dup_dir()->get(), kSealWorkerUid, kSealWorkerUid);
+    // The refused tree is deleted (worker_checkpoints.cpp); the next one,
+    // written and closed, seals.
+    writer.reset();
+    ASSERT_TRUE(store_->discard_incoming());
+    ASSERT_TRUE(store_->fresh_staging(kSealWorkerUid, kSealWorkerGid));
+    ASSERT_EQ(as_worker([&] { return write_as_is(staging() / "state", "whole", 0600); }), 0);
+    auto again = take_and_seal();
     EXPECT_TRUE(again) << again.error().message();
 }
 
@@ -162,6 +167,27 @@ TEST_F(CheckpointSealTest, AnEntryOfAnotherUidIsRefusedAndLeftAsItWas) {
     auto st = lstat_at(incoming() / "foreign");
     EXPECT_EQ(st.st_uid, 1234u);
     EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
+// A hard link to a file of root's that the worker may write (a group's
+// shared file; or any file with fs.protected_hardlinks=0) is refused too: the
+// seal must neither take it from its group nor give the worker read access
+// through an ACL.
+TEST_F(CheckpointSealTest, AnEntryOfRootsIsRefusedAndLeftAsItWas) {
+    ASSERT_EQ(as_worker([&] { return write_as_is(staging() / "state", "x", 0600); }), 0);
+    fs::path roots = staging() / "group-shared";
+    ASSERT_TRUE(write_as_is(roots, "root's, shared with a group", 0660));
+    ASSERT_EQ(::chown(roots.c_str(), 0, 44), 0);
+    auto sealed = take_and_seal();
+    ASSERT_FALSE(sealed);
+    EXPECT_NE(sealed.error().message().find("belongs to uid 0"), std::string::npos)
+        << sealed.error().message();
+    auto st = lstat_at(incoming() / "group-shared");
+    EXPECT_EQ(st.st_gid, 44u);
+    EXPECT_EQ(st.st_mode & 07777, 0660u);
+    EXPECT_LT(
+        ::getxattr((incoming() / "group-shared").c_str(), "system.posix_acl_access", nullptr, 0),
+        0);
 }
 
 TEST_F(CheckpointSealTest, SymlinksAreMadeRootsAndNeverFollowed) {
