@@ -285,8 +285,11 @@ a_checkpoint_over_the_quota_fails_and_the_old_one_is_kept() {
 	local first rc=0 err=/run/ctl-checkpoint-quota.err
 	first=$(newest_checkpoint bounded)
 	assert_eq "$store/bounded/0000000001" "$first" "first checkpoint"
-	# The next checkpoint holds 4 MiB besides the worker's own file.
+	# The next checkpoint holds 4 MiB besides the worker's own file, the
+	# worker's as if it wrote them (a root's file in it would be refused by
+	# the seal before the quota is judged).
 	dd if=/dev/urandom of="$store/bounded/staging/padding" bs=1M count=4 status=none
+	chown --reference="$store/bounded/staging" "$store/bounded/staging/padding"
 	infervisorctl checkpoint bounded 2>"$err" || rc=$?
 	log "checkpoint bounded over its quota: exit $rc: $(cat "$err")"
 	assert_ne 0 "$rc" "exit code of a checkpoint over the quota"
