@@ -22,6 +22,7 @@
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "process/fd_limit.h"
 #include "services/caps_fit.h"
 #include "services/config_load_runner.h"
 #include "services/control_service.h"
@@ -449,6 +450,7 @@ int run_daemon(const DaemonOptions& options) {
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     for (const auto& warning : loaded.errors.warning_lines()) spdlog::warn("{}", warning);
     for (const auto& warning : host_fit_warnings(loaded.config, Paths{}.procfs))
         spdlog::warn("{}", warning);

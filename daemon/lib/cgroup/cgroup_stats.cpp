@@ -20,21 +20,34 @@ Result<MemoryEvents> CgroupStats::memory_events() const {
     return memory_events_from(*events);
 }
 
+Result<std::string_view> CgroupStats::text(const char* file) const {
+    if (held_) return held_->read(file);
+    auto text = read_file(dir_.path() / file);
+    if (!text) return text.error();
+    buffer_ = std::move(text).value();
+    return std::string_view(buffer_);
+}
+
 CgroupValue CgroupStats::single_value(const char* file) const {
-    auto path = dir_.path() / file;
-    auto text = read_file(path);
+    auto text = this->text(file);
     if (!text) return text.error();
     auto value = parse_single_value(*text);
-    if (!value) return plain_error(path.string() + ": " + value.error().what);
+    if (!value) return plain_error((dir_.path() / file).string() + ": " + value.error().what);
     return value;
 }
 
 Result<PsiReading> CgroupStats::pressure(const char* file) const {
-    return read_psi(dir_.path() / file);
+    auto text = this->text(file);
+    if (!text) return text.error();
+    auto reading = parse_psi(*text);
+    if (!reading) return plain_error((dir_.path() / file).string() + ": " + reading.error().what);
+    return reading;
 }
 
 Result<Counters> CgroupStats::counters(const char* file) const {
-    return read_counters(dir_.path() / file);
+    auto text = this->text(file);
+    if (!text) return text.error();
+    return parse_counters(*text);
 }
 
 }  // namespace infervisor

@@ -6,6 +6,9 @@
 //
 // Contract: each call is one read of one interface file under dir().path(),
 // nothing is cached (the caller reads once per tick and keeps the sample).
+// Given a StatFileSet (stat_file_set.h), the file is read through its held
+// descriptor instead of being opened by path: the policy's sampler, which
+// reads every worker at every tick, keeps one set per worker run.
 // A file that is missing fails with code ENOENT: the controller is not
 // enabled there or the kernel is older (memory.peak: 5.19, memory.swap.*:
 // with swap accounting); callers treat that as "absent". A file that exists
@@ -16,10 +19,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "cgroup/cgroup_dir.h"
 #include "cgroup/psi.h"
+#include "cgroup/stat_file_set.h"
 #include "cgroup/stat_parse.h"
 
 namespace infervisor {
@@ -54,6 +60,8 @@ inline constexpr char kMemoryEventsFile[] = "memory.events";
 class CgroupStats {
   public:
     explicit CgroupStats(CgroupDir dir) : dir_(std::move(dir)) {}
+    // Reads through `held`, whose dir() is this cgroup's (it must outlive this).
+    explicit CgroupStats(StatFileSet& held) : dir_(held.dir()), held_(&held) {}
 
     const CgroupDir& dir() const { return dir_; }
 
@@ -77,8 +85,12 @@ class CgroupStats {
     CgroupValue single_value(const char* file) const;
     Result<PsiReading> pressure(const char* file) const;
     Result<Counters> counters(const char* file) const;
+    // The file's text, valid until the next call.
+    Result<std::string_view> text(const char* file) const;
 
     CgroupDir dir_;
+    StatFileSet* held_ = nullptr;
+    mutable std::string buffer_;  // the last text read by path
 };
 
 }  // namespace infervisor

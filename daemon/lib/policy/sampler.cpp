@@ -38,7 +38,10 @@ void read_memory_stat(const CgroupStats& stats, WorkerSample& s) {
 }  // namespace
 
 WorkerSample sample_worker(const fs::path& dir, TimePoint now) {
-    CgroupStats stats{CgroupDir(dir)};
+    return sample_worker(CgroupStats{CgroupDir(dir)}, now);
+}
+
+WorkerSample sample_worker(const CgroupStats& stats, TimePoint now) {
     WorkerSample s;
     s.time = now;
     auto& errors = s.read_errors;
@@ -64,21 +67,40 @@ void sample_worker_extras(const fs::path& dir, WorkerSample& s) {
 }
 
 HostSample sample_host(const fs::path& procfs, TimePoint now) {
+    StatFileSet files(procfs);
+    return sample_host(files, now);
+}
+
+HostSample sample_host(StatFileSet& procfs, TimePoint now) {
     HostSample s;
     s.time = now;
     auto& errors = s.read_errors;
-    s.memory_pressure = keep(read_psi(procfs / "pressure/memory"), errors);
-    s.cpu_pressure = keep(read_psi(procfs / "pressure/cpu"), errors);
-    s.io_pressure = keep(read_psi(procfs / "pressure/io"), errors);
-    if (auto vmstat = keep(read_counters(procfs / "vmstat"), errors)) {
-        s.pswpin = find_counter(*vmstat, "pswpin");
-        s.pswpout = find_counter(*vmstat, "pswpout");
+    auto psi = [&](const char* name) -> Result<PsiReading> {
+        auto text = procfs.read(name);
+        if (!text) return text.error();
+        auto reading = parse_psi(*text);
+        if (!reading)
+            return plain_error((procfs.dir() / name).string() + ": " + reading.error().what);
+        return reading;
+    };
+    s.memory_pressure = keep(psi("pressure/memory"), errors);
+    s.cpu_pressure = keep(psi("pressure/cpu"), errors);
+    s.io_pressure = keep(psi("pressure/io"), errors);
+    if (auto vmstat = procfs.read("vmstat")) {
+        Counters counters = parse_counters(*vmstat);
+        s.pswpin = find_counter(counters, "pswpin");
+        s.pswpout = find_counter(counters, "pswpout");
+    } else if (vmstat.error().code != ENOENT) {
+        errors.push_back(vmstat.error().message());
     }
-    if (auto info = keep(read_meminfo(procfs), errors)) {
-        s.mem_total = info->mem_total;
-        s.mem_available = info->mem_available;
-        s.swap_total = info->swap_total;
-        s.swap_free = info->swap_free;
+    if (auto text = procfs.read("meminfo")) {
+        MemInfo info = parse_meminfo(*text);
+        s.mem_total = info.mem_total;
+        s.mem_available = info.mem_available;
+        s.swap_total = info.swap_total;
+        s.swap_free = info.swap_free;
+    } else if (text.error().code != ENOENT) {
+        errors.push_back(text.error().message());
     }
     return s;
 }

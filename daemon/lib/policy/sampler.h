@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "base/clock.h"
+#include "cgroup/cgroup_stats.h"
+#include "cgroup/stat_file_set.h"
 #include "policy/samples.h"
 
 namespace infervisor {
@@ -18,6 +20,9 @@ namespace infervisor {
 // fields (started_at, last_heartbeat, watchdog_interval) are left for the
 // caller to fill in.
 WorkerSample sample_worker(const std::filesystem::path& cgroup_dir, TimePoint now);
+// The same through `stats`, e.g. one reading through held descriptors
+// (CgroupStats over a StatFileSet: what the policy runner does every tick).
+WorkerSample sample_worker(const CgroupStats& stats, TimePoint now);
 
 // Adds what only the metrics show: memory.peak and pids.current (two more
 // files per worker, read only when the metrics are rendered).
@@ -26,5 +31,7 @@ void sample_worker_extras(const std::filesystem::path& cgroup_dir, WorkerSample&
 // Reads {procfs}/pressure/{memory,cpu,io}, {procfs}/vmstat and
 // {procfs}/meminfo.
 HostSample sample_host(const std::filesystem::path& procfs, TimePoint now);
+// The same through descriptors `procfs` holds (its dir() is the procfs root).
+HostSample sample_host(StatFileSet& procfs, TimePoint now);
 
 }  // namespace infervisor

@@ -160,6 +160,12 @@ void set_rlimits(const ChildPlan& plan) noexcept {
         if (::syscall(SYS_prlimit64, 0, RLIMIT_CORE, &limit, nullptr) < 0)
             fail(plan, ChildStep::set_rlimits);
     }
+    if (plan.fd_limit_soft != 0) {
+        limit.cur = plan.fd_limit_soft;
+        limit.max = plan.fd_limit_hard;
+        if (::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &limit, nullptr) < 0)
+            fail(plan, ChildStep::set_rlimits);
+    }
 }
 
 }  // namespace

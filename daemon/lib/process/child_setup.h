@@ -73,6 +73,9 @@ struct ChildPlan {
     // RLIMIT_AS in bytes, 0: inherit; RLIMIT_CORE 0 when no_core_dump.
     unsigned long long address_space_limit = 0;
     bool no_core_dump = false;
+    // RLIMIT_NOFILE (soft, hard) to set; soft 0: inherit (process/fd_limit.h).
+    unsigned long long fd_limit_soft = 0;
+    unsigned long long fd_limit_hard = 0;
 };
 
 // Never returns. `join_cgroup`: write this process into plan.cgroup_fd's

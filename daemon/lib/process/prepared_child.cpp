@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "process/fd_limit.h"
+
 namespace infervisor {
 
 namespace {
@@ -78,6 +80,10 @@ Result<void> prepare_child(const SpawnRequest& request, PreparedChild& child) {
         plan.oom_score_adj = child.oom_score_adj.c_str();
     }
     plan.max_fd = close_loop_bound();
+    if (auto fd_limit = fd_limit_for_children()) {
+        plan.fd_limit_soft = fd_limit->rlim_cur;
+        plan.fd_limit_hard = fd_limit->rlim_max;
+    }
     plan.address_space_limit = request.address_space_limit;
     plan.no_core_dump = request.no_core_dump;
     if (request.private_tmp_fd >= 0) {
@@ -151,7 +157,7 @@ std::string describe_child_step(ChildStep step, const SpawnRequest& request) {
             return "execve";
         case ChildStep::set_rlimits:
             return "set RLIMIT_AS " + std::to_string(request.address_space_limit) +
-                   (request.no_core_dump ? " and RLIMIT_CORE 0" : "");
+                   (request.no_core_dump ? ", RLIMIT_CORE 0" : "") + " and RLIMIT_NOFILE";
     }
     return "step " + std::to_string(static_cast<int>(step));
 }

@@ -48,6 +48,7 @@ void PolicyRunner::on_event(const Event& e) {
             // A new run starts with a clean slate: growth, held conditions, counters.
             engine_.forget(e.worker);
             preempted_.erase(e.worker);
+            sample_files_.erase(e.worker);
             if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
             return;
         case EventKind::adopted:
@@ -56,6 +57,7 @@ void PolicyRunner::on_event(const Event& e) {
             return;
         case EventKind::exited:
             watches_.erase(e.worker);  // before the cgroup is removed
+            sample_files_.erase(e.worker);
             return;
         case EventKind::resumed:
             // Its memory comes back from swap: not growth, not host thrashing
@@ -167,6 +169,8 @@ void PolicyRunner::stop() {
     evaluation_queued_ = false;
     if (psi_watch_) psi_watch_->cancel();
     watches_.clear();
+    sample_files_.clear();
+    procfs_files_.reset();
 }
 
 void PolicyRunner::arm_tick() {
@@ -210,6 +214,14 @@ void PolicyRunner::run_queued_evaluation() {
     if (running_) evaluate_now();
 }
 
+StatFileSet& PolicyRunner::sample_files_of(const Worker& worker) {
+    auto it = sample_files_.find(worker.name());
+    if (it == sample_files_.end() || it->second.dir() != worker.cgroup().path())
+        it = sample_files_.insert_or_assign(worker.name(), StatFileSet(worker.cgroup().path()))
+                 .first;
+    return it->second;
+}
+
 void PolicyRunner::evaluate_now() {
     auto began = std::chrono::steady_clock::now();
     EvaluationRound round;
@@ -221,7 +233,7 @@ void PolicyRunner::evaluate_now() {
     for (const Worker* w : supervisor_.workers()) {
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
         if (w->exiting()) continue;
-        WorkerSample sample = sample_worker(w->cgroup().path(), now);
+        WorkerSample sample = sample_worker(CgroupStats(sample_files_of(*w)), now);
         sample.started_at = w->started_at();
         sample.ready_at = w->ready_at();
         sample.signals_readiness = w->signals_readiness();
@@ -241,7 +253,8 @@ void PolicyRunner::evaluate_now() {
                               preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                         w->checkpoints().last_answer_took(), now)});
     }
-    HostSample host = sample_host(ctx_.paths.procfs, now);
+    if (!procfs_files_) procfs_files_.emplace(ctx_.paths.procfs);
+    HostSample host = sample_host(*procfs_files_, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
     for (const auto& d : decisions) execute(d);
     if (auto d = resume_planner_.evaluate(host, waiting_for_room(), now)) resume(*d);

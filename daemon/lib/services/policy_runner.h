@@ -102,6 +102,8 @@ class PolicyRunner final : public Service {
     // resume_when too.
     void adopt_preempted();
     bool preempted_by_host_rule(const Worker& worker) const;
+    // The held descriptors `worker`'s samples are read through.
+    StatFileSet& sample_files_of(const Worker& worker);
 
     // A worker put aside by a host rule, waiting for room.
     struct Preempted {
@@ -128,6 +130,11 @@ class PolicyRunner final : public Service {
     std::map<std::string, std::unique_ptr<WorkerSignalWatch>> watches_;
     std::map<std::string, std::string> watch_logged_;  // worker → description last logged
     SignalWatchFiles signal_files_;
+    // The statistics files read at every evaluation, held open per worker run
+    // (cgroup/stat_file_set.h): dropped when the run starts or ends, so a
+    // removed cgroup is never kept alive; /proc's for the host sample.
+    std::map<std::string, StatFileSet> sample_files_;
+    std::optional<StatFileSet> procfs_files_;
     EventBus::SinkId subscription_ = 0;
     bool running_ = false;
     bool evaluation_queued_ = false;

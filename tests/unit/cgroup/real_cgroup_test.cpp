@@ -10,6 +10,7 @@
 #include "cgroup/cgroup_dir.h"
 #include "cgroup/cgroup_discovery.h"
 #include "cgroup/delegation.h"
+#include "cgroup/stat_file_set.h"
 
 namespace infervisor {
 namespace {
@@ -115,6 +116,27 @@ TEST_F(RealCgroup, DelegationMarkIsSystemdsTrustedDelegateAttribute) {
         << strerror(errno);
     EXPECT_EQ(delegation_mark(dir_->path()), DelegationMark::present);
     EXPECT_EQ(delegation_mark(dir_->path() / "no-such-cgroup"), DelegationMark::unknown);
+}
+
+// The policy's held statistics files (cgroup/stat_file_set.h): a cgroup
+// removed and made again under the same path (a worker's restart) is read
+// afresh, never through the dead one's descriptor.
+TEST_F(RealCgroup, HeldStatFilesFollowACgroupMadeAgainUnderItsPath) {
+    StatFileSet files(dir_->path());
+    auto first = files.read("cgroup.events");
+    ASSERT_TRUE(first) << first.error().message();
+    EXPECT_NE(first->find("populated 0"), std::string::npos) << *first;
+    ASSERT_EQ(files.held(), 1u);
+    ASSERT_TRUE(dir_->remove());
+    ASSERT_TRUE(dir_->create());
+    pid_t member = spawn_family(*dir_);
+    ASSERT_GT(member, 0);
+    auto again = files.read("cgroup.events");
+    ASSERT_TRUE(again) << again.error().message();
+    EXPECT_NE(again->find("populated 1"), std::string::npos)
+        << "the new cgroup's file, not the removed one's: " << *again;
+    ASSERT_TRUE(dir_->kill());
+    ::waitpid(member, nullptr, 0);
 }
 
 }  // namespace

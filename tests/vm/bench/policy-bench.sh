@@ -29,9 +29,12 @@
 #                The table says which this daemon does: whether it holds the
 #                worker's memory.events open.
 # (b) Idle cost: the daemon's CPU time (utime+stime of /proc/PID/stat) and
-#     memory (VmRSS, VmHWM of /proc/PID/status) while it supervises 1, 10,
-#     20, 50 idle workers for S seconds each (default 60), with the packaged
-#     main configuration (its sample_interval and default rules).
+#     memory (VmRSS at the window's start and end, VmHWM, VmLck of
+#     /proc/PID/status) while it supervises 1, 10, 20, 50 idle workers for S
+#     seconds each (default 60), with the packaged main configuration (its
+#     sample_interval and default rules), beside earlyoom's CPU time over the
+#     same window in the same boot (issue 28's comparison; --seconds 3600
+#     shows whether the RSS stays flat over an hour).
 #
 # Writes the table to $VMTEST_RESULTS/policy-bench.txt (and stdout), the raw
 # figures to $VMTEST_RESULTS/policy-bench-*.tsv.
@@ -55,6 +58,7 @@ done
 
 out=${VMTEST_RESULTS:-/tmp}
 probe=$VMTEST_BUILD_DIR/tests/bench/policy-reaction-probe
+earlyoom=$VMTEST_BUILD_DIR/vm-reference/usr/bin/earlyoom # run-bench unpacks it
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/policy-bench-main.yaml
 workdirs=/var/lib/infervisor/workers
@@ -218,8 +222,15 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 running_count() { ivd_journal INFERVISOR_EVENT=ready -o cat | grep -c . || true; }
 all_ready() { (($(running_count) >= $1)); }
 
+# cpu_percent TICKS T0 T1: TICKS of CPU time as a percentage of one core over
+# the uptime interval T0..T1.
+cpu_percent() {
+	awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v t0="$2" -v t1="$3" 'BEGIN { printf "%.2f", 100 * c / hz / (t1 - t0) }'
+}
+mib_of_kib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
 bench_idle() { # COUNT
-	local n=$1 i daemon t0 t1 c0 c1 hz
+	local n=$1 i daemon reference t0 t1 c0 c1 r0 r1 rss0 rss1
 	cp "$main_config_saved" "$main_config"
 	{
 		echo "workers:"
@@ -236,15 +247,25 @@ bench_idle() { # COUNT
 	wait_until 1200 all_ready "$n" || return 1
 	sleep 5 # start-up done
 	daemon=$(systemctl show -P MainPID infervisord)
-	hz=$(getconf CLK_TCK)
-	t0=$(uptime_s) c0=$(proc_cpu_ticks "$daemon")
+	# earlyoom beside it over the same window, as Debian's package runs it
+	# (/etc/default/earlyoom: -r 3600, its memory report hourly; its poll
+	# interval is its own default, adaptive up to 1s).
+	"$earlyoom" -r 3600 >/dev/null 2>&1 &
+	reference=$!
+	sleep 2
+	t0=$(uptime_s) c0=$(proc_cpu_ticks "$daemon") r0=$(proc_cpu_ticks "$reference")
+	rss0=$(status_kib "$daemon" VmRSS)
 	sleep "$seconds"
-	t1=$(uptime_s) c1=$(proc_cpu_ticks "$daemon")
-	printf '%s\t%s\t%s\t%s\t%s\n' "$n" \
-		"$(awk -v c=$((c1 - c0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.2f", 100 * c / hz / (t1 - t0) }')" \
-		"$(awk -v k="$(status_kib "$daemon" VmRSS)" 'BEGIN { printf "%.1f", k / 1024 }')" \
-		"$(awk -v k="$(status_kib "$daemon" VmHWM)" 'BEGIN { printf "%.1f", k / 1024 }')" \
-		"$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", t1 - t0 }')" >>"$out/policy-bench-idle.tsv"
+	t1=$(uptime_s) c1=$(proc_cpu_ticks "$daemon") r1=$(proc_cpu_ticks "$reference")
+	rss1=$(status_kib "$daemon" VmRSS)
+	kill "$reference"
+	wait "$reference" 2>/dev/null || true
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" \
+		"$(cpu_percent $((c1 - c0)) "$t0" "$t1")" "$(cpu_percent $((r1 - r0)) "$t0" "$t1")" \
+		"$(mib_of_kib "$rss0")" "$(mib_of_kib "$rss1")" \
+		"$(mib_of_kib "$(status_kib "$daemon" VmHWM)")" \
+		"$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", t1 - t0 }')" \
+		"$(mib_of_kib "$(status_kib "$daemon" VmLck)")" >>"$out/policy-bench-idle.tsv"
 	systemctl stop infervisord
 }
 
@@ -272,12 +293,17 @@ report() {
 		printf '%-26s %-48s %17s %17s\n' "$rule" "$kind" "$s" "$e"
 	done
 	echo
-	echo "(b) idle daemon: ${seconds}s per row; packaged config (sample_interval ${interval:-?}, default rules)"
-	printf '%8s %18s %10s %10s\n' workers "CPU % of one core" "VmRSS MiB" "VmHWM MiB"
-	awk -F '\t' '{ printf "%8s %18s %10s %10s\n", $1, $2, $3, $4 }' "$out/policy-bench-idle.tsv"
+	echo "(b) idle daemon: ${seconds}s per row; packaged config (sample_interval ${interval:-?}, default rules);"
+	echo "    earlyoom 1.7 (Debian's, -r 3600 as its package runs it) beside it over the same window;"
+	echo "    the daemon's VmRSS at the window's start and end (flat: no growth with time)"
+	printf '%8s %14s %14s %9s %12s %10s %10s %10s\n' workers "daemon CPU %" "earlyoom CPU %" ratio \
+		"VmRSS start" "VmRSS end" "VmHWM" "VmLck"
+	awk -F '\t' '{ printf "%8s %14s %14s %9s %12s %10s %10s %10s\n", $1, $2, $3,
+		($3 > 0 ? sprintf("%.1fx", $2 / $3) : "-"), $4 " MiB", $5 " MiB", $6 " MiB", $8 " MiB" }' "$out/policy-bench-idle.tsv"
 }
 
 install_infervisor
+[[ -x $earlyoom ]] || { echo "policy-bench: no reference earlyoom at $earlyoom (run-bench unpacks it)" >&2; exit 1; }
 [[ -x $probe ]] || { echo "policy-bench: $probe missing: build it (ninja -C BUILD_DIR tests/bench/policy-reaction-probe)" >&2; exit 1; }
 cp "$main_config" "$main_config_saved"
 events_kind=unknown

@@ -7,7 +7,9 @@
 #    Figures for the README, in $VMTEST_RESULTS/footprint.txt; asserted: no
 #    idle thread but the loop's own, and the daemon's RSS within
 #    footprint.sh's margin of earlyoom's. 161 does the same for the daemon
-#    as the Debian package ships it (optimised, stripped).
+#    as the Debian package ships it (optimised, stripped). The daemon holds
+#    the worker's statistics files open (read with pread at each sample), so
+#    it raised its descriptor limit, and the worker has the unit's.
 #  - Requests give their memory back: with 20 workers and metrics on, three
 #    rounds of a config check (as nobody), a status of every worker and a
 #    metrics scrape leave the daemon's RSS within 1 MiB of where it was.
@@ -21,6 +23,13 @@ at_exit dump_state
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/vmtest-102-main.yaml
 daemon_pid() { systemctl show -P MainPID infervisord; }
+soft_nofile() { awk '/^Max open files/ { print $4 }' "/proc/$1/limits"; } # PID
+# holds_stat_files PID WORKER: PID holds the worker's memory.stat open.
+holds_stat_files() {
+	local cgroup
+	cgroup=$(worker_cgroup "$2")
+	find "/proc/$1/fd" -lname "$cgroup/memory.stat" 2>/dev/null | grep -q .
+}
 
 idle_footprint_with_the_shipped_config() {
 	install_infervisor
@@ -39,6 +48,13 @@ idle_footprint_with_the_shipped_config() {
 	footprint_report "$pid" "infervisord (this build), packaged main config, 1 worker, idle"
 	# The loop thread alone: background threads exist only while they work.
 	assert_eq 1 "$(status_kib "$pid" Threads)" "the idle daemon's threads"
+	# The policy reads each worker's statistics through held descriptors
+	# (cgroup/stat_file_set.h), so the daemon raises its soft descriptor
+	# limit (process/fd_limit.h); the worker keeps the unit's (1024).
+	assert_cmd test "$(soft_nofile "$pid")" -gt 1024
+	assert_eq "$(systemctl show -P LimitNOFILESoft infervisord)" "$(soft_nofile "$(main_pid one)")" \
+		"the worker's soft descriptor limit"
+	assert_cmd holds_stat_files "$pid" one
 	earlyoom_beside "$pid" "infervisord (this build)"
 }
 
