@@ -29,8 +29,8 @@
 #                The table says which this daemon does: whether it holds the
 #                worker's memory.events open.
 # (b) Idle cost: the daemon's CPU time (utime+stime of /proc/PID/stat) and
-#     memory (VmRSS at the window's start and end, VmHWM, VmLck of
-#     /proc/PID/status) while it supervises 1, 10, 20, 50 idle workers for S
+#     memory (VmRSS at the window's start and end, VmHWM of
+#     /proc/PID/status, the Rss of its locked mappings) while it supervises 1, 10, 20, 50 idle workers for S
 #     seconds each (default 60), with the packaged main configuration (its
 #     sample_interval and default rules), beside earlyoom's CPU time over the
 #     same window in the same boot (issue 28's comparison; --seconds 3600
@@ -217,6 +217,11 @@ bench_reaction() {
 # command name in field 2 may hold spaces, so count from its closing paren).
 proc_cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# pinned_kib PID: the Rss of PID's locked mappings (VmLck counts the whole
+# size of a locked-on-fault mapping, touched or not).
+pinned_kib() {
+	awk '/^Rss:/ { rss = $2 } /^VmFlags:/ && / lo( |$)/ { total += rss } END { print total + 0 }' "/proc/$1/smaps"
+}
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
 running_count() { ivd_journal INFERVISOR_EVENT=ready -o cat | grep -c . || true; }
@@ -265,7 +270,7 @@ bench_idle() { # COUNT
 		"$(mib_of_kib "$rss0")" "$(mib_of_kib "$rss1")" \
 		"$(mib_of_kib "$(status_kib "$daemon" VmHWM)")" \
 		"$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", t1 - t0 }')" \
-		"$(mib_of_kib "$(status_kib "$daemon" VmLck)")" >>"$out/policy-bench-idle.tsv"
+		"$(mib_of_kib "$(pinned_kib "$daemon")")" >>"$out/policy-bench-idle.tsv"
 	systemctl stop infervisord
 }
 
@@ -297,7 +302,7 @@ report() {
 	echo "    earlyoom 1.7 (Debian's, -r 3600 as its package runs it) beside it over the same window;"
 	echo "    the daemon's VmRSS at the window's start and end (flat: no growth with time)"
 	printf '%8s %14s %14s %9s %12s %10s %10s %10s\n' workers "daemon CPU %" "earlyoom CPU %" ratio \
-		"VmRSS start" "VmRSS end" "VmHWM" "VmLck"
+		"VmRSS start" "VmRSS end" "VmHWM" "pinned"
 	awk -F '\t' '{ printf "%8s %14s %14s %9s %12s %10s %10s %10s\n", $1, $2, $3,
 		($3 > 0 ? sprintf("%.1fx", $2 / $3) : "-"), $4 " MiB", $5 " MiB", $6 " MiB", $8 " MiB" }' "$out/policy-bench-idle.tsv"
 }
