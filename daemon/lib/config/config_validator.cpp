@@ -37,6 +37,7 @@ class WorkerChecker {
         check_memory();
         check_time_order();
         check_probes();
+        check_engine();
     }
 
   private:
@@ -170,6 +171,18 @@ class WorkerChecker {
                     program_problem(probe->command.front(), "every attempt of the probe will fail"))
                 warn("probes", what + "command[0] " + *problem);
         }
+    }
+
+    // What a worker may still add to an engine block from `defaults:` (its
+    // port), and its api_key, which names one of the worker's credentials.
+    void check_engine() {
+        if (!spec_.engine) return;
+        const EngineSpec& engine = *spec_.engine;
+        if (engine.port == 0) fail("engine", "engine: 'port' is required");
+        if (!engine.api_key.empty() && !spec_.credentials.contains(engine.api_key))
+            fail("engine", "engine: 'api_key' names the credential '" + engine.api_key +
+                               "', which the worker does not have: add it under 'credentials:' "
+                               "(NAME: /path/to/file holding the key)");
     }
 
     const WorkerSpec& spec_;

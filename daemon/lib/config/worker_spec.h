@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/units.h"
 #include "checkpoint/checkpoint_spec.h"
+#include "engine/engine_spec.h"
 #include "policy/rule_spec.h"
 #include "probe/probe_spec.h"
 #include "workdir/workdir_spec.h"
@@ -94,6 +95,9 @@ struct WorkerSpec {
     bool learn_watchdog = true;
     // Health probes (startup, readiness, liveness); see probe/probe_spec.h.
     ProbesSpec probes;
+    // The inference server the worker runs, as the daemon reaches it (the
+    // engine adapters, the metrics scrape); see engine/engine_spec.h.
+    std::optional<EngineSpec> engine;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.
     WorkDirSpec workdir;
     // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the

@@ -1,16 +1,13 @@
 #include "probe/probe_config.h"
 
-#include <arpa/inet.h>
-
 #include <charconv>
 
 #include "base/units.h"
+#include "probe/http_target.h"
 
 namespace infervisor {
 
 namespace {
-
-constexpr size_t kMaxPath = 1024;
 
 bool parse_kind(const std::string& text, ProbeKind& out) {
     for (ProbeKind k : {ProbeKind::http, ProbeKind::tcp, ProbeKind::exec})
@@ -116,19 +113,6 @@ void parse_one(YamlMap& probes, ProbeRole role, std::optional<ProbeSpec>& out,
     for (const auto& problem : probe_spec_problems(spec, role))
         errors.add(node->Mark(), "probe '" + key + "': " + problem);
     out = std::move(spec);
-}
-
-bool is_ip_literal(const std::string& host) {
-    unsigned char buffer[sizeof(struct in6_addr)];
-    return ::inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
-           ::inet_pton(AF_INET6, host.c_str(), buffer) == 1;
-}
-
-bool is_request_target(const std::string& path) {
-    if (path.empty() || path.front() != '/' || path.size() > kMaxPath) return false;
-    for (unsigned char c : path)
-        if (c <= ' ' || c >= 0x7f) return false;  // no space, control or 8-bit bytes
-    return true;
 }
 
 void network_problems(const ProbeSpec& s, std::vector<std::string>& out) {

@@ -1,7 +1,7 @@
-// The network probes: a TCP connect, and a minimal HTTP/1.1 GET on top of it,
-// over TLS for scheme https (one request, "Connection: close", only the
-// status line and headers read, at most kMaxHttpHead bytes of them; the body
-// is never read).
+// The network probes: a TCP connect, and an HTTP GET through the daemon's
+// one HTTP client (probe/http_exchange.h), over TLS for scheme https (one
+// request, "Connection: close", only the status line and headers read, at
+// most kMaxHttpHead bytes of them; the body is never read).
 //
 // Contract: see ProbeAttempt. `spec.host` is an IP literal (validated with
 // the configuration), so nothing here resolves names. The deadline covers
