@@ -14,6 +14,9 @@ namespace {
 constexpr size_t kFirstReadSize = 4096;
 constexpr size_t kMaxStatFile = 1 << 20;
 
+// The read buffer of every set on this thread (see the contract).
+thread_local std::string text_;
+
 // Whether descriptor `fd` may be held: it lies below the soft limit less
 // the reserve (read afresh: the limit may be raised after start).
 bool may_hold(int fd) {

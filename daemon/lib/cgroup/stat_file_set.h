@@ -11,7 +11,9 @@
 //
 // Contract: read() returns the file's whole current text (a kernfs or
 // procfs file regenerates it on a read from offset 0), valid until the next
-// read() on this set. A file is opened on its first read (openat on the
+// read() on any set of this thread: the sets share one read buffer per
+// thread, so a thousand workers' sets cost a thousand descriptors' entries,
+// not a thousand buffers. A file is opened on its first read (openat on the
 // directory's descriptor, O_NOFOLLOW) and held until close_all() or the
 // set's end. A read that fails with ENODEV (the cgroup was removed and
 // perhaps made again under the same path: a held descriptor never follows)
@@ -70,7 +72,6 @@ class StatFileSet {
     std::filesystem::path dir_;
     UniqueFd dir_fd_;
     std::vector<File> files_;
-    std::string text_;
 };
 
 }  // namespace infervisor
