@@ -981,7 +981,9 @@ def make_handler(server):
             if isinstance(body, str):
                 data, kind = body.encode(), "text/plain; version=0.0.4"
             else:
-                data, kind = json.dumps(body).encode(), "application/json; charset=utf-8"
+                # safe_json_to_str: nlohmann's compact dump, UTF-8 as it is.
+                data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+                kind = "application/json; charset=utf-8"
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
