@@ -24,18 +24,19 @@ Two ways of serving, side by side:
     /health, /props, /slots, /metrics (--metrics); POST
     /slots/{id}?action=save|restore|erase with --slot-save-path.
 
-Followed: ggml-org/llama.cpp's tools/server/server.cpp (server_routes:
-get_health, get_metrics, get_slots, post_slots, get_props,
-handle_completions_impl, handle_slots_save/restore/erase, ex_wrapper),
-tools/server/server-context.cpp (process_single_task: SLOT_SAVE,
-SLOT_RESTORE, SLOT_ERASE, METRICS; server_slot::to_json),
-tools/server/server-task.cpp (server_task_result_slot_save_load::to_json,
-server_task_result_slot_erase::to_json,
-server_task_result_cmpl_final::to_json_non_oaicompat, result_timings),
-tools/server/server-http.cpp (the loading and API key middlewares, the 404
-handler) and common/common.cpp (fs_validate_filename), as of the tree where
-the server's routes live in server_routes in server.cpp and the task loop in
-server-context.cpp (late 2025, b7xxx). What differs, and why:
+Followed: ggml-org/llama.cpp at commit aa6192d38defc9a5d9fb2987413f71b18f214270
+(late 2025): tools/server/server.cpp (server_routes: get_health,
+get_metrics, get_slots, post_slots, get_props, handle_completions_impl,
+handle_slots_save/restore/erase, ex_wrapper; server_context:
+process_single_task's SLOT_SAVE, SLOT_RESTORE, SLOT_ERASE and METRICS,
+get_slot_by_id, send_final_response; server_slot::to_json; server_metrics),
+the results' to_json (server_task_result_slot_save_load,
+server_task_result_slot_erase, server_task_result_cmpl_final::
+to_json_non_oaicompat, result_timings), tools/server/server-http.cpp (the
+loading and API key middlewares, the 404 handler) and common/common.cpp
+(fs_validate_filename). Later trees moved the task loop into
+server-context.cpp and added n_prompt_tokens* to a slot's JSON; the answers
+here are that commit's. What differs, and why:
   - tokens are bytes: the "tokenizer" maps each byte of the prompt's UTF-8 to
     its own token id after a BOS token; generation is greedy over printable
     ASCII, so a generated text tokenizes back to the same ids and a client
@@ -48,6 +49,13 @@ server-context.cpp (late 2025, b7xxx). What differs, and why:
     supervisor's job (infervisor's sidecar).
   - a failed save answers 200 with "n_written": 0, as that llama-server does
     (llama_state_seq_save_file returns 0 on an error and the task sends it).
+  - a completion for a slot id that does not exist answers 400 "Invalid slot
+    ID"; that llama-server defers it for ever (get_slot_by_id is null).
+  - slot choice for id_slot -1: the idle slot sharing the longest prefix
+    with the prompt, else the least recently used (llama-server weighs the
+    prefix by --slot-prompt-similarity first).
+  - one token per decode: prompts are evaluated a token at a time, and each
+    slot decodes on its own (llama-server batches prompts and slots).
 
 Test aids (not llama-server's): --load-delay-ms keeps /health at 503 a while;
 --stuck-after N and SIGUSR2 make the server stuck: /health stays 200, the
@@ -486,14 +494,14 @@ class Slot:
                 c["k"], c["v"] = c["k"][:n], c["v"][:n]
 
     def to_json(self):
-        """server_slot::to_json(only_metrics = true)."""
+        """server_slot::to_json(only_metrics = true): nothing says how many
+        tokens the slot holds (later trees add n_prompt_tokens), so a
+        supervisor saves every slot and keeps those with n_saved > 0."""
         res = {"id": self.id, "n_ctx": self.n_ctx, "speculative": False,
                "is_processing": self.is_processing}
         if self.task:
             t = self.task
-            res.update({"id_task": t["id"], "n_prompt_tokens": len(self.tokens),
-                        "n_prompt_tokens_processed": t["prompt_n"],
-                        "n_prompt_tokens_cache": t["cache_n"],
+            res.update({"id_task": t["id"],
                         "params": {"n_predict": t["n_predict"], "temperature": 0.0,
                                    "cache_prompt": t["cache_prompt"]},
                         "next_token": [{"has_next_token": t["has_next_token"], "has_new_line": False,
@@ -503,14 +511,18 @@ class Slot:
 
 class Metrics:
     """server_metrics: totals since the start, and a bucket reset at each
-    GET /metrics (the throughput gauges)."""
+    GET /metrics (the throughput gauges). Times are whole milliseconds, as
+    its uint64_t fields keep them. Note when the counters move, as there:
+    the prompt's tokens once it is evaluated (on_prompt_eval), the predicted
+    tokens once the request ends (on_prediction, from send_final_response's
+    caller), so tokens_predicted_total is flat during a long generation."""
 
     def __init__(self):
         self.t_start = int(time.time())
         self.n_prompt_tokens_processed_total = 0
-        self.t_prompt_processing_total = 0.0  # ms
+        self.t_prompt_processing_total = 0
         self.n_tokens_predicted_total = 0
-        self.t_tokens_generation_total = 0.0  # ms
+        self.t_tokens_generation_total = 0
         self.n_decode_total = 0
         self.n_busy_slots_total = 0
         self.n_tokens_max = 0
@@ -518,26 +530,29 @@ class Metrics:
 
     def reset_bucket(self):
         self.n_prompt_tokens_processed = 0
-        self.t_prompt_processing = 0.0
+        self.t_prompt_processing = 0
         self.n_tokens_predicted = 0
-        self.t_tokens_generation = 0.0
+        self.t_tokens_generation = 0
 
-    def on_prompt(self, n, ms):
-        self.n_prompt_tokens_processed_total += n
-        self.t_prompt_processing_total += ms
-        self.n_prompt_tokens_processed += n
-        self.t_prompt_processing += ms
+    def on_prompt_eval(self, n_processed, ms, n_slot_tokens):
+        self.n_prompt_tokens_processed_total += n_processed
+        self.n_prompt_tokens_processed += n_processed
+        self.t_prompt_processing += int(ms)
+        self.t_prompt_processing_total += int(ms)
+        self.n_tokens_max = max(self.n_tokens_max, n_slot_tokens)
 
-    def on_prediction(self, n, ms):
-        self.n_tokens_predicted_total += n
-        self.t_tokens_generation_total += ms
-        self.n_tokens_predicted += n
-        self.t_tokens_generation += ms
+    def on_prediction(self, n_decoded, ms):
+        self.n_tokens_predicted_total += n_decoded
+        self.n_tokens_predicted += n_decoded
+        self.t_tokens_generation += int(ms)
+        self.t_tokens_generation_total += int(ms)
 
-    def on_decode(self, n_tokens, busy_slots):
+    def on_decoded(self, slots):
+        """One llama_decode: the busy slots, the longest slot context."""
         self.n_decode_total += 1
-        self.n_busy_slots_total += busy_slots
-        self.n_tokens_max = max(self.n_tokens_max, n_tokens)
+        for slot in slots:
+            self.n_busy_slots_total += slot.is_processing
+            self.n_tokens_max = max(self.n_tokens_max, len(slot.tokens))
 
 
 def prometheus_text(m, processing, deferred):
@@ -548,11 +563,11 @@ def prometheus_text(m, processing, deferred):
     series = [
         ("counter", "prompt_tokens_total", "Number of prompt tokens processed.",
          m.n_prompt_tokens_processed_total),
-        ("counter", "prompt_seconds_total", "Prompt process time", int(m.t_prompt_processing_total) / 1e3),
+        ("counter", "prompt_seconds_total", "Prompt process time", m.t_prompt_processing_total / 1e3),
         ("counter", "tokens_predicted_total", "Number of generation tokens processed.",
          m.n_tokens_predicted_total),
         ("counter", "tokens_predicted_seconds_total", "Predict process time",
-         int(m.t_tokens_generation_total) / 1e3),
+         m.t_tokens_generation_total / 1e3),
         ("counter", "n_decode_total", "Total number of llama_decode() calls", m.n_decode_total),
         ("counter", "n_tokens_max", "Largest observed n_tokens.", m.n_tokens_max),
         ("counter", "n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",
@@ -687,10 +702,11 @@ class Engine:
         with self.cond:
             while self.stuck:
                 self.cond.wait()
-            self.metrics.on_decode(1, self.processing())
         with torch.no_grad():
             logits = self.model.logits(token, slot.caches)
         slot.tokens.append(token)
+        with self.cond:
+            self.metrics.on_decoded(self.slots)
         return logits
 
     # -- POST /completion --
@@ -733,7 +749,7 @@ class Engine:
             task["prompt_n"] += 1
         prompt_ms = elapsed_ms(t0)
         with self.cond:
-            self.metrics.on_prompt(task["prompt_n"], prompt_ms)
+            self.metrics.on_prompt_eval(task["prompt_n"], prompt_ms, len(slot.tokens))
         generated, stop_type, predicted_ms = self._generate(slot, task, logits, n_predict)
         return self._answer(slot, task, body, tokens, generated, stop_type, prompt_ms, predicted_ms)
 
@@ -749,15 +765,13 @@ class Engine:
             generated.append(token)
             task["n_decoded"] = len(generated)
             task["n_remain"] = n_predict - len(generated) if n_predict >= 0 else -1
-            with self.cond:
-                self.metrics.on_prediction(1, 0.0)
             if len(generated) == n_predict or len(slot.tokens) + 1 >= slot.n_ctx:
                 break
             logits = self.decode(slot, token)
         task["has_next_token"] = False
         predicted_ms = elapsed_ms(t0)
         with self.cond:
-            self.metrics.on_prediction(0, predicted_ms)
+            self.metrics.on_prediction(len(generated), predicted_ms)
         return generated, stop_type, predicted_ms
 
     def _answer(self, slot, task, body, tokens, generated, stop_type, prompt_ms, predicted_ms):
