@@ -305,6 +305,15 @@ class TorchWorkerTest(unittest.TestCase):
         status, body = w.post("/completion", {"prompt": "x" * 300, "n_predict": 1})
         self.assertEqual((400, "exceed_context_size_error"), (status, body["error"]["type"]))
 
+    def test_a_save_that_cannot_be_written_answers_n_written_0_as_llama_server_does(self):
+        # llama_state_seq_save_file returns 0 on an error and the slot save
+        # task answers it as a success: a supervisor must check n_written.
+        w = self.start("--slot-save-path", os.path.join(self.dir, "missing"))
+        w.complete("unsaved", 2, id_slot=0)
+        status, saved = w.post("/slots/0?action=save", {"filename": "s.bin"})
+        self.assertEqual(200, status)
+        self.assertEqual((1 + 7 + 1, 0), (saved["n_saved"], saved["n_written"]))  # BOS, 7 bytes, 1 of 2 predicted
+
     def test_without_slot_save_path_or_metrics_the_endpoints_answer_501(self):
         w = self.start()
         self.assertEqual((501, error(501, "This server does not support slots action. Start it with "
