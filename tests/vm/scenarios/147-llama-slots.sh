@@ -64,8 +64,8 @@ require_torch() {
 # files into its checkpoint staging dir, metrics.
 llama_command() {
 	echo "[/usr/bin/python3, $torch_worker, --port, \"$1\", --dim, \"16\", --layers, \"2\"," \
-		"--vocab, \"256\", --serve-interval-ms, \"0\", -m, $model, --parallel, \"2\", -c, \"512\"," \
-		"--metrics$2]"
+		"--vocab, \"256\", --serve-interval-ms, \"0\", \"-m\", $model, --parallel, \"2\"," \
+		"\"-c\", \"512\", --metrics$2]"
 }
 
 no_default_rules() {
@@ -170,13 +170,14 @@ run_scenario llama-slots-saved-and-restored-the-context-continues slots_saved_an
 another_model_is_refused() {
 	require_torch
 	[[ -s $conversation_file ]] || { fail "needs the checkpoint of the scenario before"; return 1; }
-	local next0 restored_before
+	local next0 restored_before failed_before
 	next0=$(cat "$conversation_file")
 	restored_before=$(event_count llama checkpoint-restored)
+	failed_before=$(event_count llama checkpoint-failed)
 	# Another model at the same path: another size and mtime.
 	printf 'another model, other weights: the checkpoint does not fit it\n' >"$model"
 	kill -9 "$(main_pid llama)"
-	wait_until 900 has_events llama checkpoint-failed 1
+	wait_until 900 has_events llama checkpoint-failed $((failed_before + 1))
 	log "refused: $(ivd_journal INFERVISOR_WORKER=llama INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)"
 	assert_eq engine-mismatch "$(event_field llama checkpoint-failed REASON | tail -n1)" "reason"
 	wait_until 900 has_events llama ready 3
