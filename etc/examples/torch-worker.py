@@ -475,9 +475,13 @@ class Slot:
         self.layers = layers
         self.tokens = []
         self.caches = empty_cache(layers)
-        self.is_processing = False
+        self.is_processing = False  # a completion runs in it
+        self.in_action = False  # a save, restore or erase has it (not "processing")
         self.t_last_used = -1
         self.task = None  # the last task's figures, for GET /slots
+
+    def free(self):
+        return not self.is_processing and not self.in_action
 
     def keep(self, n):
         """Drops the context after its first n tokens."""
@@ -627,7 +631,7 @@ class Engine:
     def _pick_idle(self, tokens):
         """get_available_slot: the idle slot whose context shares the longest
         prefix with the prompt, else the least recently used idle one."""
-        idle = [s for s in self.slots if not s.is_processing]
+        idle = [s for s in self.slots if s.free()]
         if not idle:
             return None
         best = max(idle, key=lambda s: common_prefix(s.tokens, tokens))
@@ -661,7 +665,7 @@ class Engine:
                 if id_slot == -1:
                     return self._pick_idle(tokens)
                 s = self.slot(id_slot)
-                return None if s.is_processing else s
+                return s if s.free() else None
             slot = self._wait_for(ready)
             slot.is_processing = True
             self.next_task_id += 1
@@ -678,17 +682,19 @@ class Engine:
 
     def idle_slot(self, slot_id):
         """A slot action's slot once idle (deferred until then), held for
-        the action: processing meanwhile. Raises "Invalid slot ID"."""
+        the action. llama-server runs the action in its task loop, so it is
+        not counted as processing. Raises "Invalid slot ID"."""
         with self.cond:
-            if self.slot(slot_id) is None:
+            slot = self.slot(slot_id)
+            if slot is None:
                 raise ServerError("Invalid slot ID", "invalid_request")
-            slot = self._wait_for(lambda: None if self.slot(slot_id).is_processing else self.slot(slot_id))
-            slot.is_processing = True
+            self._wait_for(lambda: slot if slot.free() else None)
+            slot.in_action = True
             return slot
 
     def give_back(self, slot):
         with self.cond:
-            slot.is_processing = False
+            slot.in_action = False
             self.cond.notify_all()
 
     # -- decoding --
