@@ -1036,12 +1036,12 @@ def make_handler(server):
             self.dispatch(lambda url: get_routes(server, url.path))
 
         def do_POST(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                self.close_connection = True
-                return self.answer(413, {"error": {"code": 413, "message": "body too large",
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit() or int(length) > MAX_BODY:
+                self.close_connection = True  # the body is not read
+                return self.answer(413, {"error": {"code": 413, "message": "bad or too large body",
                                                    "type": "invalid_request_error"}})
-            raw = self.rfile.read(length)
+            raw = self.rfile.read(int(length))
             self.dispatch(lambda url: post_routes(server, url, raw))
 
         def log_message(self, *_):
