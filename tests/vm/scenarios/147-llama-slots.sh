@@ -19,10 +19,11 @@
 #     waiting) is killed by `engine.rate(llamacpp:tokens_predicted_total) == 0
 #     and engine.llamacpp:requests_processing > 0 for 15s`, and parked.
 # Journal names assumed (the daemon's existing ones, and issue 29's design):
-# policy-action (RULE, ACTION), checkpoint-written (CHECKPOINT),
-# checkpoint-restoring (CHECKPOINT), checkpoint-restored, checkpoint-failed
-# (REASON=engine-mismatch), exited (EXIT_SIGNAL), parked (RULE); slot files
-# named slot-ID.bin in the checkpoint.
+# policy-action (RULE, ACTION), checkpoint-written (CHECKPOINT, SLOTS_SAVED,
+# TOKENS_SAVED), checkpoint-restoring (CHECKPOINT), checkpoint-restored
+# (SLOTS_RESTORED, TOKENS_RESTORED), checkpoint-failed (REASON=engine-mismatch),
+# exited (EXIT_SIGNAL), parked (RULE); slot files named slot-ID.bin in the
+# checkpoint.
 # Guest time: about 5-8 min under emulation (four starts of the worker;
 # import torch is the most of each).
 set -euo pipefail
@@ -147,6 +148,11 @@ slots_saved_and_restored_context_continues() {
 	assert_eq save-and-restart "$(event_field llama policy-action RULE | head -n1)" "rule"
 	assert_eq checkpoint "$(event_field llama policy-action ACTION | head -n1)" "action"
 	assert_eq "$checkpoint" "$(event_field llama checkpoint-restoring CHECKPOINT | head -n1)" "restored from"
+	assert_eq 2 "$(event_field llama checkpoint-written SLOTS_SAVED | head -n1)" "slots saved"
+	assert_eq $((cached0 + cached1)) "$(event_field llama checkpoint-written TOKENS_SAVED | head -n1)" "tokens saved"
+	assert_eq 2 "$(event_field llama checkpoint-restored SLOTS_RESTORED | head -n1)" "slots restored"
+	assert_eq $((cached0 + cached1)) "$(event_field llama checkpoint-restored TOKENS_RESTORED | head -n1)" \
+		"tokens restored"
 	local slot
 	for slot in 0 1; do
 		assert_cmd test -s "$checkpoint/slot-$slot.bin"
