@@ -103,6 +103,13 @@ void WorkerLlamaSlots::save_slots(std::vector<LlamaSlot> slots, size_t i) {
                                                  ": the server answered for slot " +
                                                  std::to_string(saved->id_slot) + ", file '" +
                                                  shown_text(saved->filename) + "'"));
+                 // llama_state_seq_save_file returns 0 when it could not
+                 // write the file, and the server still answers 200.
+                 if (saved->bytes == 0)
+                     return end_save(plain_error("slot " + std::to_string(id) +
+                                                 ": the server wrote nothing (n_written 0: it "
+                                                 "could not write " +
+                                                 file + " into its --slot-save-path)"));
                  op_->record.slots.push_back({id, file, saved->tokens, saved->bytes});
                  save_slots(std::move(slots), i + 1);
              });

@@ -10,7 +10,9 @@
 // anyway, and waits for a slot's request in flight to end before saving
 // it). The server writes the files into its --slot-save-path, the worker's
 // staging dir; `done` gets the LlamaRecord of what was saved, or the first
-// error (the server's answer in words, or why its answer is unusable).
+// error (the server's answer in words, or why its answer is unusable; a
+// save answered with "n_written": 0 is one: llama_state_seq_save_file could
+// not write the file, and the server answers 200 all the same).
 // A slot of 0 tokens is saved too (its file is small): /slots does not say
 // which slots hold tokens (a restored slot has no task to show).
 //

@@ -320,6 +320,27 @@ TEST_F(LlamaCheckpoints, AMultimodalServersRefusalFailsTheCheckpointAndKeepsTheL
     EXPECT_TRUE(fs::is_empty(staging()));
 }
 
+// llama_state_seq_save_file returns 0 when it cannot write the file (a full
+// disk, a --slot-save-path it may not write), and the server answers 200.
+TEST_F(LlamaCheckpoints, ASaveThatWroteNothingFailsTheCheckpoint) {
+    FakeLlamaServer server(io_, [this](const Seen& s) { return llama(s); });
+    auto wc = checkpoints(server);
+    start_run(*wc);
+    save_answer_ = FakeLlamaServer::json(
+        200, R"({"id_slot":0,"filename":"slot-0.bin","n_saved":1745,"n_written":0,)"
+             R"("timings":{"save_ms":0.1}})");
+    std::optional<WorkerCheckpoints::Outcome> outcome;
+    ASSERT_TRUE(
+        wc->request("periodic", "the worker keeps running", [&](const auto& o) { outcome = o; }));
+    run_until([&] { return outcome.has_value(); });
+    EXPECT_FALSE(outcome->published);
+    const Emitted* failed = last(EventKind::checkpoint_failed);
+    ASSERT_NE(failed, nullptr);
+    EXPECT_EQ(failed->field("REASON"), "engine-error");
+    EXPECT_THAT(failed->message, HasSubstr("slot 0: the server wrote nothing (n_written 0"));
+    EXPECT_FALSE(fs::exists(published(1)));
+}
+
 TEST_F(LlamaCheckpoints, NoAnswerWithinTheTimeoutFailsTheCheckpointAndTheWorkerIsKilled) {
     bool hold = false;
     FakeLlamaServer server(io_, [&](const Seen& s) { return hold ? std::string() : llama(s); });
