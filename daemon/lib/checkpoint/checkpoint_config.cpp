@@ -27,9 +27,11 @@ void parse_method_key(YamlMap& map, CheckpointSpec& spec, ConfigErrors& errors) 
         spec.method = CheckpointMethod::cooperative;
     else if (text == "criu")
         spec.method = CheckpointMethod::criu;
+    else if (text == "llama-server")
+        spec.method = CheckpointMethod::llama_server;
     else
-        errors.add(map.take("method")->Mark(),
-                   "unknown checkpoint method '" + text + "'; expected cooperative or criu");
+        errors.add(map.take("method")->Mark(), "unknown checkpoint method '" + text +
+                                                   "'; expected cooperative, criu or llama-server");
 }
 
 // "25%" (1..100 percent of the checkpoint file system) or a size ("20G").
@@ -61,6 +63,18 @@ void parse_quota_key(YamlMap& map, CheckpointSpec& spec, ConfigErrors& errors) {
 }
 
 }  // namespace
+
+const char* checkpoint_method_name(CheckpointMethod method) {
+    switch (method) {
+        case CheckpointMethod::cooperative:
+            return "cooperative";
+        case CheckpointMethod::criu:
+            return "criu";
+        case CheckpointMethod::llama_server:
+            return "llama-server";
+    }
+    return "cooperative";
+}
 
 void parse_checkpoint_keys(YamlMap& worker, CheckpointSpec& spec, ConfigErrors& errors) {
     auto node = worker.take("checkpoint");

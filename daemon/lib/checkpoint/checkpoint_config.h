@@ -1,7 +1,7 @@
 // Reading a worker's checkpoint settings from its configuration mapping:
 //
 //   checkpoint:
-//     method: criu        # cooperative (default) or criu
+//     method: criu        # cooperative (default), criu or llama-server
 //     signal: SIGUSR1     # default SIGUSR1
 //     timeout: 2m         # wait this long for CHECKPOINT=1; default 2m
 //     interval: 10m       # periodic checkpoints; default 0 (none)

@@ -14,7 +14,14 @@ namespace infervisor {
 // `signal` and answers CHECKPOINT=1. criu: the daemon dumps the worker's
 // process tree with criu(8) and restores it on the next start, for workers
 // that cannot cooperate (see criu_command.h for what that takes).
-enum class CheckpointMethod { cooperative, criu };
+// llama_server (`method: llama-server`): the daemon asks the worker's
+// llama-server (its `engine:`) to save each slot into the staging dir, its
+// --slot-save-path, and restores them through it once the next run is ready
+// (engine/llama_slots.h, engine/llama_record.h).
+enum class CheckpointMethod { cooperative, criu, llama_server };
+
+// "cooperative", "criu", "llama-server": as the configuration spells it.
+const char* checkpoint_method_name(CheckpointMethod method);
 
 // The most disk all of one worker's checkpoints (kept and being written) may
 // take: a share of the file system that holds them, or a number of bytes.
@@ -33,7 +40,9 @@ struct CheckpointSpec {
     // state into $INFERVISOR_CHECKPOINT_DIR and answers CHECKPOINT=1.
     int signal = SIGUSR1;
     // How long the daemon waits for CHECKPOINT=1 after the signal; with
-    // criu, how long one criu dump (or restore) may take before it is killed.
+    // criu, how long one criu dump (or restore) may take before it is killed;
+    // with llama-server, how long all the saves of one checkpoint (or all the
+    // restores of one start) may take together.
     Duration timeout = std::chrono::minutes(2);
     // Zero: no periodic checkpoints. Otherwise a checkpoint every `interval`
     // while the worker runs; the worker keeps running.

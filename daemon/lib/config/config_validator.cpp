@@ -22,8 +22,14 @@ namespace {
 class WorkerChecker {
   public:
     WorkerChecker(const WorkerSpec& spec, const WorkerSource& source, ConfigErrors& errors,
-                  AccountLookup& accounts, const ValidationOptions& options)
-        : spec_(spec), source_(source), errors_(errors), accounts_(accounts), options_(options) {}
+                  AccountLookup& accounts, const ValidationOptions& options,
+                  const std::filesystem::path& state_dir)
+        : spec_(spec),
+          source_(source),
+          errors_(errors),
+          accounts_(accounts),
+          options_(options),
+          state_dir_(state_dir) {}
 
     // malformed: the worker's definition had an error of its own (see
     // Config::worker_malformed); only the checks of one field as written run.
@@ -38,6 +44,7 @@ class WorkerChecker {
         check_time_order();
         check_probes();
         check_engine();
+        check_llama_checkpoint();
     }
 
   private:
@@ -185,11 +192,54 @@ class WorkerChecker {
                                "(NAME: /path/to/file holding the key)");
     }
 
+    // `checkpoint: {method: llama-server}`: the daemon speaks to the server
+    // through `engine:` (a llama-server), starts restoring once the run is
+    // ready (READY=1 or a startup or readiness probe: llama-server answers
+    // 503 while it loads), and the server writes the slots straight into the
+    // worker's staging dir, which the daemon publishes from: its
+    // --slot-save-path must be exactly that dir (llama-server adds the
+    // trailing '/' itself; common/arg.cpp).
+    void check_llama_checkpoint() {
+        if (spec_.checkpoint.method != CheckpointMethod::llama_server) return;
+        if (!spec_.engine || spec_.engine->kind != EngineKind::llama_server)
+            fail("checkpoint",
+                 "checkpoint method llama-server needs the server's address: add "
+                 "'engine: {kind: llama-server, port: PORT}' (the port the server listens on)");
+        if (!spec_.notify && !spec_.probes.startup && !spec_.probes.readiness)
+            fail("checkpoint",
+                 "checkpoint method llama-server restores the slots once the server is ready: "
+                 "add a startup probe, e.g. 'probes: {startup: {kind: http, port: PORT, path: "
+                 "/health, interval: 2s}}' (llama-server answers 503 while it loads)");
+        std::string staging = (state_dir_ / "checkpoints" / spec_.name / "staging").string();
+        std::optional<std::string> given;
+        const auto& argv = spec_.command;
+        for (size_t i = 1; i < argv.size(); ++i) {
+            if (argv[i] == "--slot-save-path" && i + 1 < argv.size())
+                given = argv[i + 1];
+            else if (argv[i].starts_with("--slot-save-path="))
+                given = argv[i].substr(std::string("--slot-save-path=").size());
+        }
+        auto same = [&](std::string path) {
+            while (path.size() > 1 && path.back() == '/') path.pop_back();
+            return path == staging;
+        };
+        if (!given)
+            fail("command",
+                 "checkpoint method llama-server: the command must pass '--slot-save-path " +
+                     staging +
+                     "' (the worker's staging dir: the server writes its slots there and the "
+                     "daemon publishes them from there)");
+        else if (!same(*given))
+            fail("command", "checkpoint method llama-server: --slot-save-path is '" + *given +
+                                "'; it must be '" + staging + "' (the worker's staging dir)");
+    }
+
     const WorkerSpec& spec_;
     const WorkerSource& source_;
     ConfigErrors& errors_;
     AccountLookup& accounts_;
     const ValidationOptions& options_;
+    const std::filesystem::path& state_dir_;
 };
 
 // Reports a problem with the daemon setting `key` where it was written (the
@@ -315,7 +365,8 @@ void validate_config(const Config& config, ConfigErrors& errors, const Validatio
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, source, errors, accounts, options).check(config.malformed(i));
+        WorkerChecker(spec, source, errors, accounts, options, paths.state_dir)
+            .check(config.malformed(i));
         // Only well-named, unique workers whose dirs are as written.
         if (!config.malformed(i)) workdirs.push_back(spec.workdir);
     }

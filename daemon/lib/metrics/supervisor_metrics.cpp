@@ -377,8 +377,9 @@ void SupervisorMetrics::render_checkpoints(Exposition& out) const {
     for (const auto& [name, c] : with)
         if (c->last_time_seconds) out.sample({{"worker", name}}, *c->last_time_seconds);
     out.family("infervisor_worker_checkpoint_restores_total", MetricType::counter,
-               "Runs started from a checkpoint: restored (ready) or failed (criu could not "
-               "restore it; the command started afresh).");
+               "Runs started from a checkpoint: restored (ready, or llama-server's slots "
+               "restored) or failed (criu could not restore it and the command started afresh, "
+               "or llama-server's slots were not restored).");
     for (const auto& [name, c] : with) {
         out.sample({{"worker", name}, {"result", "restored"}}, count(c->restored));
         out.sample({{"worker", name}, {"result", "failed"}}, count(c->restore_failed));

@@ -213,8 +213,9 @@ void MetricsCollector::on_event(const Event& e) {
                                        bytes_field(e, "CHECKPOINT_BYTES"), at);
             break;
         case EventKind::checkpoint_failed:
-            // A criu image that could not be restored is a failed restore, not checkpoint.
-            if (field(e, "REASON") == "criu-restore-failed")
+            // A criu image that could not be restored, or llama-server slots
+            // that were not (OPERATION=restore), is a failed restore, not checkpoint.
+            if (field(e, "REASON") == "criu-restore-failed" || field(e, "OPERATION") == "restore")
                 metrics_.record_restore(e.worker, false, std::nullopt);
             else
                 metrics_.record_checkpoint(e.worker, false, std::nullopt, std::nullopt, at);

@@ -55,6 +55,11 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
           [this] { on_thawed(); }),
       state_since_(ctx.clock.now()) {
     checkpoints_.set_spec(spec_.checkpoint);
+    std::optional<std::filesystem::path> api_key_file;
+    if (spec_.engine && !spec_.engine->api_key.empty())
+        if (auto it = spec_.credentials.find(spec_.engine->api_key); it != spec_.credentials.end())
+            api_key_file = it->second;
+    checkpoints_.set_engine(spec_.engine, std::move(api_key_file));
     if (spec_.probes.startup || spec_.probes.readiness || spec_.probes.liveness)
         probes_ = std::make_unique<WorkerProbes>(
             ctx_, spec_.name, spec_.probes,

@@ -1,5 +1,6 @@
 #include "supervise/worker_checkpoints.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -9,8 +10,10 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/file_io.h"
 #include "base/signal_names.h"
 #include "base/units.h"
+#include "checkpoint/checkpoint_config.h"
 
 namespace infervisor {
 
@@ -120,6 +123,7 @@ WorkerCheckpoints::WorkerCheckpoints(boost::asio::io_context& io, const Clock& c
       timeout_timer_(clock.make_timer()),
       periodic_timer_(clock.make_timer()),
       sweep_timer_(clock.make_timer()) {
+    restore_timer_ = clock.make_timer();
     arm_sweep();
 }
 
@@ -235,6 +239,11 @@ void WorkerCheckpoints::run_started(Signaller signaller) {
 
 void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
     arm_periodic();
+    ready_ = true;
+    // llama-server: the slots are restored now that the server answers;
+    // checkpoint-restored once they are.
+    if (spec_.method == CheckpointMethod::llama_server && offered_ && !criu_restore_seconds_)
+        return restore_llama(started_at);
     restoring_ = false;
     if (criu_restore_seconds_ && offered_) {
         double seconds = *std::exchange(criu_restore_seconds_, std::nullopt);
@@ -260,6 +269,9 @@ void WorkerCheckpoints::run_ready(TimePoint started_at, bool announced) {
 void WorkerCheckpoints::run_ended() {
     signaller_ = nullptr;
     restoring_ = false;
+    ready_ = false;
+    if (llama_) llama_->cancel();
+    restore_timer_->cancel();
     periodic_timer_->cancel();
     if (pending_) finish({false, false, "the run ended"});
 }
@@ -370,6 +382,10 @@ Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late
         return request_criu(Pending{std::move(trigger), std::move(if_late), clock_.now(),
                                     std::move(finished), false, true, then_stop},
                             thaw);
+    if (spec_.method == CheckpointMethod::llama_server)
+        return request_llama(Pending{std::move(trigger), std::move(if_late), clock_.now(),
+                                     std::move(finished), false, false, then_stop, true},
+                             thaw);
     if (auto r = signaller_(spec_.signal, thaw); !r) return r;
     pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
     timeout_timer_->arm(spec_.timeout, [this] { on_timeout(); });
@@ -387,6 +403,26 @@ void WorkerCheckpoints::finish(Outcome outcome) {
 void WorkerCheckpoints::on_timeout() {
     if (!awaiting_answer()) return;
     std::string last = last_good();
+    if (pending_->llama) {
+        // The saves so far are dropped with the staging dir: a checkpoint
+        // is all the slots or none.
+        if (llama_) llama_->cancel();
+        if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
+            spdlog::error("{}: {}", worker_, staging.error().message());
+        if (store_->take_trash_flag()) empty_trash_in_background();
+        emit_(EventKind::checkpoint_failed,
+              "llama-server did not save its slots within " + format_duration(spec_.timeout) +
+                  " (" + pending_->trigger + "); " + pending_->if_late +
+                  "; last good checkpoint: " + last,
+              {{"TRIGGER", pending_->trigger},
+               {"REASON", "timeout"},
+               {"METHOD", "llama-server"},
+               {"TIMEOUT_MS", std::to_string(spec_.timeout.count())},
+               {"LAST_CHECKPOINT", last}});
+        return finish(
+            {false, true,
+             "llama-server did not save its slots within " + format_duration(spec_.timeout)});
+    }
     emit_(EventKind::checkpoint_failed,
           "no CHECKPOINT=1 within " + format_duration(spec_.timeout) + " of " +
               signal_name(spec_.signal) + " (" + pending_->trigger + "); " + pending_->if_late +
@@ -414,10 +450,12 @@ void WorkerCheckpoints::report_unusable(const std::string& trigger, const Error&
 
 void WorkerCheckpoints::on_checkpoint_message() {
     if (!store_) return;
-    if (spec_.method == CheckpointMethod::criu) {
-        // The staging dir is criu's (maybe mid-dump): never published on the
-        // worker's word.
-        spdlog::debug("{}: CHECKPOINT=1 ignored (checkpoint method criu)", worker_);
+    if (spec_.method != CheckpointMethod::cooperative) {
+        // The staging dir is criu's (maybe mid-dump) or llama-server's (the
+        // daemon publishes it once the slots are saved): never published on
+        // the worker's word.
+        spdlog::debug("{}: CHECKPOINT=1 ignored (checkpoint method {})", worker_,
+                      checkpoint_method_name(spec_.method));
         return;
     }
     bool answer = awaiting_answer();
@@ -511,19 +549,25 @@ void WorkerCheckpoints::judge_in_background(std::optional<double> seconds, std::
                                   d.error().message());
                 return after_judging(answer, {false, false, refused_why_});
             }
+            std::optional<LlamaRecord> saved_slots = taken_record_;
             auto published = publish_judged(plan, *r.bytes, seconds);
             if (!published) {
                 drop_taken(trigger, published.error().message());
                 return after_judging(answer, {false, false, published.error().message()});
             }
-            Fields fields = {
-                {"CHECKPOINT", published->path.string()},
-                {"CHECKPOINT_SEQUENCE", std::to_string(published->sequence)},
-                {"TRIGGER", trigger},
-                {"KEEP", std::to_string(spec_.keep)},
-                {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
-                {"CHECKPOINT_BYTES", std::to_string(*r.bytes)}};
+            Fields fields = {{"CHECKPOINT", published->path.string()},
+                             {"CHECKPOINT_SEQUENCE", std::to_string(published->sequence)},
+                             {"TRIGGER", trigger},
+                             {"KEEP", std::to_string(spec_.keep)},
+                             {"METHOD", checkpoint_method_name(spec_.method)},
+                             {"CHECKPOINT_BYTES", std::to_string(*r.bytes)}};
             std::string numbers = format_size(*r.bytes);
+            if (saved_slots) {
+                fields.emplace_back("SLOTS_SAVED", std::to_string(saved_slots->slots.size()));
+                fields.emplace_back("TOKENS_SAVED", std::to_string(saved_slots->tokens()));
+                numbers += ", " + std::to_string(saved_slots->slots.size()) + " slots with " +
+                           std::to_string(saved_slots->tokens()) + " tokens";
+            }
             if (seconds) {
                 fields.emplace_back("CHECKPOINT_SECONDS", seconds_text(*seconds));
                 numbers += ", " + seconds_text(*seconds) + " s after the request";
@@ -547,11 +591,12 @@ void WorkerCheckpoints::drop_taken(const std::string& trigger, const std::string
         "the checkpoint (" + trigger + ") was deleted: " + why + "; last good checkpoint: " + last,
         {{"TRIGGER", trigger},
          {"REASON", "unusable"},
-         {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
+         {"METHOD", checkpoint_method_name(spec_.method)},
          {"LAST_CHECKPOINT", last}});
 }
 
 void WorkerCheckpoints::after_judging(bool answer, Outcome outcome) {
+    taken_record_.reset();  // published with its checkpoint, or dropped with it
     if (store_ && store_->take_trash_flag()) empty_trash_in_background();
     if (answer && pending_ && pending_->answered) finish(std::move(outcome));
     if (recording_ == 0 && std::exchange(deferred_, false) && signaller_) on_checkpoint_message();
@@ -586,7 +631,7 @@ RetentionPlan WorkerCheckpoints::plan_for_new(const Result<uint64_t>& bytes,
                {"REASON", "quota"},
                {"CHECKPOINT_BYTES", bytes ? std::to_string(*bytes) : std::string("unknown")},
                {"QUOTA_BYTES", std::to_string(quota)},
-               {"METHOD", spec_.method == CheckpointMethod::criu ? "criu" : "cooperative"},
+               {"METHOD", checkpoint_method_name(spec_.method)},
                {"LAST_CHECKPOINT", last}});
     }
     return plan;
@@ -604,10 +649,32 @@ Result<StoredCheckpoint> WorkerCheckpoints::publish_judged(const RetentionPlan& 
                  CheckpointStore::write_info(dir->get(), published->sequence, {bytes, seconds});
              !r)
         spdlog::warn("{}: {}", worker_, r.error().message());
+    // llama-server: the record of what the slot files were made with; a
+    // checkpoint without it could not be restored, so none is published.
+    if (auto record = std::exchange(taken_record_, std::nullopt)) {
+        auto written = write_record_into(*published, *record);
+        if (!written) {
+            if (auto r = store_->retire(published->sequence); !r)
+                spdlog::error("{}: retiring checkpoint {}: {}", worker_, published->sequence,
+                              r.error().message());
+            return plain_error("its llama-server record could not be written: " +
+                               written.error().message());
+        }
+    }
     for (uint64_t sequence : plan.retire)
         if (auto r = store_->retire(sequence); !r)
             spdlog::error("{}: retiring checkpoint {}: {}", worker_, sequence, r.error().message());
     return published;
+}
+
+Result<void> WorkerCheckpoints::write_record_into(const StoredCheckpoint& checkpoint,
+                                                  const LlamaRecord& record) {
+    auto dir = store_->dup_dir();
+    if (!dir) return dir.error();
+    UniqueFd fd(::openat(dir->get(), CheckpointStore::sequence_name(checkpoint.sequence).c_str(),
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return errno_error("open " + checkpoint.path.string());
+    return write_llama_record(fd.get(), record);
 }
 
 void WorkerCheckpoints::arm_sweep() {
@@ -795,6 +862,152 @@ void WorkerCheckpoints::restore_by_criu(const RunDirs& dirs, std::shared_ptr<Uni
         }
         done(std::move(r));
     });
+}
+
+WorkerLlamaSlots& WorkerCheckpoints::llama() {
+    if (!llama_) llama_ = std::make_unique<WorkerLlamaSlots>(io_);
+    return *llama_;
+}
+
+Result<WorkerLlamaSlots::Server> WorkerCheckpoints::llama_server() const {
+    if (!engine_ || engine_->kind != EngineKind::llama_server)
+        return plain_error("the worker has no 'engine: {kind: llama-server}'");
+    WorkerLlamaSlots::Server server{*engine_, {}, "/", spec_.timeout};
+    if (api_key_file_) {
+        auto key = read_regular_file(*api_key_file_, 4096, "an api_key credential");
+        if (!key) return key.error();
+        server.bearer = std::string(trim(*key));
+    }
+    // The model path /props names is the server's: looked up through its root.
+    if (lookup_)
+        if (pid_t main = lookup_().main; main > 0)
+            server.model_root = paths_.procfs / std::to_string(main) / "root";
+    return server;
+}
+
+Result<void> WorkerCheckpoints::request_llama(Pending pending, bool thaw) {
+    if (!store_) return plain_error("no run to checkpoint");
+    if (!ready_) return plain_error("llama-server is not ready yet (its slots cannot be saved)");
+    if (restoring_) return plain_error("its slots are being restored from the last checkpoint");
+    auto server = llama_server();
+    if (!server) return server.error();
+    if (auto r = signaller_(0, thaw); !r) return r;  // alive, and thawed if asked
+    pending_ = std::move(pending);
+    taken_record_.reset();
+    timeout_timer_->arm(spec_.timeout, [this] { on_timeout(); });
+    llama().save(std::move(*server),
+                 [this](Result<LlamaRecord> saved) { on_llama_saved(std::move(saved)); });
+    return {};
+}
+
+void WorkerCheckpoints::on_llama_saved(Result<LlamaRecord> saved) {
+    if (!pending_ || !pending_->llama || pending_->answered) return;
+    if (!saved) {
+        // Whatever the server wrote before the error is dropped: the staging
+        // dir starts afresh, the older checkpoints stay.
+        if (auto staging = store_->fresh_staging(uid_, gid_); !staging)
+            spdlog::error("{}: {}", worker_, staging.error().message());
+        if (store_->take_trash_flag()) empty_trash_in_background();
+        std::string last = last_good();
+        std::string why = saved.error().message();
+        emit_(EventKind::checkpoint_failed,
+              "llama-server could not save its slots (" + pending_->trigger + "): " + why + "; " +
+                  pending_->if_late + "; last good checkpoint: " + last,
+              {{"TRIGGER", pending_->trigger},
+               {"REASON", "engine-error"},
+               {"METHOD", "llama-server"},
+               {"OPERATION", "save"},
+               {"LAST_CHECKPOINT", last}});
+        return finish({false, false, why});
+    }
+    taken_record_ = std::move(*saved);
+    // From here as a CHECKPOINT=1: taken, sealed, judged, published.
+    publish_answer(seconds_between(pending_->requested_at, clock_.now()), pending_->trigger, true);
+}
+
+void WorkerCheckpoints::restore_llama(TimePoint started_at) {
+    StoredCheckpoint from = *offered_;
+    auto not_restored = [this, from](const std::string& reason, const std::string& why) {
+        restoring_ = false;
+        emit_(EventKind::checkpoint_failed,
+              "the slots of checkpoint " + std::to_string(from.sequence) +
+                  " are not restored: " + why + "; llama-server goes on without them",
+              {{"CHECKPOINT", from.path.string()},
+               {"CHECKPOINT_SEQUENCE", std::to_string(from.sequence)},
+               {"REASON", reason},
+               {"METHOD", "llama-server"},
+               {"OPERATION", "restore"},
+               {"LAST_CHECKPOINT", last_good()}});
+    };
+    auto dir = store_ ? store_->dup_dir() : Result<UniqueFd>(plain_error("no checkpoint store"));
+    if (!dir) return not_restored("engine-error", dir.error().message());
+    UniqueFd sealed(::openat(dir->get(), CheckpointStore::sequence_name(from.sequence).c_str(),
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd staging(::openat(dir->get(), kCheckpointStagingName,
+                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sealed || !staging)
+        return not_restored("engine-error", errno_error("opening the checkpoint").message());
+    auto record = read_llama_record(sealed.get());
+    if (!record)
+        return not_restored("engine-record",
+                            "it holds no readable llama-server record (another method wrote "
+                            "it, or the record is damaged)");
+    auto server = llama_server();
+    if (!server) return not_restored("engine-error", server.error().message());
+    restore_timer_->arm(spec_.timeout, [this, not_restored] {
+        if (llama_) llama_->cancel();
+        not_restored("timeout",
+                     "llama-server did not restore them within " + format_duration(spec_.timeout));
+    });
+    llama().restore(std::move(*server), std::move(*record), std::move(sealed), std::move(staging),
+                    [this, from, started_at](WorkerLlamaSlots::Restored restored) {
+                        on_llama_restored(from, started_at, std::move(restored));
+                    });
+}
+
+void WorkerCheckpoints::on_llama_restored(const StoredCheckpoint& from, TimePoint started_at,
+                                          WorkerLlamaSlots::Restored restored) {
+    restore_timer_->cancel();
+    restoring_ = false;
+    Fields fields = {{"CHECKPOINT", from.path.string()},
+                     {"CHECKPOINT_SEQUENCE", std::to_string(from.sequence)},
+                     {"METHOD", "llama-server"}};
+    std::string checkpoint = "checkpoint " + std::to_string(from.sequence);
+    if (!restored.differences.empty()) {
+        std::string differences;
+        for (const auto& d : restored.differences)
+            differences += (differences.empty() ? "" : "; ") + d;
+        fields.insert(fields.end(), {{"REASON", "engine-mismatch"},
+                                     {"OPERATION", "restore"},
+                                     {"DIFFERENCES", differences},
+                                     {"LAST_CHECKPOINT", last_good()}});
+        return emit_(EventKind::checkpoint_failed,
+                     "the slots of " + checkpoint +
+                         " are not restored: llama-server is not the "
+                         "one they were saved from: " +
+                         differences + "; it goes on without them",
+                     std::move(fields));
+    }
+    std::string counts = std::to_string(restored.slots) + " of " + std::to_string(restored.wanted) +
+                         " slots (" + std::to_string(restored.tokens) + " tokens)";
+    fields.emplace_back("SLOTS_RESTORED", std::to_string(restored.slots));
+    fields.emplace_back("TOKENS_RESTORED", std::to_string(restored.tokens));
+    if (!restored.result) {
+        fields.insert(fields.end(), {{"REASON", "engine-error"},
+                                     {"OPERATION", "restore"},
+                                     {"LAST_CHECKPOINT", last_good()}});
+        return emit_(EventKind::checkpoint_failed,
+                     "llama-server could not restore the slots of " + checkpoint + ": " +
+                         restored.result.error().message() + "; restored " + counts +
+                         " before; it goes on with those",
+                     std::move(fields));
+    }
+    double seconds = seconds_between(started_at, clock_.now());
+    fields.emplace_back("RESTORE_SECONDS", seconds_text(seconds));
+    emit_(EventKind::checkpoint_restored,
+          "restored " + counts + " into llama-server from " + checkpoint + ", " +
+              seconds_text(seconds) + " s after starting",
+          std::move(fields));
 }
 
 }  // namespace infervisor

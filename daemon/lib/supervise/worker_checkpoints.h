@@ -12,6 +12,22 @@
 // newest criu image (restore_by_criu) instead of starting the command; when
 // that fails it is journaled and the command starts afresh.
 //
+// With `method: llama-server` a request asks the worker's llama-server (its
+// `engine:`) to save every slot into the staging dir, its --slot-save-path
+// (WorkerLlamaSlots; all the exchanges together within checkpoint.timeout),
+// and then finishes as a CHECKPOINT=1 does: the staging dir is taken,
+// sealed, judged and published, and the daemon writes its LlamaRecord
+// (engine/llama_record.h: the model, the build, n_ctx, the slots) into the
+// published checkpoint. A save the server refuses or cannot make (not
+// ready, 501 for a multimodal server, no answer) is checkpoint-failed
+// (REASON=engine-error, or timeout) and the older checkpoints are kept;
+// CHECKPOINT=1 is ignored. The next run is given INFERVISOR_RESTORE_FROM as
+// any; once it is ready (run_ready) its server is compared with the record
+// (a difference: checkpoint-failed REASON=engine-mismatch, the server goes
+// on clean) and each slot that held tokens is restored (WorkerLlamaSlots),
+// then checkpoint-restored says how many slots and tokens. A checkpoint
+// without a readable record is not restored (REASON=engine-record).
+//
 // Contract: all methods run on the event loop thread and none blocks: the
 // store's O(1) renames happen on the loop; sealing and measuring a checkpoint
 // and deleting retired ones run on a background thread of this object. A
@@ -32,7 +48,9 @@
 //    within the quota on fresh measurements (one grew through a descriptor
 //    its worker held across the seal, or the quota was lowered);
 //  - checkpoint-restoring when a run starts with INFERVISOR_RESTORE_FROM, and
-//    checkpoint-restored when that run sends READY=1 (seconds since start);
+//    checkpoint-restored when that run sends READY=1 (seconds since start),
+//    or, with llama-server, when its slots are restored (SLOTS_RESTORED,
+//    TOKENS_RESTORED);
 //  - checkpoint-deleted when an operator deleted checkpoints (remove()).
 // A request answers its `Finished` exactly once: once the checkpoint its
 // CHECKPOINT=1 finished is judged (or at once when nothing could be taken),
@@ -61,10 +79,13 @@
 #include "checkpoint/checkpoint_retention.h"
 #include "checkpoint/checkpoint_spec.h"
 #include "checkpoint/checkpoint_store.h"
+#include "engine/engine_spec.h"
+#include "engine/llama_record.h"
 #include "journal/event.h"
 #include "process/spawn_request.h"
 #include "supervise/background_work.h"
 #include "supervise/worker_criu.h"
+#include "supervise/worker_llama_slots.h"
 
 namespace infervisor {
 
@@ -114,6 +135,14 @@ class WorkerCheckpoints {
     static constexpr Duration kSweepInterval = std::chrono::minutes(10);
 
     void set_spec(const CheckpointSpec& spec) { spec_ = spec; }
+    // The worker's engine (llama-server: where its slots are saved and
+    // restored) and the file holding its --api-key (a credential's source),
+    // read at each checkpoint.
+    void set_engine(std::optional<EngineSpec> engine,
+                    std::optional<std::filesystem::path> api_key_file) {
+        engine_ = std::move(engine);
+        api_key_file_ = std::move(api_key_file);
+    }
     void set_process_lookup(ProcessLookup lookup) { lookup_ = std::move(lookup); }
 
     // Before a run of `who`: a fresh staging dir owned by its uid:gid and the
@@ -192,6 +221,7 @@ class WorkerCheckpoints {
         bool answered = false;  // its checkpoint is being judged
         bool criu = false;      // a criu dump, not a signal
         bool then_stop = false;
+        bool llama = false;  // llama-server saves, not a signal
     };
     // A request is waiting for CHECKPOINT=1.
     bool awaiting_answer() const { return pending_ && !pending_->answered; }
@@ -202,6 +232,15 @@ class WorkerCheckpoints {
     void on_criu_dumped(uint64_t generation, WorkerCriu::DumpOutcome outcome);
     void publish_answer(std::optional<double> seconds, const std::string& trigger, bool answer);
     WorkerCriu& criu();
+    // llama-server: the saves of a request, their end, and the restore of
+    // the offered checkpoint once the run is ready.
+    Result<void> request_llama(Pending pending, bool thaw);
+    void on_llama_saved(Result<LlamaRecord> saved);
+    void restore_llama(TimePoint started_at);
+    void on_llama_restored(const StoredCheckpoint& from, TimePoint started_at,
+                           WorkerLlamaSlots::Restored restored);
+    Result<WorkerLlamaSlots::Server> llama_server() const;
+    WorkerLlamaSlots& llama();
     void arm_periodic();
     BackgroundWork& background();
     void empty_trash_in_background();
@@ -216,6 +255,8 @@ class WorkerCheckpoints {
     // Publishes the judged checkpoint and retires what the plan says.
     Result<StoredCheckpoint> publish_judged(const RetentionPlan& plan, uint64_t bytes,
                                             std::optional<double> seconds);
+    // llama-server: the record, into the published checkpoint (root's).
+    Result<void> write_record_into(const StoredCheckpoint& checkpoint, const LlamaRecord& record);
     // The taken checkpoint is not published: to the trash, and
     // checkpoint-failed (REASON=unusable) saying why.
     void drop_taken(const std::string& trigger, const std::string& why);
@@ -256,7 +297,13 @@ class WorkerCheckpoints {
     std::unique_ptr<Timer> sweep_timer_;          // kSweepInterval
     std::unique_ptr<BackgroundWork> background_;  // created at the first checkpoint
     ProcessLookup lookup_;
-    std::unique_ptr<WorkerCriu> criu_;            // created at the first criu dump or restore
+    std::unique_ptr<WorkerCriu> criu_;  // created at the first criu dump or restore
+    std::optional<EngineSpec> engine_;
+    std::optional<std::filesystem::path> api_key_file_;
+    std::unique_ptr<WorkerLlamaSlots> llama_;     // created at the first save or restore
+    std::optional<LlamaRecord> taken_record_;     // of the checkpoint being judged
+    std::unique_ptr<Timer> restore_timer_;        // llama-server: checkpoint.timeout
+    bool ready_ = false;                          // the run is running (run_ready)
     uint64_t criu_generation_ = 0;                // tells a dump's answer from an older one's
     std::optional<double> criu_restore_seconds_;  // this run was restored by criu
 };

@@ -108,6 +108,12 @@ TEST(CheckpointConfig, Method) {
     EXPECT_NE(bad.errors[0].find("w.yaml:2:"), std::string::npos) << bad.errors[0];
     EXPECT_NE(bad.errors[0].find("unknown checkpoint method 'podman'"), std::string::npos)
         << bad.errors[0];
+    EXPECT_NE(bad.errors[0].find("expected cooperative, criu or llama-server"), std::string::npos)
+        << bad.errors[0];
+    auto llama = parse("checkpoint: {method: llama-server}\n");
+    ASSERT_TRUE(llama.errors.empty()) << llama.errors.front();
+    EXPECT_EQ(llama.spec.method, CheckpointMethod::llama_server);
+    EXPECT_STREQ(checkpoint_method_name(llama.spec.method), "llama-server");
 }
 
 TEST(CheckpointConfig, UnknownSignal) {

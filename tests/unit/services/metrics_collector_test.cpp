@@ -149,6 +149,26 @@ TEST_F(MetricsCollectorTest, CheckpointsAndSuspensionsOfARealWorkerAreCounted) {
     EXPECT_THAT(text, HasSubstr("infervisor_worker_state{worker=\"count\",state=\"running\"} 1\n"));
 }
 
+// llama-server slots that were not restored (a mismatch, an error) are a
+// failed restore, not a failed checkpoint.
+TEST_F(MetricsCollectorTest, SlotsNotRestoredCountAsAFailedRestore) {
+    apply(config({counter("count")}));
+    run_until_event("count", K::ready);
+    ctx_->events.emit(Event{K::checkpoint_failed,
+                            "count",
+                            "not restored",
+                            {{"REASON", "engine-mismatch"}, {"OPERATION", "restore"}}});
+    ctx_->events.emit(Event{K::checkpoint_failed,
+                            "count",
+                            "not saved",
+                            {{"REASON", "engine-error"}, {"OPERATION", "save"}}});
+    std::string text = *collector_->text();
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoint_restores_total{worker=\"count\","
+                                "result=\"failed\"} 1\n"));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_checkpoints_total{worker=\"count\",result="
+                                "\"failed\"} 1\n"));
+}
+
 TEST_F(MetricsCollectorTest, TheStateLabelHasEveryWorkerStateAndEveryShownOnlyName) {
     size_t states = static_cast<size_t>(kLastWorkerState) + 1;
     ASSERT_EQ(kShownStates.size(), states + std::size(kShownOnlyStateNames));

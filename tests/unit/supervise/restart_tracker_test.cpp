@@ -7,7 +7,7 @@
 namespace infervisor {
 namespace {
 
-using Action = RestartVerdict::Action;
+using RestartAction = RestartVerdict::Action;  // unique: tests are unity-built
 using namespace std::chrono_literals;
 
 RestartSpec spec(RestartMode mode) {
@@ -26,10 +26,10 @@ TEST(RestartTracker, PolicyDecidesWhetherToRestart) {
     RestartTracker on_failure(spec(RestartMode::on_failure), clock);
     RestartTracker always(spec(RestartMode::always), clock);
     for (auto* t : {&never, &on_failure, &always}) ASSERT_TRUE(t->try_start());
-    EXPECT_EQ(never.on_exit(ExitClass::failure).action, Action::stay_stopped);
-    EXPECT_EQ(on_failure.on_exit(ExitClass::clean).action, Action::stay_stopped);
-    EXPECT_EQ(on_failure.on_exit(ExitClass::failure).action, Action::restart);
-    EXPECT_EQ(always.on_exit(ExitClass::clean).action, Action::restart);
+    EXPECT_EQ(never.on_exit(ExitClass::failure).action, RestartAction::stay_stopped);
+    EXPECT_EQ(on_failure.on_exit(ExitClass::clean).action, RestartAction::stay_stopped);
+    EXPECT_EQ(on_failure.on_exit(ExitClass::failure).action, RestartAction::restart);
+    EXPECT_EQ(always.on_exit(ExitClass::clean).action, RestartAction::restart);
 }
 
 TEST(RestartTracker, BackoffDoublesUpToTheMaximum) {
@@ -42,7 +42,7 @@ TEST(RestartTracker, BackoffDoublesUpToTheMaximum) {
         ASSERT_TRUE(t.try_start());
         clock.advance(100ms);
         auto v = t.on_exit(ExitClass::failure);
-        ASSERT_EQ(v.action, Action::restart);
+        ASSERT_EQ(v.action, RestartAction::restart);
         EXPECT_EQ(v.attempt, i + 1);
         delays.push_back(v.delay);
         clock.advance(v.delay);
@@ -70,8 +70,8 @@ TEST(RestartTracker, CrashLoopTripsTheStartLimit) {
         ASSERT_TRUE(t.try_start());
         clock.advance(10ms);
         auto v = t.on_exit(ExitClass::failure);
-        if (v.action == Action::start_limit_hit) break;
-        ASSERT_EQ(v.action, Action::restart);
+        if (v.action == RestartAction::start_limit_hit) break;
+        ASSERT_EQ(v.action, RestartAction::restart);
         ++restarts;
         clock.advance(v.delay);
         ASSERT_LT(restarts, 100);
@@ -90,7 +90,7 @@ TEST(RestartTracker, StartsOutsideTheIntervalDoNotCount) {
     for (int i = 0; i < 20; ++i) {
         ASSERT_TRUE(t.try_start()) << i;
         clock.advance(20s);  // 3 starts a minute stay under a burst of 5
-        ASSERT_EQ(t.on_exit(ExitClass::failure).action, Action::restart);
+        ASSERT_EQ(t.on_exit(ExitClass::failure).action, RestartAction::restart);
     }
 }
 
@@ -100,7 +100,7 @@ TEST(RestartTracker, AHistoryCarriedOverToANewTrackerKeepsBackoffAndStartLimit) 
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(before.try_start());
         clock.advance(100ms);
-        ASSERT_EQ(before.on_exit(ExitClass::failure).action, Action::restart);
+        ASSERT_EQ(before.on_exit(ExitClass::failure).action, RestartAction::restart);
     }
     RestartTracker after(spec(RestartMode::on_failure), clock);  // the next daemon's
     after.restore(before.history());
@@ -109,11 +109,11 @@ TEST(RestartTracker, AHistoryCarriedOverToANewTrackerKeepsBackoffAndStartLimit) 
     ASSERT_TRUE(after.try_start());  // start 4 of 5
     clock.advance(100ms);
     auto v = after.on_exit(ExitClass::failure);
-    ASSERT_EQ(v.action, Action::restart);
+    ASSERT_EQ(v.action, RestartAction::restart);
     EXPECT_EQ(v.attempt, 4);
     EXPECT_EQ(v.delay, 8s);
     ASSERT_TRUE(after.try_start());  // 5 of 5
-    EXPECT_EQ(after.on_exit(ExitClass::failure).action, Action::start_limit_hit);
+    EXPECT_EQ(after.on_exit(ExitClass::failure).action, RestartAction::start_limit_hit);
 }
 
 }  // namespace
