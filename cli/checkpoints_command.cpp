@@ -51,7 +51,7 @@ std::optional<uint64_t> optional_number(const json& entry, const char* key) {
 void print_row(const std::string& id, const std::string& written, const std::string& size,
                const std::string& method, const std::string& restore) {
     std::string row =
-        fmt::format("{:<10}  {:<19}  {:>6}  {:<11}  {}", id, written, size, method, restore);
+        fmt::format("{:<10}  {:<19}  {:>6}  {:<12}  {}", id, written, size, method, restore);
     row.erase(row.find_last_not_of(' ') + 1);
     std::cout << row << "\n";
 }
@@ -175,8 +175,9 @@ void add_checkpoints_command(CLI::App& app, CliContext& ctx) {
     cmd->footer(
         "Lists the worker's published checkpoints, oldest first: ID, when the daemon\n"
         "wrote it, its size, its method (cooperative: the files the worker wrote;\n"
-        "criu: an image of its processes), and RESTORE 'next' on the one its next\n"
-        "start restores. Anyone who may read status may list; nothing inside a\n"
+        "criu: an image of its processes; llama_server: llama-server's slots), and\n"
+        "RESTORE 'next' on the one its next start restores. Anyone who may read\n"
+        "status may list; nothing inside a\n"
         "checkpoint is shown (only root and the worker read them: they hold prompts\n"
         "and KV caches, unencrypted).\n"
         "--delete ID (as listed; 7 means 0000000007) or --all deletes them; that needs\n"

@@ -121,6 +121,7 @@ struct CheckpointEntry {
     std::optional<uint64_t> bytes;      // as measured when published
     bool criu = false;                  // a criu image, else the worker's own files
     bool next_restore = false;          // what the worker's next start is offered
+    bool llama_server = false;          // llama-server's slots, with the daemon's record
 
     bool operator==(const CheckpointEntry&) const = default;
 };

@@ -105,7 +105,9 @@ json checkpoint_to_json(const CheckpointEntry& c) {
             {"sequence", c.sequence},
             {"written_usec", written},
             {"bytes", bytes},
-            {"method", c.criu ? "criu" : "cooperative"},
+            {"method", c.criu           ? "criu"
+                       : c.llama_server ? "llama_server"
+                                        : "cooperative"},
             {"next_restore", c.next_restore}};
 }
 

@@ -350,7 +350,7 @@ CheckpointListing SupervisorService::list_checkpoints(const std::string& name) c
     for (const auto& c : *listed)
         listing.checkpoints.push_back({CheckpointStore::sequence_name(c.stored.sequence),
                                        c.stored.sequence, c.written_at, c.bytes, c.criu,
-                                       c.next_restore});
+                                       c.next_restore, c.llama_server});
     return listing;
 }
 

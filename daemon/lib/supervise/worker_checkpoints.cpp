@@ -296,6 +296,12 @@ Result<std::vector<WorkerCheckpoints::Listed>> WorkerCheckpoints::list() const {
             listed.bytes = info->bytes;
         listed.criu =
             read_criu_record(dir->get(), CheckpointStore::sequence_name(c.sequence)).has_value();
+        // Whether the daemon's record is there (a root-owned file), not what it says.
+        struct stat st;
+        std::string record = CheckpointStore::sequence_name(c.sequence) + "/" + kLlamaRecordName;
+        listed.llama_server =
+            ::fstatat(dir->get(), record.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_uid == 0;
         out.push_back(std::move(listed));
     }
     // As prepare_run decides: the newest, unless it is a criu image and the

@@ -188,6 +188,7 @@ class WorkerCheckpoints {
         std::optional<int64_t> written_at;  // Unix seconds
         std::optional<uint64_t> bytes;      // from its info
         bool criu = false;                  // a criu image infervisord made
+        bool llama_server = false;          // llama-server's slots, with the daemon's record
         bool next_restore = false;          // what the next start is offered
     };
     // The published checkpoints, oldest first: from the store of this

@@ -30,10 +30,11 @@ namespace err = varlink_error;
 constexpr uid_t kCheckpointNobody = 65534;
 constexpr gid_t kCheckpointControlGroup = 4242;
 
-// Two cooperative checkpoints and a criu image, the newest offered next.
+// A cooperative checkpoint, one of llama-server's slots and a criu image,
+// the newest offered next.
 std::vector<CheckpointEntry> three_checkpoints() {
     return {{"0000000001", 1, 1'700'000'000, 1 << 20, false, false},
-            {"0000000002", 2, 1'700'000'600, std::nullopt, false, false},
+            {"0000000002", 2, 1'700'000'600, std::nullopt, false, false, true},
             {"0000000003", 3, std::nullopt, 3u << 30, true, true}};
 }
 
@@ -81,6 +82,7 @@ TEST_F(CheckpointsCallTest, AnyoneWhoMayReadStatusMayListThem) {
                                              {"method", "cooperative"},
                                              {"next_restore", false}}));
     EXPECT_TRUE(reply["checkpoints"][1]["bytes"].is_null());
+    EXPECT_EQ(reply["checkpoints"][1]["method"], "llama_server");
     EXPECT_TRUE(reply["checkpoints"][2]["written_usec"].is_null());
     EXPECT_EQ(reply["checkpoints"][2]["method"], "criu");
     EXPECT_EQ(reply["checkpoints"][2]["next_restore"], true);
@@ -200,14 +202,14 @@ TEST_F(CheckpointsCommandTest, ListsIdTimeSizeMethodAndTheNextRestore) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::string first_time = cli::local_time(uint64_t{1'700'000'000} * 1'000'000);
     EXPECT_EQ(r.out,
-              "ID          WRITTEN                SIZE  METHOD       RESTORE\n"
+              "ID          WRITTEN                SIZE  METHOD        RESTORE\n"
               "0000000001  " +
                   first_time +
                   "      1M  cooperative\n"
                   "0000000002  " +
                   cli::local_time(uint64_t{1'700'000'600} * 1'000'000) +
-                  "       -  cooperative\n"
-                  "0000000003  -                        3G  criu         next\n"
+                  "       -  llama_server\n"
+                  "0000000003  -                        3G  criu          next\n"
                   "in /var/lib/infervisor/checkpoints/llama; RESTORE: what the next start "
                   "restores (deleting it makes that start fresh)\n");
     auto bare = ctl({"--no-legend", "checkpoints", "llama"});

@@ -280,6 +280,13 @@ TEST_F(LlamaCheckpoints, EverySlotIsSavedThenPublishedWithItsRecord) {
     EXPECT_EQ(record->server.model->size, fs::file_size(model_));
     EXPECT_THAT(record->slots, ElementsAre(LlamaSavedSlot{0, "slot-0.bin", 1745, 1749},
                                            LlamaSavedSlot{1, "slot-1.bin", 0, 4}));
+    // Listed as llama-server's (infervisorctl checkpoints), the next restore.
+    auto listed = wc->list();
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_TRUE(listed->back().llama_server);
+    EXPECT_FALSE(listed->back().criu);
+    EXPECT_TRUE(listed->back().next_restore);
     // The next checkpoint goes into a fresh staging dir, the worker's.
     ASSERT_EQ(::lstat(staging().c_str(), &st), 0);
     EXPECT_EQ(st.st_uid, kWorkerUid);
