@@ -71,25 +71,26 @@ Result<std::string_view> StatFileSet::read_held(File& file) {
     return std::string_view(text_);
 }
 
+Result<std::string_view> StatFileSet::read_opening(File& file) {
+    if (!file.fd) {
+        if (auto opened = open_file(file); !opened) return opened.error();
+        if (!may_hold(file.fd.get())) {
+            auto text = read_held(file);
+            file.fd.reset();
+            return text;
+        }
+    }
+    return read_held(file);
+}
+
 Result<std::string_view> StatFileSet::read(std::string_view name) {
     File& file = entry(name);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        if (!file.fd) {
-            auto opened = open_file(file);
-            if (!opened) return opened.error();
-            if (!may_hold(file.fd.get())) {
-                auto text = read_held(file);
-                file.fd.reset();
-                return text;
-            }
-        }
-        auto text = read_held(file);
-        if (text || !stale(text.error().code) || attempt == 1) return text;
-        // Removed under us: the directory may be there again (a restart).
-        file.fd.reset();
-        dir_fd_.reset();
-    }
-    return plain_error("unreachable");
+    auto text = read_opening(file);
+    if (text || !stale(text.error().code)) return text;
+    // Removed under us: the directory may be there again (a restart).
+    file.fd.reset();
+    dir_fd_.reset();
+    return read_opening(file);
 }
 
 void StatFileSet::close_all() {

@@ -68,6 +68,8 @@ class StatFileSet {
     File& entry(std::string_view name);
     Result<void> open_file(File& file);
     Result<std::string_view> read_held(File& file);
+    // read_held, opening the file first when it is not held.
+    Result<std::string_view> read_opening(File& file);
 
     std::filesystem::path dir_;
     UniqueFd dir_fd_;

@@ -75,6 +75,12 @@ HostSample sample_host(StatFileSet& procfs, TimePoint now) {
     HostSample s;
     s.time = now;
     auto& errors = s.read_errors;
+    // The text of `name` under procfs, parsed by `parse` (which never fails).
+    auto parsed = [&](const char* name, auto parse) -> Result<decltype(parse(""))> {
+        auto text = procfs.read(name);
+        if (!text) return text.error();
+        return parse(*text);
+    };
     auto psi = [&](const char* name) -> Result<PsiReading> {
         auto text = procfs.read(name);
         if (!text) return text.error();
@@ -86,21 +92,15 @@ HostSample sample_host(StatFileSet& procfs, TimePoint now) {
     s.memory_pressure = keep(psi("pressure/memory"), errors);
     s.cpu_pressure = keep(psi("pressure/cpu"), errors);
     s.io_pressure = keep(psi("pressure/io"), errors);
-    if (auto vmstat = procfs.read("vmstat")) {
-        Counters counters = parse_counters(*vmstat);
-        s.pswpin = find_counter(counters, "pswpin");
-        s.pswpout = find_counter(counters, "pswpout");
-    } else if (vmstat.error().code != ENOENT) {
-        errors.push_back(vmstat.error().message());
+    if (auto vmstat = keep(parsed("vmstat", parse_counters), errors)) {
+        s.pswpin = find_counter(*vmstat, "pswpin");
+        s.pswpout = find_counter(*vmstat, "pswpout");
     }
-    if (auto text = procfs.read("meminfo")) {
-        MemInfo info = parse_meminfo(*text);
-        s.mem_total = info.mem_total;
-        s.mem_available = info.mem_available;
-        s.swap_total = info.swap_total;
-        s.swap_free = info.swap_free;
-    } else if (text.error().code != ENOENT) {
-        errors.push_back(text.error().message());
+    if (auto info = keep(parsed("meminfo", parse_meminfo), errors)) {
+        s.mem_total = info->mem_total;
+        s.mem_available = info->mem_available;
+        s.swap_total = info->swap_total;
+        s.swap_free = info->swap_free;
     }
     return s;
 }
