@@ -11,6 +11,7 @@
 #include "config/account_lookup.h"
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
+#include "policy/condition.h"
 #include "policy/rule_config.h"
 #include "probe/probe_config.h"
 #include "workdir/workdir_validation.h"
@@ -23,13 +24,15 @@ class WorkerChecker {
   public:
     WorkerChecker(const WorkerSpec& spec, const WorkerSource& source, ConfigErrors& errors,
                   AccountLookup& accounts, const ValidationOptions& options,
-                  const std::filesystem::path& state_dir)
+                  const std::filesystem::path& state_dir,
+                  const std::vector<RuleSpec>& default_rules)
         : spec_(spec),
           source_(source),
           errors_(errors),
           accounts_(accounts),
           options_(options),
-          state_dir_(state_dir) {}
+          state_dir_(state_dir),
+          default_rules_(default_rules) {}
 
     // malformed: the worker's definition had an error of its own (see
     // Config::worker_malformed); only the checks of one field as written run.
@@ -45,6 +48,7 @@ class WorkerChecker {
         check_probes();
         check_engine();
         check_llama_checkpoint();
+        check_engine_rules();
     }
 
   private:
@@ -234,12 +238,31 @@ class WorkerChecker {
                                 "'; it must be '" + staging + "' (the worker's staging dir)");
     }
 
+    // engine.NAME and engine.rate(NAME) read what the daemon scrapes from
+    // engine.metrics: a rule of the worker's (its own or a default one) that
+    // names them needs it.
+    void check_engine_rules() {
+        if (spec_.engine && spec_.engine->metrics) return;
+        for (const RuleSpec& rule : merge_rules(default_rules_, spec_.rules)) {
+            for (const Condition* leaf : comparisons(rule.when)) {
+                if (leaf->engine_series.empty()) continue;
+                fail("rules",
+                     "rule '" + rule.name + "' reads " + leaf->metric +
+                         ", but the worker has no engine.metrics to scrape: add the server's "
+                         "metrics endpoint, e.g. engine: {port: 8080, metrics: /metrics} "
+                         "(llama-server needs --metrics)");
+                break;
+            }
+        }
+    }
+
     const WorkerSpec& spec_;
     const WorkerSource& source_;
     ConfigErrors& errors_;
     AccountLookup& accounts_;
     const ValidationOptions& options_;
     const std::filesystem::path& state_dir_;
+    const std::vector<RuleSpec>& default_rules_;
 };
 
 // Reports a problem with the daemon setting `key` where it was written (the
@@ -365,7 +388,8 @@ void validate_config(const Config& config, ConfigErrors& errors, const Validatio
                               it->second->format() + ")");
             continue;
         }
-        WorkerChecker(spec, source, errors, accounts, options, paths.state_dir)
+        WorkerChecker(spec, source, errors, accounts, options, paths.state_dir,
+                      config.default_rules)
             .check(config.malformed(i));
         // Only well-named, unique workers whose dirs are as written.
         if (!config.malformed(i)) workdirs.push_back(spec.workdir);

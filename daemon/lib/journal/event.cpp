@@ -66,6 +66,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::usage_capped, "usage-capped", "e628e1f54cdc496b9945130a96e7f890", LOG_WARNING},
     {EventKind::checkpoint_deleted, "checkpoint-deleted", "0c7d2a4f9e1b4b56a3e8d61f27c95b03",
      LOG_NOTICE},
+    {EventKind::engine_series_absent, "engine-series-absent", "7c80720f0fa445b19ee1b4b21c18d2e8",
+     LOG_WARNING},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -42,20 +42,21 @@ enum class EventKind {
     checkpoint_retired,          // the sweep deleted a checkpoint (max_age, quota, keep)
     restart_waiting_for_memory,  // a restart after a memory kill waits for the host to have room
     daemon_stopping,
-    adopted,             // a run left by an earlier daemon was taken over
-    suspended,           // frozen and its memory pushed out (bytes reclaimed, seconds)
-    resumed,             // a suspended worker was thawed
-    waiting,             // its memory.reserve does not fit: it waits instead of starting
-    admitted,            // a waiting worker's reserve fits now: it starts
-    tmp_file_protected,  // a file a worker sharing the host's /tmp holds there is kept from aging
-    watchdog_learned,    // a worker that sends WATCHDOG=1 unasked is held to its pace
-    usage_capped,        // a work dir's scan stopped at a cap: its usage is a lower bound
-    checkpoint_deleted,  // an operator deleted checkpoints (infervisorctl checkpoints --delete)
+    adopted,               // a run left by an earlier daemon was taken over
+    suspended,             // frozen and its memory pushed out (bytes reclaimed, seconds)
+    resumed,               // a suspended worker was thawed
+    waiting,               // its memory.reserve does not fit: it waits instead of starting
+    admitted,              // a waiting worker's reserve fits now: it starts
+    tmp_file_protected,    // a file a worker sharing the host's /tmp holds there is kept from aging
+    watchdog_learned,      // a worker that sends WATCHDOG=1 unasked is held to its pace
+    usage_capped,          // a work dir's scan stopped at a cap: its usage is a lower bound
+    checkpoint_deleted,    // an operator deleted checkpoints (infervisorctl checkpoints --delete)
+    engine_series_absent,  // a series a worker's rules name is not in its metrics (once per run)
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::checkpoint_deleted;
+inline constexpr EventKind kLastEventKind = EventKind::engine_series_absent;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

@@ -1,10 +1,12 @@
 #include "policy/condition.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
 #include "base/closest_match.h"
 #include "base/units.h"
+#include "engine/prometheus_text.h"
 
 namespace infervisor {
 
@@ -86,6 +88,7 @@ std::optional<double> parse_threshold(std::string_view text, MetricUnit unit) {
             return static_cast<double>(d->count());
         }
         case MetricUnit::count:
+        case MetricUnit::number:
             return parse_number(text);
         case MetricUnit::flag:
             return std::nullopt;
@@ -136,6 +139,47 @@ std::optional<std::string> glued_operator(std::string_view word, RuleScope scope
 }
 
 bool is_keyword(std::string_view word) { return word == "and" || word == "or" || word == "for"; }
+
+constexpr std::string_view kEnginePrefix = "engine.";
+
+struct EngineName {
+    std::string series;
+    bool rate = false;
+};
+
+// "engine.NAME" or "engine.rate(NAME)", NAME a Prometheus metric name.
+Result<EngineName> parse_engine_metric(std::string_view word, RuleScope scope) {
+    const std::string quoted = "'" + std::string(word) + "'";
+    if (scope != RuleScope::worker)
+        return plain_error(quoted +
+                           " is a series of a worker's own metrics endpoint: use it under a "
+                           "worker's rules");
+    std::string_view name = word.substr(kEnginePrefix.size());
+    if (name.find('{') != std::string_view::npos)
+        return plain_error(quoted +
+                           ": no label selectors; engine.NAME is the sum over all of NAME's "
+                           "label sets");
+    if (size_t op = word.find_first_of("<>=!"); op != std::string_view::npos) {
+        size_t value = word.find_first_not_of("<>=!", op);
+        std::string spaced =
+            std::string(word.substr(0, op)) + " " + std::string(word.substr(op, value - op));
+        if (value != std::string_view::npos) spaced += " " + std::string(word.substr(value));
+        return plain_error("put spaces around the comparison: '" + spaced + "', not " + quoted);
+    }
+    EngineName out;
+    if (name.starts_with("rate(")) {
+        if (!name.ends_with(")"))
+            return plain_error(quoted + ": write engine.rate(NAME), with the closing parenthesis");
+        name = name.substr(5, name.size() - 6);
+        out.rate = true;
+    }
+    if (!is_prometheus_metric_name(name))
+        return plain_error(quoted + ": '" + std::string(name) +
+                           "' is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*); write "
+                           "engine.NAME or engine.rate(NAME)");
+    out.series = std::string(name);
+    return out;
+}
 
 // Recursive descent over the words; the first error wins and stops it.
 class Parser {
@@ -214,7 +258,17 @@ class Parser {
             c.text = std::string(text_.substr(first.at, words_[pos_ - 1].at + 6 - first.at));
             return end_of_comparison(std::move(c));
         }
-        auto candidates = metrics_named(scope_, first.text);
+        std::vector<MetricInfo> candidates;
+        std::optional<EngineName> engine;
+        if (first.text.starts_with(kEnginePrefix)) {
+            auto name = parse_engine_metric(first.text, scope_);
+            if (!name) return name.error();
+            candidates.push_back({std::string(first.text), MetricUnit::number,
+                                  engine_journal_key(name->series, name->rate)});
+            engine = std::move(*name);
+        } else {
+            candidates = metrics_named(scope_, first.text);
+        }
         if (candidates.empty()) {
             if (auto spaced = glued_operator(first.text, scope_))
                 return error_here("put spaces around the comparison: '" + *spaced + "', not '" +
@@ -241,6 +295,10 @@ class Parser {
         Condition c;
         c.metric = std::string(first.text);
         c.op = *op;
+        if (engine) {
+            c.engine_series = std::move(engine->series);
+            c.engine_rate = engine->rate;
+        }
         bool matched = false;
         for (const auto& candidate : candidates) {
             if (auto threshold = parse_threshold(value.text, candidate.unit)) {
@@ -350,6 +408,15 @@ bool mentions_metric(const Condition& condition, std::string_view prefix) {
     for (const Condition* leaf : comparisons(condition))
         if (leaf->metric.starts_with(prefix)) return true;
     return false;
+}
+
+std::vector<std::string> engine_series_of(const Condition& condition) {
+    std::vector<std::string> out;
+    for (const Condition* leaf : comparisons(condition))
+        if (!leaf->engine_series.empty() &&
+            std::find(out.begin(), out.end(), leaf->engine_series) == out.end())
+            out.push_back(leaf->engine_series);
+    return out;
 }
 
 Result<Condition> parse_condition(std::string_view text, RuleScope scope) {

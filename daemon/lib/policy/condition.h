@@ -8,12 +8,15 @@
 //   heartbeat missed
 //   host.mem.available < 25% and host.mem.headroom < 30s for 8s
 //   host.mem.available < 10% and host.swap.free < 10% or host.mem.available < 5%
+//   engine.rate(llamacpp:tokens_predicted_total) == 0 and engine.llamacpp:requests_processing > 0
+//   for 2m
 //
 // Grammar (tokens are separated by spaces):
 //   condition   := disjunction [ "for" DURATION ]
 //   disjunction := conjunction { "or" conjunction }
 //   conjunction := comparison { "and" comparison }
 //   comparison  := METRIC OP VALUE | "heartbeat missed"     (the flag: worker rules)
+//   METRIC      := a catalogue name (metrics.h) | "engine." NAME | "engine.rate(" NAME ")"
 //   OP          := > | >= | < | <= | == | !=
 // `and` binds tighter than `or`; there are no parentheses (write "(A or B)
 // and C" as "A and C or B and C"). The one `for` binds to the whole
@@ -22,6 +25,15 @@
 // unit (see metrics.h); a metric with two units (memory.current in bytes or %)
 // is resolved by how the value is written. A comparison whose metric the
 // sample lacks is false (so `A or B` holds on B alone when A is unknown).
+//
+// engine.NAME and engine.rate(NAME) (worker rules only) name a series of the
+// worker's own metrics endpoint (engine.metrics, engine/engine_spec.h): NAME
+// is a Prometheus metric name, read as the sum over all its label sets (no
+// label selectors); engine.NAME is its value at the last scrape (a gauge),
+// engine.rate(NAME) its increase per second between the last two scrapes (a
+// counter). VALUE is a plain non-negative number. The server defines its
+// names, so NAME is not checked here: a series that never shows is
+// journaled once per run instead (engine-series-absent).
 #pragma once
 
 #include <cstddef>
@@ -58,6 +70,11 @@ struct Condition {
     double threshold = 0;        // in the unit's measure (% as 0-100, ms for durations)
     std::string threshold_text;  // VALUE as written, for messages
 
+    // engine.NAME / engine.rate(NAME): the series' name (empty for catalogue
+    // metrics) and whether its rate is meant.
+    std::string engine_series;
+    bool engine_rate = false;
+
     std::vector<Condition> operands;  // all_of / any_of
 
     Duration hold{0};  // `for`: how long it must stay true
@@ -73,6 +90,10 @@ std::vector<const Condition*> comparisons(const Condition& condition);
 
 // Whether any comparison's metric starts with `prefix` ("memory.", "heartbeat").
 bool mentions_metric(const Condition& condition, std::string_view prefix);
+
+// The engine series the condition names (engine.NAME, engine.rate(NAME)), in
+// order, each once.
+std::vector<std::string> engine_series_of(const Condition& condition);
 
 // Parses `text` against the catalogue of `scope`. The error message is
 // complete in itself ("unknown metric 'x'; known metrics: ...", "'memory.growth'

@@ -14,10 +14,25 @@ std::string seconds(Duration d) {
     return format_journal_value(MetricUnit::duration, static_cast<double>(d.count()));
 }
 
+// engine.NAME or engine.rate(NAME): the series in the sample's engine
+// reading or in the rates derived from it.
+Reading read_engine(const Condition& leaf, const WorkerInputs& in) {
+    Reading out{engine_journal_key(leaf.engine_series, leaf.engine_rate), std::nullopt};
+    const EngineSeries* series = leaf.engine_rate ? in.engine_rates : in.engine_values;
+    if (!series) return out;
+    if (auto it = series->find(leaf.engine_series); it != series->end()) out.value = it->second;
+    return out;
+}
+Reading read_engine(const Condition&, const HostInputs&) { return {}; }  // worker rules only
+
 template <class Inputs, class Find>
 Readings read_with(const Condition& when, const Inputs& in, Find find) {
     Readings out;
     for (const Condition* leaf : comparisons(when)) {
+        if (!leaf->engine_series.empty()) {
+            out.push_back(read_engine(*leaf, in));
+            continue;
+        }
         const auto* metric = find(leaf->metric, leaf->unit);
         if (!metric) {
             out.push_back({});

@@ -19,6 +19,14 @@ std::string fixed(double value, int decimals) {
     return buf;
 }
 
+// An engine's number as it is: integers without decimals, others with up to
+// six significant digits ("3469", "0.4375", "1.5e+06", "nan", "inf").
+std::string plain(double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", value);
+    return buf;
+}
+
 std::string human_bytes(double bytes) {
     static constexpr std::pair<double, const char*> kUnits[] = {
         {1ULL << 40, "T"}, {1ULL << 30, "G"}, {1ULL << 20, "M"}, {1ULL << 10, "K"}};
@@ -43,6 +51,7 @@ std::string journal_suffix(MetricUnit unit) {
             return "_SECONDS";
         case MetricUnit::count:
         case MetricUnit::flag:
+        case MetricUnit::number:
             return "";
     }
     return "";
@@ -209,6 +218,18 @@ std::vector<MetricInfo> catalogue(RuleScope scope) {
 
 }  // namespace
 
+std::string engine_journal_key(std::string_view series, bool rate) {
+    constexpr size_t kMaxKey = 53;
+    const std::string suffix = rate ? "_PER_SEC" : "";
+    std::string key = "ENGINE_";
+    for (char c : series)
+        key += std::isalnum(static_cast<unsigned char>(c))
+                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                   : '_';
+    if (key.size() + suffix.size() > kMaxKey) key.resize(kMaxKey - suffix.size());
+    return key + suffix;
+}
+
 std::string describe_unit(MetricUnit unit) {
     switch (unit) {
         case MetricUnit::percent:
@@ -227,6 +248,8 @@ std::string describe_unit(MetricUnit unit) {
             return "a count (e.g. 0, 3)";
         case MetricUnit::flag:
             return "no value";
+        case MetricUnit::number:
+            return "a plain number (e.g. 0, 2 or 0.9)";
     }
     return "?";
 }
@@ -249,6 +272,8 @@ std::string format_measurement(MetricUnit unit, double value) {
             return fixed(value, 0);
         case MetricUnit::flag:
             return value != 0 ? "yes" : "no";
+        case MetricUnit::number:
+            return plain(value);
     }
     return "?";
 }
@@ -262,6 +287,8 @@ std::string format_journal_value(MetricUnit unit, double value) {
             return fixed(value, 1);
         case MetricUnit::duration:
             return fixed(value / 1000.0, 3);
+        case MetricUnit::number:
+            return plain(value);
         default:
             return fixed(value, 0);
     }

@@ -28,6 +28,14 @@
 //   heartbeat missed        flag: heartbeat.age > the watchdog interval
 //   workdir.usage           bytes, or % of workdir_quota: the work dir's disk
 //                           usage at the last scan (every workdir_scan_interval)
+//   engine.NAME             a number: the series NAME of the worker's own
+//                           metrics endpoint (engine.metrics), summed over its
+//                           label sets, at the last scrape (a gauge)
+//   engine.rate(NAME)       a number per second: NAME's increase per second
+//                           between the last two successful scrapes (a
+//                           counter); empty after a reset (it went down)
+//                           The names are free (the server defines them): not
+//                           in this catalogue, parsed by condition.h.
 // Host metrics (host_rules:)
 //   host.{memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
 //   host.swap.in, host.swap.out   pages/s (/proc/vmstat pswpin/pswpout)
@@ -63,7 +71,8 @@ enum class MetricUnit {
     pages_per_second,
     duration,  // measured and compared in milliseconds
     count,
-    flag,  // 1 or 0
+    flag,    // 1 or 0
+    number,  // a plain number: an engine's series (engine.NAME, engine.rate(NAME))
 };
 
 enum class RuleScope { worker, host };
@@ -93,6 +102,10 @@ struct WorkerInputs {
     std::optional<double> swap_out_per_second;
     std::optional<double> cpu_usage_percent;
     std::optional<MemoryEvents> events_since_start;
+    // engine.NAME and engine.rate(NAME): the sample's engine reading and the
+    // rates the engine derived from it; null when the sample has none.
+    const EngineSeries* engine_values = nullptr;
+    const EngineSeries* engine_rates = nullptr;
 };
 
 struct HostInputs {
@@ -123,6 +136,12 @@ std::vector<MetricInfo> metrics_named(RuleScope scope, std::string_view name);
 std::vector<std::string> metric_names(RuleScope scope);
 
 const WorkerMetric* find_worker_metric(std::string_view name, MetricUnit unit);
+
+// The journal field of an engine series' reading: ENGINE_ and the name in
+// upper case, ':' and other non-alphanumerics as '_', with _PER_SEC for its
+// rate ("ENGINE_LLAMACPP_TOKENS_PREDICTED_TOTAL_PER_SEC"); at most 53
+// characters (journald's 64 with the INFERVISOR_ prefix).
+std::string engine_journal_key(std::string_view series, bool rate);
 const HostMetric* find_host_metric(std::string_view name, MetricUnit unit);
 
 // memory.growth's definition, shared with victim selection: bytes/min as a

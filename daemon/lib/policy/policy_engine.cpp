@@ -105,6 +105,7 @@ void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
     if (s.swapin_pages) st.swap_in.add(s.time, *s.swapin_pages);
     if (s.swapout_pages) st.swap_out.add(s.time, *s.swapout_pages);
     if (s.cpu_usage_usec) st.cpu.add(s.time, *s.cpu_usage_usec);
+    st.engine_rates.add(s.engine);
     if (s.memory_events &&
         (!st.events_baseline || any_below(*s.memory_events, *st.events_baseline)))
         st.events_baseline = s.memory_events;
@@ -148,6 +149,8 @@ WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& 
     if (auto usec_per_second = st.cpu.per_second()) in.cpu_usage_percent = *usec_per_second / 1e4;
     if (sample.memory_events && st.events_baseline)
         in.events_since_start = events_since(*sample.memory_events, *st.events_baseline);
+    if (sample.engine) in.engine_values = &sample.engine->series;
+    in.engine_rates = st.engine_rates.rates();
     return in;
 }
 

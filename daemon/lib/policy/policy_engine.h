@@ -148,6 +148,7 @@ class PolicyEngine {
         std::optional<MemoryEvents> events_baseline;
         std::optional<WorkerSample> last;
         std::map<std::string, TimedRule> timers;
+        SeriesRates engine_rates;  // engine.rate(NAME)
     };
     struct HostState {
         CounterRate swap_in, swap_out;

@@ -1,5 +1,7 @@
 #include "policy/rate_tracker.h"
 
+#include <cmath>
+
 namespace infervisor {
 
 namespace {
@@ -44,6 +46,29 @@ void CounterRate::add(TimePoint time, uint64_t counter) {
 void CounterRate::clear() {
     anchor_time_.reset();
     rate_.reset();
+}
+
+void SeriesRates::add(const std::optional<EngineReading>& reading) {
+    current_ = reading.has_value();
+    if (!reading || (last_ && reading->time <= last_->time)) return;
+    rates_.clear();
+    if (last_) {
+        const double span = seconds(reading->time - last_->time);
+        for (const auto& [name, value] : reading->series) {
+            auto before = last_->series.find(name);
+            if (before == last_->series.end() || !std::isfinite(value) ||
+                !std::isfinite(before->second) || value < before->second)
+                continue;
+            rates_.emplace(name, (value - before->second) / span);
+        }
+    }
+    last_ = reading;
+}
+
+void SeriesRates::clear() {
+    last_.reset();
+    rates_.clear();
+    current_ = false;
 }
 
 }  // namespace infervisor

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/clock.h"
+#include "policy/samples.h"
 
 namespace infervisor {
 
@@ -63,6 +64,29 @@ class CounterRate {
     std::optional<TimePoint> anchor_time_;
     uint64_t anchor_value_ = 0;
     std::optional<double> rate_;
+};
+
+// engine.rate(NAME): the per-second increase of each series of a worker's
+// engine readings (policy/samples.h), between the last two readings.
+//
+// Contract: a reading is taken once, by its time: a sample that carries the
+// same reading again (or an older one) keeps the rates; a later one replaces them, each series
+// compared with the reading before it. A sample without a reading (a failed
+// or late scrape) has no rates, and the next reading is compared with the
+// last one there was. A series that went down (the server restarted its
+// counters) or is not a finite number, or that the reading before did not
+// show, has no rate in that reading.
+class SeriesRates {
+  public:
+    void add(const std::optional<EngineReading>& reading);
+    // Null when the last sample had no reading.
+    const EngineSeries* rates() const { return current_ ? &rates_ : nullptr; }
+    void clear();
+
+  private:
+    std::optional<EngineReading> last_;
+    EngineSeries rates_;
+    bool current_ = false;
 };
 
 }  // namespace infervisor

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,17 @@
 #include "cgroup/psi.h"
 
 namespace infervisor {
+
+// Series of a worker's own metrics endpoint (engine.metrics), each the sum
+// over its label sets, by Prometheus metric name.
+using EngineSeries = std::map<std::string, double, std::less<>>;
+
+// One scrape of that endpoint (engine/metrics_scrape.h): when its answer
+// came and the series the worker's rules name that it showed.
+struct EngineReading {
+    TimePoint time{};
+    EngineSeries series;
+};
 
 struct WorkerSample {
     TimePoint time{};  // when the kernel files were read
@@ -69,6 +82,12 @@ struct WorkerSample {
     // finished / when there is no quota (WorkDirMonitor::fill_sample).
     std::optional<uint64_t> workdir_usage;
     std::optional<uint64_t> workdir_quota;
+    // The worker's engine metrics at this sample: the last scrape's when it
+    // succeeded and none begun a sample interval ago or more is still under
+    // way; empty without engine.metrics (or rules that name a series), and
+    // when the last scrape failed or the current one is late. A sample
+    // between two scrapes carries the same reading again (same time).
+    std::optional<EngineReading> engine;
 
     // Files that existed but could not be read or parsed ("path: why"); a
     // missing file is normal (no such controller) and is not listed.

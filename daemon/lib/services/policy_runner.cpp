@@ -33,7 +33,8 @@ PolicyRunner::PolicyRunner(WorkerContext& ctx, Supervisor& supervisor)
     : ctx_(ctx),
       supervisor_(supervisor),
       tick_(ctx.clock.make_timer()),
-      wake_timer_(ctx.clock.make_timer()) {
+      wake_timer_(ctx.clock.make_timer()),
+      engine_scrapes_(ctx) {
     subscription_ = ctx_.events.subscribe([this](const Event& e) { on_event(e); });
 }
 
@@ -58,6 +59,7 @@ void PolicyRunner::on_event(const Event& e) {
         case EventKind::exited:
             watches_.erase(e.worker);  // before the cgroup is removed
             sample_files_.erase(e.worker);
+            engine_scrapes_.close(e.worker);
             return;
         case EventKind::resumed:
             // Its memory comes back from swap: not growth, not host thrashing
@@ -86,6 +88,7 @@ void PolicyRunner::open_watch(const Worker& worker) {
                 watch->description(), format_duration(interval_));
     logged = watch->description();
     watches_[name] = std::move(watch);
+    engine_scrapes_.open(worker, engine_.rules_for(name));
 }
 
 void PolicyRunner::configure(const Config& config) {
@@ -100,6 +103,7 @@ void PolicyRunner::configure(const Config& config) {
     std::set<std::string> now;
     for (const auto& w : config.workers) {
         engine_.set_worker_rules(w.name, w.rules);
+        engine_scrapes_.set_rules(w.name, engine_.rules_for(w.name));
         if (const Worker* running = supervisor_.find(w.name); running && running->spec() != w)
             preempt_history_.forget(w.name);  // a changed program may not pin the same way
         now.insert(w.name);
@@ -171,6 +175,7 @@ void PolicyRunner::stop() {
     watches_.clear();
     sample_files_.clear();
     procfs_files_.reset();
+    engine_scrapes_.clear();
 }
 
 void PolicyRunner::arm_tick() {
@@ -241,6 +246,7 @@ void PolicyRunner::evaluate_now() {
         sample.last_heartbeat = w->last_heartbeat();
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
+        engine_scrapes_.take(w->name(), sample, interval_);
         for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
         if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
             supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),

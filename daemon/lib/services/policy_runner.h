@@ -40,6 +40,7 @@
 #include "policy/policy_engine.h"
 #include "policy/preempt_history.h"
 #include "policy/resume_planner.h"
+#include "services/engine_scrapes.h"
 #include "services/service.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_signal_watch.h"
@@ -128,6 +129,9 @@ class PolicyRunner final : public Service {
     std::optional<PsiTrigger> psi_;
     std::unique_ptr<boost::asio::posix::stream_descriptor> psi_watch_;
     std::map<std::string, std::unique_ptr<WorkerSignalWatch>> watches_;
+    // engine.NAME / engine.rate(NAME): each run's metrics scrape, opened and
+    // closed with its watch.
+    EngineScrapes engine_scrapes_;
     std::map<std::string, std::string> watch_logged_;  // worker → description last logged
     SignalWatchFiles signal_files_;
     // The statistics files read at every evaluation, held open per worker run

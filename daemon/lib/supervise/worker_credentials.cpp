@@ -69,6 +69,16 @@ Result<void> write_credential(int dir_fd, const std::string& name, const std::st
 
 }  // namespace
 
+Result<std::string> read_credential_secret(const fs::path& source) {
+    auto data = read_source(source);
+    if (!data) return data.error();
+    std::string secret = std::move(*data);
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
+                               secret.back() == ' ' || secret.back() == '\t'))
+        secret.pop_back();
+    return secret;
+}
+
 fs::path credentials_dir(const Paths& paths, const std::string& worker) {
     return paths.runtime_dir / "credentials" / worker;
 }

@@ -41,6 +41,13 @@ Result<std::filesystem::path> install_credentials(
     const Paths& paths, const std::string& worker,
     const std::map<std::string, std::filesystem::path>& credentials, uid_t uid);
 
+// One credential's source file (the configuration's path, root's choice),
+// read as install_credentials() reads it (a regular file of at most
+// kMaxCredentialSize bytes), for a secret the daemon itself sends: an
+// engine's api_key (engine/engine_spec.h). Trailing whitespace (the newline
+// an editor adds) is not part of the secret.
+Result<std::string> read_credential_secret(const std::filesystem::path& source);
+
 // Removes the worker's credentials directory (absent is fine).
 Result<void> remove_credentials(const Paths& paths, const std::string& worker);
 

@@ -163,5 +163,39 @@ workers:
     EXPECT_THAT(loaded.errors.format(), Not(HasSubstr("'defaults'")));
 }
 
+TEST(EngineSpec, RulesOnEngineSeriesNeedEngineMetrics) {
+    const std::string stuck =
+        "    rules:\n"
+        "      - name: stuck\n"
+        "        when: engine.rate(llamacpp:tokens_predicted_total) == 0 and "
+        "engine.llamacpp:requests_processing > 0 for 2m\n"
+        "        action: kill\n";
+    auto without = load_config_text(worker_with("      port: 8080\n", stuck), "e.yaml");
+    EXPECT_THAT(without.errors.format(),
+                HasSubstr("e.yaml:5:5: worker 'w': rule 'stuck' reads "
+                          "engine.rate(llamacpp:tokens_predicted_total), but the worker has no "
+                          "engine.metrics to scrape: add the server's metrics endpoint, e.g. "
+                          "engine: {port: 8080, metrics: /metrics}"));
+    auto with = load_config_text(worker_with("      port: 8080\n      metrics: /metrics\n", stuck),
+                                 "e.yaml");
+    EXPECT_TRUE(with.ok()) << with.errors.format();
+    // A default rule counts for every worker it applies to.
+    auto defaults = load_config_text(R"(defaults:
+  rules:
+    - {name: slow, when: engine.rate(vllm:generation_tokens_total) < 1 for 1m, action: log}
+workers:
+  - name: scraped
+    command: [/bin/true]
+    memory: {max: 64M}
+    engine: {port: 8000, metrics: /metrics}
+  - name: plain
+    command: [/bin/true]
+    memory: {max: 64M}
+)",
+                                     "e.yaml");
+    EXPECT_THAT(defaults.errors.format(), HasSubstr("e.yaml:9:5: worker 'plain': rule 'slow'"));
+    EXPECT_THAT(defaults.errors.format(), Not(HasSubstr("worker 'scraped'")));
+}
+
 }  // namespace
 }  // namespace infervisor

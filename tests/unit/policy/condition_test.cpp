@@ -297,5 +297,44 @@ TEST(HostMetrics, HeadroomAndSwapFree) {
     EXPECT_EQ(parse_condition("host.swap.free < 64M", RuleScope::host)->unit, MetricUnit::bytes);
 }
 
+TEST(Condition, EngineSeriesAndTheirRates) {
+    auto c = parse_ok(
+        "engine.rate(llamacpp:tokens_predicted_total) == 0 and "
+        "engine.llamacpp:requests_processing > 0 for 2m");
+    ASSERT_EQ(c.kind, Condition::Kind::all_of);
+    ASSERT_EQ(c.operands.size(), 2u);
+    const Condition& rate = c.operands[0];
+    EXPECT_EQ(rate.metric, "engine.rate(llamacpp:tokens_predicted_total)");
+    EXPECT_EQ(rate.engine_series, "llamacpp:tokens_predicted_total");
+    EXPECT_TRUE(rate.engine_rate);
+    EXPECT_EQ(rate.unit, MetricUnit::number);
+    EXPECT_EQ(rate.op, Comparison::equal);
+    EXPECT_DOUBLE_EQ(rate.threshold, 0.0);
+    const Condition& gauge = c.operands[1];
+    EXPECT_EQ(gauge.engine_series, "llamacpp:requests_processing");
+    EXPECT_FALSE(gauge.engine_rate);
+    EXPECT_EQ(c.hold, 2min);  // `for` binds to the whole expression
+    EXPECT_DOUBLE_EQ(parse_ok("engine.vllm:kv_cache_usage_perc >= 0.95").threshold, 0.95);
+    EXPECT_THAT(engine_series_of(c), ::testing::ElementsAre("llamacpp:tokens_predicted_total",
+                                                            "llamacpp:requests_processing"));
+    EXPECT_THAT(engine_series_of(parse_ok("engine.a > 1 or engine.rate(a) > 2 or runtime > 1h")),
+                ::testing::ElementsAre("a"));
+    EXPECT_TRUE(engine_series_of(parse_ok("runtime > 1h")).empty());
+}
+
+TEST(Condition, EngineSeriesErrorsSayHowToWriteThem) {
+    EXPECT_THAT(parse_error("engine.vllm:num_requests_waiting > 0", RuleScope::host),
+                HasSubstr("use it under a worker's rules"));
+    EXPECT_THAT(parse_error("engine.rate(a > 0"), HasSubstr("with the closing parenthesis"));
+    EXPECT_THAT(parse_error("engine.a{engine=\"0\"} > 0"), HasSubstr("no label selectors"));
+    EXPECT_THAT(parse_error("engine.9a > 0"), HasSubstr("'9a' is not a Prometheus metric name"));
+    EXPECT_THAT(parse_error("engine. > 0"), HasSubstr("'' is not a Prometheus metric name"));
+    EXPECT_THAT(parse_error("engine.a>0"),
+                HasSubstr("put spaces around the comparison: 'engine.a > 0'"));
+    EXPECT_THAT(parse_error("engine.a > 5%"),
+                HasSubstr("'engine.a' is measured in a plain number (e.g. 0, 2 or 0.9), not '5%'"));
+    EXPECT_THAT(parse_error("engine.a > -1"), HasSubstr("a plain number"));
+}
+
 }  // namespace
 }  // namespace infervisor

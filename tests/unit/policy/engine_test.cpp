@@ -727,5 +727,71 @@ TEST_F(HostPolicy, HostHeadroomFollowsTheRecentFall) {
               "for 2s");
 }
 
+// Issue 29: a server that answers /health but is stuck (tokens flat, requests
+// in flight) is caught by its own metrics; the `for` binds to the whole
+// condition, and a sample without a reading (a failed or late scrape) breaks it.
+TEST(PolicyEngine, TheStuckServerRuleOnEngineMetrics) {
+    PolicyEngine engine;
+    engine.set_default_rules(
+        rules("- {name: stuck, when: engine.rate(llamacpp:tokens_predicted_total) == 0 and "
+              "engine.llamacpp:requests_processing > 0 for 10s, action: kill}"));
+    Trace trace(engine);
+    double tokens = 0;
+    double processing = 1;
+    bool scraped = true;
+    auto shape = [&](long) {
+        if (scraped)
+            trace.base().engine = EngineReading{trace.clock().now(),
+                                                {{"llamacpp:tokens_predicted_total", tokens},
+                                                 {"llamacpp:requests_processing", processing}}};
+        else
+            trace.base().engine.reset();
+    };
+    trace.run(20s, [&](long t) {
+        tokens += 30;  // generating: a rate of 30/s
+        shape(t);
+    });
+    EXPECT_TRUE(trace.decisions().empty());
+    trace.run(6s, shape);  // flat, with a request in flight: held 5s of 10s
+    scraped = false;
+    trace.run(1s, shape);  // one failed scrape: the condition is false, its clock stops
+    scraped = true;
+    trace.run(9s, shape);  // held 8s again (compared with the last reading before the gap)
+    EXPECT_TRUE(trace.decisions().empty());
+    processing = 0;
+    trace.run(5s, shape);  // idle, not stuck
+    EXPECT_TRUE(trace.decisions().empty());
+    processing = 2;
+    trace.run(12s, shape);
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    const Decision& d = trace.decisions()[0].second;
+    EXPECT_EQ(d.reason,
+              "engine.rate(llamacpp:tokens_predicted_total) is 0 (== 0) and "
+              "engine.llamacpp:requests_processing is 2 (> 0) for 10s");
+    EXPECT_EQ(measurement(d, "ENGINE_LLAMACPP_TOKENS_PREDICTED_TOTAL_PER_SEC"), "0");
+    EXPECT_EQ(measurement(d, "ENGINE_LLAMACPP_REQUESTS_PROCESSING"), "2");
+    EXPECT_FALSE(d.for_memory);
+}
+
+TEST(PolicyEngine, AWakeUpBetweenScrapesReadsTheSameReadingAndRate) {
+    PolicyEngine engine;
+    engine.set_default_rules(
+        rules("- {name: slow, when: engine.rate(vllm:generation_tokens_total) < 5 for 3s, "
+              "action: log}"));
+    Trace trace(engine);
+    double tokens = 0;
+    // A scrape every 2s (the tick) and an evaluation every 1s (wake-ups in
+    // between): the rate of 1/s holds at every evaluation.
+    trace.run(8s, [&](long t) {
+        if (t % 2 == 0) {
+            tokens += 2;
+            trace.base().engine =
+                EngineReading{trace.clock().now(), {{"vllm:generation_tokens_total", tokens}}};
+        }
+    });
+    ASSERT_EQ(trace.decisions().size(), 1u);
+    EXPECT_EQ(trace.decisions()[0].first, 5s);  // a rate from t=2 on, held 3s
+}
+
 }  // namespace
 }  // namespace infervisor

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace infervisor {
 namespace {
 
@@ -88,6 +90,52 @@ TEST(CounterRate, ACounterResetGivesNoRateForOneInterval) {
     EXPECT_FALSE(r.per_second());
     r.add(t0 + 3s, 60);
     EXPECT_DOUBLE_EQ(*r.per_second(), 50.0);
+}
+
+EngineReading reading_at(TimePoint t, EngineSeries series) { return {t, std::move(series)}; }
+
+TEST(SeriesRates, EachSeriesPerSecondBetweenTheLastTwoReadings) {
+    SeriesRates rates;
+    TimePoint t0{};
+    rates.add(reading_at(t0, {{"tokens", 100}, {"queue", 3}}));
+    ASSERT_NE(rates.rates(), nullptr);
+    EXPECT_TRUE(rates.rates()->empty());  // one reading: no rate yet
+    rates.add(
+        reading_at(t0 + std::chrono::seconds(2), {{"tokens", 140}, {"queue", 1}, {"new", 5}}));
+    ASSERT_NE(rates.rates(), nullptr);
+    EXPECT_EQ(rates.rates()->at("tokens"), 20.0);
+    EXPECT_FALSE(rates.rates()->contains("queue")) << "went down: no rate";
+    EXPECT_FALSE(rates.rates()->contains("new")) << "not in the reading before";
+}
+
+TEST(SeriesRates, TheSameReadingAgainKeepsTheRatesAndNoneMeansNone) {
+    SeriesRates rates;
+    TimePoint t0{};
+    rates.add(reading_at(t0, {{"tokens", 0}}));
+    auto second = reading_at(t0 + std::chrono::seconds(1), {{"tokens", 10}});
+    rates.add(second);
+    rates.add(second);  // a wake-up between two scrapes
+    ASSERT_NE(rates.rates(), nullptr);
+    EXPECT_EQ(rates.rates()->at("tokens"), 10.0);
+    rates.add(std::nullopt);  // a failed or late scrape
+    EXPECT_EQ(rates.rates(), nullptr);
+    // The next reading is compared with the last there was.
+    rates.add(reading_at(t0 + std::chrono::seconds(5), {{"tokens", 50}}));
+    ASSERT_NE(rates.rates(), nullptr);
+    EXPECT_EQ(rates.rates()->at("tokens"), 10.0);
+}
+
+TEST(SeriesRates, ACounterResetGivesNoRateForThatReading) {
+    SeriesRates rates;
+    TimePoint t0{};
+    rates.add(reading_at(t0, {{"tokens", 5000}}));
+    rates.add(reading_at(t0 + std::chrono::seconds(1), {{"tokens", 12}}));  // the server restarted
+    ASSERT_NE(rates.rates(), nullptr);
+    EXPECT_FALSE(rates.rates()->contains("tokens"));
+    rates.add(reading_at(t0 + std::chrono::seconds(2), {{"tokens", 20}}));
+    EXPECT_EQ(rates.rates()->at("tokens"), 8.0);
+    rates.add(reading_at(t0 + std::chrono::seconds(3), {{"tokens", NAN}}));
+    EXPECT_FALSE(rates.rates()->contains("tokens"));
 }
 
 }  // namespace

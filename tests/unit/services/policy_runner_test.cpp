@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <yaml-cpp/yaml.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
 #include "policy/rule_config.h"
 #include "supervise/supervisor_fixture.h"
 #include "support/temp_dir.h"
@@ -236,6 +239,104 @@ TEST_F(PolicyRunnerTest, StoppedRunnerDoesNotEvaluateOnWakeUps) {
     size_t before = runner_->evaluations();
     run_for(2 * PolicyRunner::kMinWakeGap);
     EXPECT_EQ(runner_->evaluations(), before);
+}
+
+// Serves llama-server's /metrics of a stuck server (tokens flat, a request
+// in flight) to every request that brings the right key; 401 otherwise.
+class StuckLlamaServer {
+  public:
+    explicit StuckLlamaServer(boost::asio::io_context& io)
+        : acceptor_(io,
+                    boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
+        accept();
+    }
+    int port() const { return acceptor_.local_endpoint().port(); }
+    size_t scrapes() const { return scrapes_; }
+    size_t refused() const { return refused_; }
+
+  private:
+    using tcp = boost::asio::ip::tcp;
+    void accept() {
+        acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+            if (ec) return;
+            auto s = std::make_shared<tcp::socket>(std::move(socket));
+            auto request = std::make_shared<std::string>();
+            read(s, request);
+            accept();
+        });
+    }
+    void read(std::shared_ptr<tcp::socket> s, std::shared_ptr<std::string> request) {
+        auto buffer = std::make_shared<std::array<char, 2048>>();
+        s->async_read_some(
+            boost::asio::buffer(*buffer),
+            [this, s, request, buffer](const boost::system::error_code& ec, size_t n) {
+                if (ec) return;
+                request->append(buffer->data(), n);
+                if (request->find("\r\n\r\n") == std::string::npos) return read(s, request);
+                auto answer = std::make_shared<std::string>(answer_to(*request));
+                boost::asio::async_write(*s, boost::asio::buffer(*answer),
+                                         [s, answer](const boost::system::error_code&, size_t) {
+                                             boost::system::error_code ignored;
+                                             s->close(ignored);
+                                         });
+            });
+    }
+    std::string answer_to(const std::string& request) {
+        if (request.find("\r\nAuthorization: Bearer llama-secret\r\n") == std::string::npos) {
+            ++refused_;
+            return "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n";
+        }
+        ++scrapes_;
+        const std::string text =
+            "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed\n"
+            "# TYPE llamacpp:tokens_predicted_total counter\n"
+            "llamacpp:tokens_predicted_total 3469\n"
+            "# HELP llamacpp:requests_processing Number of requests processing\n"
+            "# TYPE llamacpp:requests_processing gauge\n"
+            "llamacpp:requests_processing 1\n";
+        return "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+               std::to_string(text.size()) + "\r\n\r\n" + text;
+    }
+    tcp::acceptor acceptor_;
+    size_t scrapes_ = 0;
+    size_t refused_ = 0;
+};
+
+// Issue 29: a server that answers but does not generate is caught by its own
+// metrics, scraped with the worker's api_key; a series a rule names that the
+// server does not show is journaled once per run.
+TEST_F(PolicyRunnerTest, TheStuckRuleOnTheWorkersOwnMetricsKillsIt) {
+    StuckLlamaServer server(io_);
+    TempDir secrets;
+    WorkerSpec spec = example("llama", {});
+    spec.credentials["llama_key"] = secrets.write("llama_key", "llama-secret\n");
+    spec.engine = EngineSpec{.kind = EngineKind::llama_server,
+                             .port = server.port(),
+                             .api_key = "llama_key",
+                             .metrics = "/metrics"};
+    start(with_rule(spec,
+                    "[{name: stuck, when: 'engine.rate(llamacpp:tokens_predicted_total) == 0 "
+                    "and engine.llamacpp:requests_processing > 0 for 500ms', action: kill, "
+                    "then: park},"
+                    " {name: cache, when: 'engine.llamacpp:kv_cache_usage_ratio > 0.9', "
+                    "action: log}]"));
+    run_until_event("llama", K::exited);
+    const Event* absent = last("llama", K::engine_series_absent);
+    ASSERT_NE(absent, nullptr);
+    EXPECT_EQ(field(*absent, "SERIES"), "llamacpp:kv_cache_usage_ratio");
+    EXPECT_EQ(field(*absent, "ENGINE_METRICS"), "/metrics");
+    EXPECT_EQ(count("llama", K::engine_series_absent), 1u) << "once per run";
+    const Event* action = last("llama", K::policy_action);
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(field(*action, "RULE"), "stuck");
+    EXPECT_EQ(field(*action, "ENGINE_LLAMACPP_TOKENS_PREDICTED_TOTAL_PER_SEC"), "0");
+    EXPECT_EQ(field(*action, "ENGINE_LLAMACPP_REQUESTS_PROCESSING"), "1");
+    EXPECT_THAT(action->message,
+                HasSubstr("engine.rate(llamacpp:tokens_predicted_total) is 0 (== 0) and "
+                          "engine.llamacpp:requests_processing is 1 (> 0) for"));
+    EXPECT_GE(server.scrapes(), 3u);
+    EXPECT_EQ(server.refused(), 0u) << "the key went with every scrape";
+    run_until([&] { return supervisor_->find("llama")->state() == WorkerState::parked; });
 }
 
 }  // namespace
