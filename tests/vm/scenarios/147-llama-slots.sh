@@ -18,11 +18,8 @@
 #  3. A stuck server (/health 200, tokens flat, a request in flight and more
 #     waiting) is killed by `engine.rate(llamacpp:tokens_predicted_total) == 0
 #     and engine.llamacpp:requests_processing > 0 for 15s`, and parked.
-# Not in the default run yet: its rules use engine.* metrics, whose scrape
-# and condition grammar (issue 29 #2-3, branch engines-metrics) have not
-# landed; the daemon refuses its configuration until they do. Never run in a
-# VM so far.
-#   tests/vm/run-all --build-dir BUILD_DIR --skip-selftest tests/vm/extra/147-llama-slots.sh
+# In the default run (./run-tests installs python3-torch); parts 1 and 2 are
+# one scenario (part 2 needs part 1's daemon and checkpoint).
 # Journal names assumed (the daemon's existing ones, and issue 29's design):
 # policy-action (RULE, ACTION), checkpoint-written (CHECKPOINT, SLOTS_SAVED,
 # TOKENS_SAVED), checkpoint-restoring (CHECKPOINT), checkpoint-restored
@@ -63,7 +60,6 @@ require_torch() {
 		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
 		return 1
 	fi
-	assert_cmd test -x "$torch_worker"
 }
 
 # The worker as llama-server: tiny model, two slots of 256 tokens, slot
@@ -99,6 +95,7 @@ conversation_file=/run/vmtest-147-conversation
 slots_saved_and_restored_context_continues() {
 	require_torch
 	install_infervisor
+	assert_cmd test -x "$torch_worker"
 	use_fast_sampling
 	rm -rf "${store:?}/llama" "$model_dir"
 	mkdir -p "$model_dir"
@@ -175,8 +172,9 @@ slots_saved_and_restored_context_continues() {
 	assert_eq "$cached1" "$(jq .timings.cache_n <<<"$again1")" "slot 1: tokens from the restored cache"
 	assert_eq $((${#next1} + 1 - cached1)) "$(jq .timings.prompt_n <<<"$again1")" "slot 1: tokens evaluated"
 	assert_eq 1 "$(event_count llama policy-action)" "the rule acted once"
+	# The same daemon and checkpoint: another model at the model's path.
+	another_model_is_refused
 }
-run_scenario llama-slots-saved-and-restored-the-context-continues slots_saved_and_restored_context_continues
 
 another_model_is_refused() {
 	require_torch
@@ -201,11 +199,12 @@ another_model_is_refused() {
 	assert_eq "$restored_before" "$(event_count llama checkpoint-restored)" "no restore"
 	assert_cmd worker_running llama
 }
-run_scenario llama-checkpoint-of-another-model-is-refused another_model_is_refused
+run_scenario llama-slots-saved-and-restored-then-another-model-refused slots_saved_and_restored_context_continues
 
 stuck_server_is_killed_by_the_metrics_rule() {
 	require_torch
 	install_infervisor
+	assert_cmd test -x "$torch_worker"
 	use_fast_sampling
 	{
 		cat <<-YAML
