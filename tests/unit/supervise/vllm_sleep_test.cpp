@@ -16,6 +16,7 @@
 
 #include "supervise/worker_suspension.h"
 #include "supervise/worker_vllm_sleep.h"
+#include "supervisor_fixture.h"
 #include "support/fake_clock.h"
 #include "support/temp_dir.h"
 
@@ -386,6 +387,87 @@ TEST_F(VllmSleep, ARunThatEndsDuringTheSleepIsNeitherFrozenNorWaitedFor) {
     EXPECT_FALSE(s->active());
     EXPECT_EQ(freeze(), "0");
     EXPECT_TRUE(events_.empty());
+}
+
+// The same through a Worker of a real Supervisor (the example worker in a
+// real cgroup): its `suspend:` and `engine:` keys decide the step, for
+// infervisorctl's suspend and resume as for a rule's.
+class VllmSleepWorker : public SupervisorFixture {
+  protected:
+    std::string vllm(const std::string& line) {
+        using S = FakeVllmServer;
+        if (line == "POST /sleep?level=1") sleeping_ = true;
+        if (line == "POST /wake_up") sleeping_ = false;
+        if (line == "GET /is_sleeping")
+            return S::reply(
+                200, std::string(R"({"is_sleeping":)") + (sleeping_ ? "true" : "false") + "}");
+        return S::reply(200, "");
+    }
+    bool sleeping_ = false;
+};
+
+TEST_F(VllmSleepWorker, AWorkerWithSuspendMethodVllmSleepSleepsBeforeItsFreeze) {
+    Worker* w = nullptr;
+    FakeVllmServer server(
+        io_, [this](const std::string& line) { return vllm(line); },
+        [&](std::string line) {
+            auto frozen = w->cgroup().frozen();
+            return VllmSeen{std::move(line), frozen && *frozen ? "1" : "0",
+                            w->state() == WorkerState::running ? 1 : 0};
+        });
+    WorkerSpec spec = example("v", {});
+    spec.engine = EngineSpec{};
+    spec.engine->kind = EngineKind::vllm;
+    spec.engine->port = server.port();
+    spec.suspend.method = SuspendMethod::vllm_sleep;
+    supervisor_->apply(config({spec}));
+    run_until_event("v", EventKind::started);
+    w = supervisor_->find("v");
+    ASSERT_NE(w, nullptr);
+
+    std::optional<WorkerSuspension::Outcome> suspended;
+    ASSERT_TRUE(w->suspend("infervisorctl", [&](const auto& o) { suspended = o; }).ok());
+    EXPECT_EQ(w->state(), WorkerState::suspended);
+    run_until([&] { return suspended.has_value(); });
+    EXPECT_TRUE(suspended->ok) << suspended->detail;
+    ASSERT_THAT(server.lines(), ElementsAre("POST /sleep?level=1", "GET /is_sleeping"));
+    EXPECT_EQ(server.seen()[0].freeze, "0");
+    EXPECT_EQ(field(*last("v", EventKind::suspended), "ENGINE_SLEEP"), "ok");
+    EXPECT_TRUE(sleeping_);
+
+    std::optional<WorkerSuspension::Outcome> resumed;
+    ASSERT_TRUE(w->resume("infervisorctl", [&](const auto& o) { resumed = o; }).ok());
+    run_until([&] { return resumed.has_value(); });
+    EXPECT_TRUE(resumed->ok) << resumed->detail;
+    ASSERT_THAT(server.lines(), ElementsAre("POST /sleep?level=1", "GET /is_sleeping",
+                                            "POST /wake_up", "GET /is_sleeping"));
+    // Woken once thawed and running again.
+    EXPECT_EQ(server.seen()[2].freeze, "0");
+    EXPECT_EQ(server.seen()[2].thawed, 1);
+    EXPECT_FALSE(sleeping_);
+    EXPECT_EQ(field(*last("v", EventKind::resumed), "ENGINE_WAKE"), "ok");
+    EXPECT_EQ(w->state(), WorkerState::running);
+}
+
+TEST_F(VllmSleepWorker, AWorkerWithoutTheMethodIsFrozenWithoutAsking) {
+    FakeVllmServer server(
+        io_, [this](const std::string& line) { return vllm(line); },
+        [](std::string line) {
+            return VllmSeen{std::move(line), "", 0};
+        });
+    WorkerSpec spec = example("v", {});
+    spec.engine = EngineSpec{};
+    spec.engine->kind = EngineKind::vllm;
+    spec.engine->port = server.port();
+    supervisor_->apply(config({spec}));
+    run_until_event("v", EventKind::started);
+    Worker* w = supervisor_->find("v");
+    std::optional<WorkerSuspension::Outcome> suspended;
+    ASSERT_TRUE(w->suspend("infervisorctl", [&](const auto& o) { suspended = o; }).ok());
+    run_until([&] { return suspended.has_value(); });
+    EXPECT_TRUE(suspended->ok) << suspended->detail;
+    EXPECT_TRUE(server.seen().empty());
+    EXPECT_EQ(field(*last("v", EventKind::suspended), "ENGINE_SLEEP"), "");
 }
 
 }  // namespace
