@@ -24,8 +24,9 @@
 //             again), then runs the step's `after` (/wake_up) when the
 //             `before` succeeded, and journals `resumed` once it answered,
 //             with ENGINE_WAKE=ok|failed: a failed wake leaves the worker
-//             running and its engine asleep (vLLM then answers its
-//             completions with 503; the worker's probes see it), said in
+//             running and its engine asleep (it serves nothing; a request
+//             may even crash a sleeping vLLM's engine, vLLM issue 15483,
+//             and its /health turns 503: the worker's probes see it), said in
 //             the `resumed` event with what to do and logged as a warning;
 //             nothing else is done to it.
 //             A freeze given up after a sleep wakes the engine the same way.
