@@ -12,8 +12,11 @@
 // {"is_sleeping": BOOL}) and docs/features/sleep_mode.md. The routes exist
 // only when the server runs with VLLM_SERVER_DEV_MODE=1 (dev endpoints) and
 // the engine only sleeps when started with --enable-sleep-mode; without
-// them the server answers FastAPI's 404 {"detail":"Not Found"}. --api-key
-// applies to them as to every route ("Authorization: Bearer KEY", else 401).
+// them the server answers FastAPI's 404 {"detail":"Not Found"}. vLLM's
+// --api-key (its AuthenticationMiddleware) guards only the /v1 routes: these
+// admin endpoints are open to whoever reaches the port, so the server must
+// listen on localhost. The bearer (engine.api_key) is sent all the same: a
+// proxy in front may want it, and vLLM ignores it here.
 //
 //   POST /sleep?level=1   -> 200 (empty body)
 //   POST /wake_up         -> 200 (empty body)
