@@ -74,6 +74,7 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
     step_ = std::move(step);
     slept_ = false;
     engine_fields_.clear();
+    memory_before_sleep_ = step_.before ? memory_current(dir) : std::nullopt;
     if (!step_.before) {
         if (auto r = freeze(); !r) {
             trigger_.clear();
@@ -101,7 +102,8 @@ void WorkerSuspension::engine_slept(Result<void> result, TimePoint began) {
     slept_ = result.ok();
     engine_fields_ = {{"SUSPEND_METHOD", step_.name},
                       {"ENGINE_SLEEP", slept_ ? "ok" : "failed"},
-                      {"ENGINE_SLEEP_SECONDS", seconds_text(seconds_between(began, clock_.now()))}};
+                      {"ENGINE_SLEEP_SECONDS", seconds_text(seconds_between(began, clock_.now()))},
+                      {"MEMORY_BEFORE_SLEEP", bytes_text(memory_before_sleep_)}};
     if (!result) {
         engine_fields_.emplace_back("ENGINE_SLEEP_ERROR", result.error().message());
         spdlog::warn("{}: {} failed, suspending with a plain freeze: {}", worker_, step_.name,
@@ -213,7 +215,16 @@ void WorkerSuspension::start_reclaim(bool frozen) {
 
 void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     phase_ = Phase::suspended;
-    memory_before_ = r.memory_before;
+    // What the suspension gave the host, and what the worker will want back:
+    // from before the engine's sleep when there was one (a sleep that freed
+    // host memory counts, for the preempt ladder's "freed nothing" too).
+    std::optional<uint64_t> wanted = r.memory_before;
+    uint64_t freed = r.bytes_reclaimed();
+    if (memory_before_sleep_ && r.memory_after) {
+        wanted = memory_before_sleep_;
+        freed = *wanted > *r.memory_after ? *wanted - *r.memory_after : 0;
+    }
+    memory_before_ = wanted;
     TimePoint now = clock_.now();
     TimePoint freeze_began = freeze_began_.value_or(*since_);
     double freeze_seconds = seconds_between(freeze_began, frozen_at_.value_or(freeze_began));
@@ -247,7 +258,7 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
           "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how +
               engine,
           std::move(fields));
-    answer_suspend({true, "suspended; " + how, r.memory_before, r.bytes_reclaimed()});
+    answer_suspend({true, "suspended; " + how, wanted, freed});
     if (queued_resume_) {
         auto [trigger, finished] = std::move(*queued_resume_);
         queued_resume_.reset();
@@ -354,6 +365,7 @@ void WorkerSuspension::end() {
     slept_ = false;
     step_ = {};
     engine_fields_.clear();
+    memory_before_sleep_.reset();
 }
 
 void WorkerSuspension::answer_suspend(Outcome outcome) {

@@ -72,7 +72,8 @@ class WorkerSuspension {
     struct Outcome {
         bool ok = false;
         std::string detail;  // what happened, in words
-        // Suspended: memory.current before the reclaim, and what it pushed out.
+        // Suspended: memory.current before the reclaim (before the engine's
+        // sleep, with one), and what left it since.
         std::optional<uint64_t> memory_before;
         uint64_t bytes_reclaimed = 0;
     };
@@ -109,7 +110,8 @@ class WorkerSuspension {
     const std::string& trigger() const { return trigger_; }
     // Since when (the freeze), when active.
     std::optional<TimePoint> since() const { return since_; }
-    // memory.current when the reclaim began: what it will want back.
+    // memory.current when the reclaim (or the engine's sleep) began: what it
+    // will want back.
     std::optional<uint64_t> memory_before() const { return memory_before_; }
 
     // `finished` runs once the memory has been reclaimed (ok) or the run ended
@@ -170,6 +172,7 @@ class WorkerSuspension {
     EngineStep step_;
     bool slept_ = false;                            // step_.before succeeded
     Fields engine_fields_;                          // for `suspended`: how the sleep went
+    std::optional<uint64_t> memory_before_sleep_;   // memory.current before step_.before
     std::function<void(Result<void>)> after_wake_;  // the step_.after in flight's continuation
     std::optional<uint64_t> memory_before_;
     std::optional<std::string> saved_high_;      // memory.high before the suspension

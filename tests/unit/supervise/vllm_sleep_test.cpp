@@ -248,6 +248,7 @@ TEST_F(VllmSleep, TheEngineSleepsBeforeTheFreezeAndWakesAfterTheThaw) {
     EXPECT_EQ(e.field("SUSPEND_METHOD"), "vllm-sleep");
     EXPECT_EQ(e.field("ENGINE_SLEEP"), "ok");
     EXPECT_EQ(e.field("ENGINE_SLEEP_ERROR"), "(absent)");
+    EXPECT_EQ(e.field("MEMORY_BEFORE_SLEEP"), "");  // this fake cgroup has no memory.current
     EXPECT_EQ(e.field("FROZEN"), "1");
     EXPECT_THAT(e.message, HasSubstr("vllm-sleep: the engine sleeps"));
 

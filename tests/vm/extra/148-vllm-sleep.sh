@@ -10,8 +10,8 @@
 #     `suspended` entry says ENGINE_SLEEP=ok (GET /is_sleeping answered true
 #     before the freeze: frozen, the server cannot be asked), and the
 #     worker's memory.current fell by the weights before the reclaim began
-#     (MEMORY_BEFORE, read after the sleep, against memory.current before
-#     the suspend). `infervisorctl resume`: thawed, woken (ENGINE_WAKE=ok,
+#     (MEMORY_BEFORE_SLEEP, read before the sleep, against MEMORY_BEFORE,
+#     read after it when the reclaim began). `infervisorctl resume`: thawed, woken (ENGINE_WAKE=ok,
 #     the worker rebuilt its weights), /is_sleeping false, and a completion
 #     answers the same text as before the sleep (the same weights).
 #  2. The same server without VLLM_SERVER_DEV_MODE: /sleep answers 404, the
@@ -82,9 +82,6 @@ suspended_asleep_and_woken() {
 	before=$(completion "$prompt" 12)
 	log "before the sleep: '$before'"
 	assert_eq false "$(is_sleeping)" "/is_sleeping before"
-	local memory_before_suspend
-	memory_before_suspend=$(cat "$(worker_cgroup vllm)/memory.current")
-
 	assert_cmd infervisorctl suspend vllm
 	wait_until 120 has_events vllm suspended 1
 	assert_cmd frozen vllm
@@ -94,11 +91,12 @@ suspended_asleep_and_woken() {
 	assert_eq 1 "$(event_field vllm suspended FROZEN)" "frozen after the sleep"
 	assert_cmd worker_said '^sleeping \(level 2\): KV cache of [0-9]+ KiB dropped, weights of [0-9]+ KiB dropped$'
 	# The sleep itself gave most of the weights back, before any reclaim.
-	local after_sleep
+	local before_sleep after_sleep
+	before_sleep=$(event_field vllm suspended MEMORY_BEFORE_SLEEP)
 	after_sleep=$(event_field vllm suspended MEMORY_BEFORE)
-	log "memory.current: $memory_before_suspend before the suspend, $after_sleep after the sleep," \
+	log "memory.current: $before_sleep before the sleep, $after_sleep after it," \
 		"$(event_field vllm suspended MEMORY_AFTER) after the reclaim"
-	assert_cmd test "$after_sleep" -lt $((memory_before_suspend - (48 << 20)))
+	assert_cmd test "$after_sleep" -lt $((before_sleep - (48 << 20)))
 
 	assert_cmd infervisorctl resume vllm
 	wait_until 120 has_events vllm resumed 1
