@@ -390,6 +390,35 @@ TEST_F(VllmSleep, ARunThatEndsDuringTheSleepIsNeitherFrozenNorWaitedFor) {
     EXPECT_TRUE(events_.empty());
 }
 
+// A freeze that never completes after the sleep is given up as without
+// one (limits back, thawed, `resumed` with SUSPEND_FAILED), and the engine
+// is woken again: the worker runs on, serving.
+TEST_F(VllmSleep, AFreezeGivenUpAfterTheSleepWakesTheEngineAgain) {
+    fs_.write("w/cgroup.events", "populated 1\nfrozen 0\n");
+    auto server = serve([this](const std::string& line) { return vllm(line); });
+    auto s = suspension();
+    std::optional<WorkerSuspension::Outcome> suspended;
+    ASSERT_TRUE(s->suspend(
+                     dir(), "rule 'x'", [&](const WorkerSuspension::Outcome& o) { suspended = o; },
+                     step(*server))
+                    .ok());
+    run_until([&] { return freeze() == "1"; });
+    clock_.advance(WorkerSuspension::kFreezeWait + 1s);
+    run_until([&] { return suspended.has_value(); });
+    EXPECT_FALSE(suspended->ok);
+    EXPECT_THAT(suspended->detail, HasSubstr("not frozen within 10s"));
+    EXPECT_THAT(server->lines(), ElementsAre("POST /sleep?level=1", "GET /is_sleeping",
+                                             "POST /wake_up", "GET /is_sleeping"));
+    EXPECT_EQ(server->seen()[2].freeze, "0");
+    EXPECT_EQ(server->seen()[2].thawed, 1);
+    EXPECT_FALSE(sleeping_);
+    EXPECT_FALSE(s->active());
+    const Emitted& r = last(EventKind::resumed);
+    EXPECT_THAT(r.field("SUSPEND_FAILED"), HasSubstr("not frozen"));
+    EXPECT_EQ(r.field("ENGINE_SLEEP"), "ok");
+    EXPECT_EQ(r.field("ENGINE_WAKE"), "ok");
+}
+
 // The same through a Worker of a real Supervisor (the example worker in a
 // real cgroup): its `suspend:` and `engine:` keys decide the step, for
 // infervisorctl's suspend and resume as for a rule's.
