@@ -57,6 +57,30 @@ here are that commit's. What differs, and why:
   - one token per decode: prompts are evaluated a token at a time, and each
     slot decodes on its own (llama-server batches prompts and slots).
 
+With --api vllm it speaks vLLM's OpenAI server instead (for infervisor's
+`suspend: {method: vllm-sleep}`), faithfully for what a supervisor uses:
+GET /health (an empty 200), GET /metrics (vllm:num_requests_running,
+vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
+vllm:generation_tokens_total), POST /v1/completions, and, only with
+VLLM_SERVER_DEV_MODE=1 in its environment (else FastAPI's 404
+{"detail":"Not Found"}), the dev endpoints POST /sleep?level=1|2, POST
+/wake_up, GET /is_sleeping {"is_sleeping": BOOL}; a sleep without
+--enable-sleep-mode fails in the engine (vLLM asserts; a 500
+"Internal Server Error"). --api-key guards only the /v1 routes, as vLLM's
+AuthenticationMiddleware does (401 {"error":"Unauthorized"}). It listens
+once the model is loaded, as vLLM does. Followed: vllm-project/vllm,
+vllm/entrypoints/serve/dev/sleep/api_router.py at commit e7a47b821ef4 and
+docs/features/sleep_mode.md. Sleeping, as vLLM's CuMemAllocator does to GPU
+memory but on this CPU-only worker: the requests in flight are aborted
+(vLLM's default mode "abort"); level 1 copies the weights aside ("to CPU
+memory") and frees the live ones, and drops every KV cache (the slots' and
+its own chat's); level 2 drops the weights too, and the wake rebuilds them
+from their seed (vLLM's level 2 needs the weights reloaded after the wake);
+memory freed goes back to the system (malloc_trim). A wake of an awake
+engine, or a sleep of a sleeping one, changes nothing. What differs: a
+completion to a sleeping engine answers 503 (a real vLLM may crash its
+engine, vLLM issue 15483); tokens are bytes, as above.
+
 Test aids (not llama-server's): --load-delay-ms keeps /health at 503 a while;
 --stuck-after N and SIGUSR2 make the server stuck: /health stays 200, the
 request in flight stops producing tokens (requests_processing stays 1) and
@@ -66,6 +90,7 @@ Run by hand: /usr/bin/python3 torch-worker.py --port 8090 (Ctrl-C ends it).
 """
 
 import argparse
+import ctypes
 import hashlib
 import io
 import json
@@ -125,6 +150,11 @@ def parse_args(argv=None):
     p.add_argument("--api-key", action="append", default=[], help="require this API key (repeatable)")
     p.add_argument("--mmproj", default="",
                    help="pretend to be multimodal: slot actions answer 501, as llama-server's do")
+    # vLLM's API instead (--api vllm) and its option.
+    p.add_argument("--api", choices=("llama-server", "vllm"), default="llama-server",
+                   help="the HTTP API it speaks (default llama-server)")
+    p.add_argument("--enable-sleep-mode", action="store_true",
+                   help="--api vllm: allow /sleep (with VLLM_SERVER_DEV_MODE=1 for the endpoints)")
     # Test aids.
     p.add_argument("--load-delay-ms", type=int, default=0, help="stay loading this long after the model is built")
     p.add_argument("--stuck-after", type=int, default=0,
@@ -235,6 +265,7 @@ class Chat:
         self.restored_from = None
         self.model = model
         self.caches = empty_cache(args.layers)
+        self.asleep = False  # --api vllm: the model's weights are gone meanwhile
 
     def context(self):
         k = self.caches[0]["k"]
@@ -244,7 +275,10 @@ class Chat:
         return cache_bytes(self.caches)
 
     def generate(self, n):
+        """Serves a request of n tokens; None (nothing served) while asleep."""
         with self.lock, torch.no_grad():
+            if self.asleep:
+                return None
             for _ in range(n):
                 self.last_token = self.model.step(self.last_token, self.caches)
             self.tokens += n
@@ -603,6 +637,8 @@ class Engine:
         self.next_task_id = 0
         self.completions_done = 0
         self.stuck = False
+        self.sleep_level = 0  # --api vllm: 1 or 2 while asleep
+        self.weights_aside = None  # level 1: the weights, copied aside
 
     # -- state --
     def processing(self):
@@ -703,6 +739,8 @@ class Engine:
         with self.cond:
             while self.stuck:
                 self.cond.wait()
+            if self.sleep_level:  # vLLM's sleep mode "abort"
+                raise ServerError("the request was aborted: the engine went to sleep", "unavailable")
         with torch.no_grad():
             logits = self.model.logits(token, slot.caches)
         slot.tokens.append(token)
@@ -981,8 +1019,187 @@ def post_routes(server, url, raw):
         except ValueError:
             return 400, {"error": "tokens must be a whole number"}
         served = chat.generate(max(1, min(n, 4096)))
+        if served is None:
+            raise ServerError("the engine is sleeping", "unavailable")
         return 200, {"served": served, "context": chat.context()}
     return None
+
+
+# ---- vLLM's API (--api vllm) --------------------------------------------------
+
+def malloc_trim():
+    """Gives freed heap memory back to the system, so that a sleep shows in
+    the worker's RSS and its cgroup's memory.current."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def dev_mode():
+    """vllm/envs.py: bool(int(os.getenv("VLLM_SERVER_DEV_MODE", "0")))."""
+    try:
+        return bool(int(os.environ.get("VLLM_SERVER_DEV_MODE", "0")))
+    except ValueError:
+        return False
+
+
+def model_name(server):
+    """--served-model-name defaults to the model's path in vLLM."""
+    return server.args.alias or server.args.model or "torch-worker"
+
+
+def vllm_sleep(server, level):
+    """EngineCore.sleep with mode "abort": the requests in flight end (their
+    next decode raises), then the KV caches and the weights are let go."""
+    engine, chat = server.engine, server.chat
+    with engine.cond:
+        if engine.sleep_level:
+            return  # the executor: "already sleeping", nothing done
+        engine.sleep_level = level
+        engine.cond.notify_all()
+        while engine.processing():
+            engine.cond.wait()
+    with chat.lock:
+        chat.asleep = True
+        kv = sum(cache_bytes(s.caches) for s in engine.slots) + chat.cache_bytes()
+        for slot in engine.slots:
+            slot.keep(0)
+        chat.caches = empty_cache(server.args.layers)
+        params = list(engine.model.parameters())
+        weights = sum(p.numel() * p.element_size() for p in params)
+        engine.weights_aside = [p.detach().clone() for p in params] if level == 1 else None
+        for p in params:
+            p.data = torch.empty(0)
+    malloc_trim()
+    what = "copied aside" if level == 1 else "dropped"
+    print(f"sleeping (level {level}): KV cache of {kv >> 10} KiB dropped, weights of "
+          f"{weights >> 10} KiB {what}", flush=True)
+
+
+def vllm_wake_up(server):
+    """EngineCore.wake_up: weights back (level 1: from the copy; level 2:
+    rebuilt from their seed), an empty KV cache. Any tags wake everything."""
+    engine, chat = server.engine, server.chat
+    with chat.lock:
+        with engine.cond:
+            level = engine.sleep_level
+        if not level:
+            return  # the executor: "not sleeping", nothing done
+        source = engine.weights_aside or [p.detach() for p in build_model(server.args).parameters()]
+        for p, w in zip(engine.model.parameters(), source):
+            p.data = w
+        engine.weights_aside = None
+        chat.asleep = False
+        with engine.cond:
+            engine.sleep_level = 0
+            engine.cond.notify_all()
+    print(f"woken up (from level {level})", flush=True)
+
+
+def vllm_metrics_text(server):
+    """vllm/v1/metrics/loggers.py's PrometheusStatLogger series a supervisor
+    reads, as prometheus_client writes them (labels sorted, values as
+    Python floats; a counter's samples are NAME_total and NAME_created)."""
+    engine, args = server.engine, server.args
+    labels = '{engine="0",model_name="%s"}' % model_name(server).replace("\\", "\\\\").replace('"', '\\"')
+    with engine.cond:
+        running, waiting = engine.processing(), engine.deferred
+        used = sum(len(s.tokens) for s in engine.slots)
+        generated = engine.metrics.n_tokens_predicted_total
+    gauges = [("num_requests_running", "Number of requests in model execution batches.", running),
+              ("num_requests_waiting", "Number of requests waiting to be processed.", waiting),
+              ("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+               used / args.ctx_size)]
+    text = "".join(f"# HELP vllm:{name} {help_}\n# TYPE vllm:{name} gauge\n"
+                   f"vllm:{name}{labels} {float(value)!r}\n" for name, help_, value in gauges)
+    return text + ("# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+                   "# TYPE vllm:generation_tokens counter\n"
+                   f"vllm:generation_tokens_total{labels} {float(generated)!r}\n"
+                   f"vllm:generation_tokens_created{labels} {float(engine.metrics.t_start)!r}\n")
+
+
+def vllm_error(status, message, kind):
+    """vLLM's ErrorResponse."""
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+
+def vllm_completions(server, raw):
+    """POST /v1/completions, non-streaming, one prompt (a string)."""
+    engine = server.engine
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return vllm_error(400, f"invalid JSON: {e}", "BadRequestError")
+    prompt = body.get("prompt") if isinstance(body, dict) else None
+    if not isinstance(prompt, str) or not prompt:
+        return vllm_error(400, "prompt must be a non-empty string", "BadRequestError")
+    max_tokens = body.get("max_tokens", 16)
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        return vllm_error(400, "max_tokens must be at least 1", "BadRequestError")
+    with engine.cond:
+        asleep = engine.sleep_level
+    if asleep:
+        return vllm_error(503, "the engine is sleeping", "ServiceUnavailableError")
+    try:
+        answer = engine.complete({"prompt": prompt, "n_predict": max_tokens, "cache_prompt": True})
+    except ServerError as e:
+        return vllm_error(e.code, str(e), "BadRequestError" if e.code == 400 else "InternalServerError")
+    n_prompt, n_completion = answer["tokens_evaluated"], answer["tokens_predicted"]
+    return 200, {
+        "id": f"cmpl-{os.urandom(16).hex()}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model_name(server),
+        "choices": [{"index": 0, "text": answer["content"], "logprobs": None,
+                     "finish_reason": "length" if answer["stop_type"] == "limit" else "stop",
+                     "stop_reason": None}],
+        "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
+                  "total_tokens": n_prompt + n_completion},
+    }
+
+
+def vllm_dev_route(server, method, url):
+    """vllm/entrypoints/serve/dev/sleep/api_router.py (with dev mode)."""
+    args, engine = server.args, server.engine
+    allowed = {"/sleep": "POST", "/wake_up": "POST", "/is_sleeping": "GET"}[url.path]
+    if method != allowed:
+        return 405, {"detail": "Method Not Allowed"}
+    if url.path == "/is_sleeping":
+        with engine.cond:
+            return 200, {"is_sleeping": bool(engine.sleep_level)}
+    if not args.enable_sleep_mode:
+        # EngineCore asserts enable_sleep_mode: an unhandled exception.
+        return 500, "Internal Server Error"
+    if url.path == "/sleep":
+        level = parse_qs(url.query).get("level", ["1"])[0]
+        if not re.fullmatch(r"-?\d+", level):
+            return 500, "Internal Server Error"  # int(level) raises
+        vllm_sleep(server, int(level))
+    else:
+        vllm_wake_up(server)
+    return 200, b""
+
+
+def vllm_route(server, method, url, raw):
+    """(status, body) of a vLLM server: JSON, text, or b"" (no body)."""
+    if url.path in ("/sleep", "/wake_up", "/is_sleeping") and dev_mode():
+        return vllm_dev_route(server, method, url)
+    routes = {("GET", "/health"): lambda: (200, b""),
+              ("GET", "/metrics"): lambda: (200, vllm_metrics_text(server)),
+              ("POST", "/v1/completions"): lambda: vllm_completions(server, raw)}
+    route = routes.get((method, url.path))
+    return route() if route else (404, {"detail": "Not Found"})
+
+
+def vllm_api_key_error(server, path, headers):
+    """AuthenticationMiddleware: only paths under /v1 need the key."""
+    keys = server.args.api_key
+    if not keys or not path.startswith("/v1"):
+        return None
+    if headers.get("Authorization", "") in [f"Bearer {k}" for k in keys]:
+        return None
+    return 401, {"error": "Unauthorized"}
 
 
 MAX_BODY = 1 << 20
@@ -993,6 +1210,11 @@ def make_handler(server):
         protocol_version = "HTTP/1.1"
 
         def answer(self, status, body, headers=()):
+            if isinstance(body, bytes):  # no body (vLLM's Response(status_code=200))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if isinstance(body, str):
                 data, kind = body.encode(), "text/plain; version=0.0.4"
             else:
@@ -1032,7 +1254,18 @@ def make_handler(server):
                 headers = (("Process-Start-Time-Unix", str(server.engine.metrics.t_start)),)
             self.answer(*result, headers=headers)
 
+        def vllm_dispatch(self, method, raw=b""):
+            url = urlparse(self.path)
+            refused = vllm_api_key_error(server, url.path, self.headers)
+            try:
+                result = refused or vllm_route(server, method, url, raw)
+            except Exception:  # starlette: an unhandled exception is a bare 500
+                result = (500, "Internal Server Error")
+            self.answer(*result)
+
         def do_GET(self):
+            if server.args.api == "vllm":
+                return self.vllm_dispatch("GET")
             self.dispatch(lambda url: get_routes(server, url.path))
 
         def do_POST(self):
@@ -1042,6 +1275,8 @@ def make_handler(server):
                 return self.answer(413, {"error": {"code": 413, "message": "bad or too large body",
                                                    "type": "invalid_request_error"}})
             raw = self.rfile.read(int(length))
+            if server.args.api == "vllm":
+                return self.vllm_dispatch("POST", raw)
             self.dispatch(lambda url: post_routes(server, url, raw))
 
         def log_message(self, *_):
@@ -1095,8 +1330,12 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
 
     server = Server(args)
-    serve_http(server)  # 503 "Loading model" meanwhile
-    load(server, notify)
+    if args.api == "vllm":
+        load(server, notify)  # vLLM listens once its model is loaded
+        serve_http(server)
+    else:
+        serve_http(server)  # 503 "Loading model" meanwhile
+        load(server, notify)
     chat, engine = server.chat, server.engine
 
     watchdog_s = int(os.environ.get("WATCHDOG_USEC", "0")) / 2e6
@@ -1116,8 +1355,9 @@ def main():
                 notify.send("CHECKPOINT=1")
         if args.serve_interval_ms and time.monotonic() >= next_request:
             served = chat.generate(args.tokens_per_request)
-            print(f"served request {served} (context {chat.context()} tokens, "
-                  f"KV cache {chat.cache_bytes() >> 20} MiB)", flush=True)
+            if served is not None:
+                print(f"served request {served} (context {chat.context()} tokens, "
+                      f"KV cache {chat.cache_bytes() >> 20} MiB)", flush=True)
             next_request += args.serve_interval_ms / 1000
         if watchdog_s:
             notify.send("WATCHDOG=1")

@@ -4,8 +4,9 @@
 llama-server's HTTP API as tools/server/server.cpp answers it: completions
 that continue a slot's context, slot save/erase/restore and the continued
 context after a restore, the error answers, /health while loading, /props,
-the llamacpp:* metrics, the stuck mode, the API key, and the cooperative
-checkpoint VM 146 uses. Each case starts the real worker (tiny model, a free
+the llamacpp:* metrics, the stuck mode, the API key, the cooperative
+checkpoint VM 146 uses, and with --api vllm vLLM's sleep mode (dev
+endpoints, levels 1 and 2), vllm:* metrics and /v1/completions. Each case starts the real worker (tiny model, a free
 port) and drives it over HTTP.
 
 Usage: test_torch_worker.py WORKER (meson passes the source tree's script).
@@ -336,6 +337,113 @@ class TorchWorkerTest(unittest.TestCase):
         self.assertEqual(401, w.post("/slots/0?action=erase")[0])
         self.assertEqual(200, w.get("/props", headers={"Authorization": "Bearer sesame"})[0])
         self.assertEqual(200, w.get("/slots", headers={"X-Api-Key": "sesame"})[0])
+
+
+    # -- vLLM's API (--api vllm): sleep mode, metrics, completions ---------------
+
+    def vllm(self, *extra, dev_mode=True):
+        """A worker as vLLM with --enable-sleep-mode (and the dev endpoints)."""
+        env = {"VLLM_SERVER_DEV_MODE": "1"} if dev_mode else {"VLLM_SERVER_DEV_MODE": "0"}
+        return self.start("--api", "vllm", "--enable-sleep-mode", "-c", "512", *extra, env=env)
+
+    @staticmethod
+    def vllm_complete(w, prompt, max_tokens):
+        return w.post("/v1/completions", {"model": "m", "prompt": prompt, "max_tokens": max_tokens})
+
+    def test_vllm_health_is_an_empty_200_and_completions_are_openais(self):
+        w = self.vllm()
+        self.assertEqual((200, ""), w.get("/health"))
+        status, answer = self.vllm_complete(w, "hello", 5)
+        self.assertEqual(200, status, answer)
+        self.assertEqual("text_completion", answer["object"])
+        self.assertEqual(5, len(answer["choices"][0]["text"]))
+        self.assertEqual("length", answer["choices"][0]["finish_reason"])
+        self.assertEqual({"prompt_tokens": 6, "completion_tokens": 5, "total_tokens": 11},
+                         answer["usage"])
+        self.assertEqual((404, {"detail": "Not Found"}), w.get("/slots"), "no llama-server routes")
+        self.assertEqual(404, w.post("/completion", {"prompt": "x"})[0])
+
+    def test_vllm_sleep_level_1_drops_the_kv_cache_and_the_wake_answers_as_before(self):
+        # Its own chat serves a token every 20 ms: it pauses while asleep.
+        w = self.vllm("--serve-interval-ms", "20", "--tokens-per-request", "1")
+        _, before = self.vllm_complete(w, "the same prompt", 8)
+        self.assertGreater(self.vllm_metrics(w)["vllm:kv_cache_usage_perc"][1], 0)
+        self.assertEqual((200, {"is_sleeping": False}), w.get("/is_sleeping"))
+
+        self.assertEqual((200, ""), w.post("/sleep?level=1"))
+        line = w.wait_line(r"^sleeping \(level 1\): KV cache of (\d+) KiB dropped, weights of "
+                           r"(\d+) KiB copied aside$")
+        self.assertGreater(int(re.search(r"of (\d+) KiB dropped", line).group(1)), 0)
+        self.assertEqual((200, {"is_sleeping": True}), w.get("/is_sleeping"))
+        self.assertEqual(0.0, self.vllm_metrics(w)["vllm:kv_cache_usage_perc"][1])
+        status, refused = self.vllm_complete(w, "the same prompt", 8)
+        self.assertEqual(503, status)
+        self.assertEqual("ServiceUnavailableError", refused["error"]["type"])
+        self.assertEqual((200, ""), w.post("/sleep?level=1"), "asleep already: nothing done")
+
+        self.assertEqual((200, ""), w.post("/wake_up"))
+        w.wait_line(r"^woken up \(from level 1\)$")
+        self.assertEqual((200, {"is_sleeping": False}), w.get("/is_sleeping"))
+        _, after = self.vllm_complete(w, "the same prompt", 8)
+        self.assertEqual(before["choices"][0]["text"], after["choices"][0]["text"],
+                         "the same weights back")
+        self.assertEqual((200, ""), w.post("/wake_up"), "awake already: nothing done")
+        with w.cond:  # until its chat serves again, after the wake
+            while not any(l and l.startswith("served request")
+                          for l in w.lines[w.lines.index("woken up (from level 1)"):]):
+                self.assertNotIn(None, w.lines, "the worker exited")
+                w.cond.wait()
+            asleep = w.lines[w.lines.index(line):w.lines.index("woken up (from level 1)")]
+        self.assertEqual([], [l for l in asleep if l.startswith("served request")])
+
+    def test_vllm_sleep_level_2_drops_the_weights_and_the_wake_rebuilds_them(self):
+        w = self.vllm()
+        _, before = self.vllm_complete(w, "abc", 6)
+        self.assertEqual((200, ""), w.post("/sleep?level=2"))
+        w.wait_line(r"^sleeping \(level 2\): KV cache of \d+ KiB dropped, weights of \d+ KiB "
+                    r"dropped$")
+        self.assertEqual((200, {"is_sleeping": True}), w.get("/is_sleeping"))
+        self.assertEqual((200, ""), w.post("/wake_up?tags=weights&tags=kv_cache"))
+        _, after = self.vllm_complete(w, "abc", 6)
+        self.assertEqual(before["choices"][0]["text"], after["choices"][0]["text"])
+
+    def test_vllm_sleep_endpoints_need_dev_mode_and_sleep_mode_as_vllms_do(self):
+        off = self.vllm(dev_mode=False)
+        for method, path in (("POST", "/sleep?level=1"), ("POST", "/wake_up"),
+                             ("GET", "/is_sleeping")):
+            self.assertEqual((404, {"detail": "Not Found"}), off.request(method, path), path)
+        no_sleep_mode = self.start("--api", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
+        self.assertEqual((500, "Internal Server Error"), no_sleep_mode.post("/sleep?level=1"))
+        self.assertEqual((200, {"is_sleeping": False}), no_sleep_mode.get("/is_sleeping"))
+        self.assertEqual((405, {"detail": "Method Not Allowed"}), no_sleep_mode.get("/sleep"))
+
+    def test_vllm_metrics_are_vllms_series_and_count_tokens(self):
+        w = self.vllm()
+        self.vllm_complete(w, "one", 5)
+        self.vllm_complete(w, "two", 3)
+        m = self.vllm_metrics(w)
+        self.assertEqual(("gauge", 0.0), m["vllm:num_requests_running"])
+        self.assertEqual(("gauge", 0.0), m["vllm:num_requests_waiting"])
+        self.assertEqual("gauge", m["vllm:kv_cache_usage_perc"][0])
+        self.assertEqual(("counter", 8.0), m["vllm:generation_tokens_total"])
+
+    def test_vllm_api_key_guards_only_the_v1_routes(self):
+        w = self.vllm("--api-key", "sesame")
+        self.assertEqual((401, {"error": "Unauthorized"}), self.vllm_complete(w, "x", 1))
+        self.assertEqual(200, w.post("/v1/completions", {"prompt": "x", "max_tokens": 1},
+                                     headers={"Authorization": "Bearer sesame"})[0])
+        self.assertEqual(200, w.get("/health")[0])
+        self.assertEqual((200, {"is_sleeping": False}), w.get("/is_sleeping"))
+
+    @staticmethod
+    def vllm_metrics(w):
+        """{name: (type, value)} of the vllm:* samples (a counter's type is
+        under its name without _total, as prometheus_client writes it)."""
+        status, text = w.get("/metrics")
+        assert status == 200, text
+        types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+        return {name: (types.get(name, types.get(name.removesuffix("_total"))), float(value))
+                for name, value in re.findall(r"^(vllm:[a-z_]+)\{[^}]*\} (\S+)$", text, re.M)}
 
     # -- metrics ----------------------------------------------------------------
 

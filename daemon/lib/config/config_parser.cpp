@@ -8,6 +8,7 @@
 #include "config/credential_checks.h"
 #include "config/metrics_config.h"
 #include "engine/engine_spec.h"
+#include "engine/suspend_spec.h"
 #include "policy/rule_config.h"
 #include "probe/probe_config.h"
 #include "workdir/workdir_config.h"
@@ -136,6 +137,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_checkpoint_keys(map, spec.checkpoint, errors);
     parse_probe_keys(map, spec.probes, errors);
     parse_engine_keys(map, spec.engine, errors);
+    parse_suspend_keys(map, spec.suspend, errors);
     spec.workdir.worker = spec.name;
     map.finish();
 }

@@ -48,6 +48,7 @@ class WorkerChecker {
         check_probes();
         check_engine();
         check_llama_checkpoint();
+        check_vllm_sleep();
         check_engine_rules();
     }
 
@@ -236,6 +237,18 @@ class WorkerChecker {
         else if (!same(*given))
             fail("command", "checkpoint method llama-server: --slot-save-path is '" + *given +
                                 "'; it must be '" + staging + "' (the worker's staging dir)");
+    }
+
+    // `suspend: {method: vllm-sleep}`: the daemon speaks to the server
+    // through `engine:`, which must be a vLLM (engine/vllm_sleep.h).
+    void check_vllm_sleep() {
+        if (spec_.suspend.method != SuspendMethod::vllm_sleep) return;
+        if (!spec_.engine || spec_.engine->kind != EngineKind::vllm)
+            fail("suspend",
+                 "suspend method vllm-sleep needs the server's address: add "
+                 "'engine: {kind: vllm, port: PORT}' (the port vLLM listens on; vLLM must run "
+                 "with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1 in its environment for "
+                 "its /sleep and /wake_up endpoints)");
     }
 
     // engine.NAME and engine.rate(NAME) read what the daemon scrapes from

@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "checkpoint/checkpoint_spec.h"
 #include "engine/engine_spec.h"
+#include "engine/suspend_spec.h"
 #include "policy/rule_spec.h"
 #include "probe/probe_spec.h"
 #include "workdir/workdir_spec.h"
@@ -103,6 +104,9 @@ struct WorkerSpec {
     // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the
     // period, how many are kept.
     CheckpointSpec checkpoint;
+    // How it is suspended: a freeze, or vLLM put to sleep first; see
+    // engine/suspend_spec.h.
+    SuspendSpec suspend;
     // true: the worker sees its work dir's tmp as /tmp and /var/tmp (a mount
     // namespace of its own, as systemd's PrivateTmp=yes), so whatever it keeps
     // there, under any hard-coded path, is protected like its work dir.

@@ -11,7 +11,8 @@
 //                          # --api-key, vLLM's --api-key)
 //     metrics: /metrics    # scraped at every sample when set: engine.* in rules
 //     timeout: 2s          # each request to the server (default 2s; a slot
-//                          # save or a sleep has checkpoint.timeout instead)
+//                          # save has checkpoint.timeout instead; a vLLM
+//                          # sleep or wake, both its requests, this)
 //
 // The engine adapters use it: `checkpoint: {method: llama-server}` saves and
 // restores llama-server's slots, `suspend: {method: vllm-sleep}` puts vLLM to

@@ -104,6 +104,8 @@ nlohmann::json spec_to_json(const WorkerSpec& s) {
         {"priority", s.priority},
         {"protected", s.is_protected},
         {"preemptible", s.preemptible},
+        {"suspend",
+         {{"method", suspend_method_name(s.suspend.method)}, {"level", s.suspend.level}}},
         {"admission", s.overcommit ? "overcommit" : "check"},
         {"workdir", s.workdir.workdir.string()},
         {"rules", rules},

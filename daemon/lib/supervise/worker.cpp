@@ -53,6 +53,7 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
               emit(kind, std::move(message), std::move(fields));
           },
           [this] { on_thawed(); }),
+      vllm_sleep_(ctx.io),
       state_since_(ctx.clock.now()) {
     checkpoints_.set_spec(spec_.checkpoint);
     std::optional<std::filesystem::path> api_key_file;

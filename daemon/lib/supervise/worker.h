@@ -34,6 +34,7 @@
 #include "supervise/worker_run.h"
 #include "supervise/worker_state.h"
 #include "supervise/worker_suspension.h"
+#include "supervise/worker_vllm_sleep.h"
 
 namespace infervisor {
 
@@ -126,6 +127,8 @@ class Worker {
     Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {});
     // Thaws a suspended worker back to the state it was suspended in.
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
+    // The engine's part of a suspension (spec_.suspend), or none.
+    WorkerSuspension::EngineStep suspend_engine_step();
     // Why the worker is in its state, for status displays: who suspended it,
     // which rule parked it (and, checkpointed, the checkpoint's size and
     // age), what it waits for (room; READY=1 or its gate probe, and the
@@ -323,6 +326,7 @@ class Worker {
     std::optional<uint64_t> room_needed_;  // the pending restart waits for room
     bool room_wait_logged_ = false;
     WorkerSuspension suspension_;
+    WorkerVllmSleep vllm_sleep_;              // `suspend: {method: vllm-sleep}`
     std::optional<TimePoint> waiting_since_;  // state waiting: for admission
     std::string waiting_reason_;
     std::string status_text_;

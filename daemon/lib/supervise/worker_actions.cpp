@@ -4,6 +4,9 @@
 // (memory.reserve); and why a worker is in its state, for status displays.
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+
+#include "base/file_io.h"
 #include "base/units.h"
 #include "cgroup/cgroup_limits.h"
 #include "process/pidfd.h"
@@ -98,7 +101,9 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
         if (state_ == WorkerState::suspended) persist();
         if (finished) finished(o);
     };
-    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed)); !r)
+    if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed),
+                                     suspend_engine_step());
+        !r)
         return r;
     run_->resume_to = state_;
     set_state(WorkerState::suspended, WorkerMove::suspend);
@@ -108,6 +113,43 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     start_timer_->cancel();
     if (probes_) probes_->run_ended();
     return {};
+}
+
+// `suspend: {method: vllm-sleep}`: the engine's sleep before the freeze and
+// its wake after the thaw (WorkerVllmSleep, bounded by engine.timeout); an
+// empty step for a plain freeze. The api_key credential is read at each
+// request (a rotated key is used at once).
+WorkerSuspension::EngineStep Worker::suspend_engine_step() {
+    if (spec_.suspend.method != SuspendMethod::vllm_sleep || !spec_.engine) return {};
+    auto server = [this]() -> Result<WorkerVllmSleep::Server> {
+        WorkerVllmSleep::Server s{*spec_.engine, {}, spec_.engine->timeout};
+        if (spec_.engine->api_key.empty()) return s;
+        auto it = spec_.credentials.find(spec_.engine->api_key);
+        if (it == spec_.credentials.end())
+            return plain_error("no credential '" + spec_.engine->api_key + "' for engine.api_key");
+        auto key = read_regular_file(it->second, 4096, "an api_key credential");
+        if (!key) return key.error();
+        s.bearer = std::string(trim(*key));
+        return s;
+    };
+    // A key that cannot be read fails the step, answered from the loop.
+    auto refuse = [this](Error error, std::function<void(Result<void>)> done) {
+        boost::asio::post(ctx_.io, [error, done = std::move(done)] { done(error); });
+    };
+    WorkerSuspension::EngineStep step;
+    step.name = suspend_method_name(SuspendMethod::vllm_sleep);
+    step.before = [this, server, refuse](std::function<void(Result<void>)> done) {
+        auto s = server();
+        if (!s) return refuse(s.error(), std::move(done));
+        vllm_sleep_.sleep(std::move(*s), spec_.suspend.level, std::move(done));
+    };
+    step.after = [this, server, refuse](std::function<void(Result<void>)> done) {
+        auto s = server();
+        if (!s) return refuse(s.error(), std::move(done));
+        vllm_sleep_.wake(std::move(*s), std::move(done));
+    };
+    step.cancel = [this] { vllm_sleep_.cancel(); };
+    return step;
 }
 
 Result<void> Worker::resume(std::string trigger, WorkerSuspension::Finished finished) {

@@ -173,7 +173,7 @@ bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
     };
     auto adopted = suspension_.adopt(cgroup(), std::move(trigger),
                                      p.suspended_since.value_or(ctx_.clock.now()),
-                                     p.suspended_memory, configured);
+                                     p.suspended_memory, configured, suspend_engine_step());
     if (!adopted) {
         spdlog::warn(
             "{}: adopted suspended, but cannot keep it frozen ({}); it runs with its "

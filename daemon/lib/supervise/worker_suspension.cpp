@@ -25,6 +25,12 @@ double seconds_between(TimePoint from, TimePoint to) {
 
 std::string bytes_text(std::optional<uint64_t> v) { return v ? std::to_string(*v) : ""; }
 
+std::string field_value(const WorkerSuspension::Fields& fields, const std::string& name) {
+    for (const auto& [key, value] : fields)
+        if (key == name) return value;
+    return {};
+}
+
 std::optional<uint64_t> swap_current(const CgroupDir& dir) {
     return value_or_empty(CgroupStats(dir).swap_current());
 }
@@ -57,36 +63,81 @@ BackgroundWork& WorkerSuspension::background() {
     return *background_;
 }
 
-Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger,
-                                       Finished finished) {
+Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger, Finished finished,
+                                       EngineStep step) {
     if (active()) return plain_error("already suspended (" + trigger_ + ")");
-    saved_high_ = read_limit(dir, MemoryLimit::high);
-    saved_swap_max_.reset();
-    // Its pages must be allowed into swap, whatever its swap_max.
-    if (auto swap_max = read_limit(dir, MemoryLimit::swap_max); swap_max && *swap_max != "max") {
-        if (auto r = write_memory_limit(dir, MemoryLimit::swap_max, "max"); r)
-            saved_swap_max_ = *swap_max;
-        else
-            spdlog::warn("{}: {}", worker_, r.error().message());
-    }
-    if (auto r = dir.set_frozen(true); !r) {
-        if (saved_swap_max_) (void)write_memory_limit(dir, MemoryLimit::swap_max, *saved_swap_max_);
-        saved_swap_max_.reset();
-        return r;
-    }
     dir_ = dir;
     trigger_ = std::move(trigger);
     since_ = clock_.now();
     frozen_at_.reset();
     memory_before_.reset();
+    step_ = std::move(step);
+    slept_ = false;
+    engine_fields_.clear();
+    memory_before_sleep_ = step_.before ? memory_current(dir) : std::nullopt;
+    if (!step_.before) {
+        if (auto r = freeze(); !r) {
+            trigger_.clear();
+            since_.reset();
+            step_ = {};
+            return r;
+        }
+        suspended_ = std::move(finished);
+        return {};
+    }
     suspended_ = std::move(finished);
+    phase_ = Phase::engine_sleeping;
+    uint64_t generation = generation_;
+    TimePoint began = clock_.now();
+    step_.before([this, generation, began](Result<void> result) {
+        if (generation == generation_ && phase_ == Phase::engine_sleeping)
+            engine_slept(std::move(result), began);
+    });
+    return {};
+}
+
+// The engine's sleep is done or failed: the freeze goes on either way (a
+// failed sleep leaves a plain freeze, which still frees the host's memory).
+void WorkerSuspension::engine_slept(Result<void> result, TimePoint began) {
+    slept_ = result.ok();
+    engine_fields_ = {{"SUSPEND_METHOD", step_.name},
+                      {"ENGINE_SLEEP", slept_ ? "ok" : "failed"},
+                      {"ENGINE_SLEEP_SECONDS", seconds_text(seconds_between(began, clock_.now()))},
+                      {"MEMORY_BEFORE_SLEEP", bytes_text(memory_before_sleep_)}};
+    if (!result) {
+        engine_fields_.emplace_back("ENGINE_SLEEP_ERROR", result.error().message());
+        spdlog::warn("{}: {} failed, suspending with a plain freeze: {}", worker_, step_.name,
+                     result.error().message());
+    }
+    if (auto r = freeze(); !r) give_up_freezing(r.error().message());
+}
+
+// memory.swap.max lifted, cgroup.freeze 1; phase `freezing` once written.
+Result<void> WorkerSuspension::freeze() {
+    saved_high_ = read_limit(*dir_, MemoryLimit::high);
+    saved_swap_max_.reset();
+    // Its pages must be allowed into swap, whatever its swap_max.
+    if (auto swap_max = read_limit(*dir_, MemoryLimit::swap_max); swap_max && *swap_max != "max") {
+        if (auto r = write_memory_limit(*dir_, MemoryLimit::swap_max, "max"); r)
+            saved_swap_max_ = *swap_max;
+        else
+            spdlog::warn("{}: {}", worker_, r.error().message());
+    }
+    if (auto r = dir_->set_frozen(true); !r) {
+        if (saved_swap_max_)
+            (void)write_memory_limit(*dir_, MemoryLimit::swap_max, *saved_swap_max_);
+        saved_swap_max_.reset();
+        return r;
+    }
+    freeze_began_ = clock_.now();
     phase_ = Phase::freezing;
     wait_frozen(0);
     return {};
 }
 
 Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
-                                     std::optional<uint64_t> memory_before, RestoreLimits restore) {
+                                     std::optional<uint64_t> memory_before, RestoreLimits restore,
+                                     EngineStep step) {
     if (active()) return plain_error("already suspended (" + trigger_ + ")");
     if (auto r = dir.set_frozen(true); !r) return r;
     dir_ = dir;
@@ -97,6 +148,8 @@ Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, 
     saved_high_.reset();
     saved_swap_max_.reset();
     restore_configured_ = std::move(restore);
+    slept_ = static_cast<bool>(step.after);
+    step_ = std::move(step);
     phase_ = Phase::suspended;
     return {};
 }
@@ -109,7 +162,7 @@ void WorkerSuspension::wait_frozen(int polls) {
         frozen_at_ = clock_.now();
         return start_reclaim(true);
     }
-    if (clock_.now() - *since_ >= kFreezeWait)
+    if (clock_.now() - freeze_began_.value_or(*since_) >= kFreezeWait)
         return give_up_freezing(frozen ? "a task has not reached the freezer"
                                        : frozen.error().message());
     uint64_t generation = generation_;
@@ -136,19 +189,18 @@ void WorkerSuspension::give_up_freezing(const std::string& why) {
                      {"SUSPEND_FAILED", reason},
                      {"SUSPENDED_SECONDS", seconds_text(seconds_between(*since_, clock_.now()))}};
     if (!thawed) fields.emplace_back("THAW_ERROR", thawed.error().message());
+    fields.insert(fields.end(), engine_fields_.begin(), engine_fields_.end());
     std::string message = "suspension (" + trigger_ + ") given up: " + reason +
                           "; its limits are back and it runs on, watched as before";
-    phase_ = Phase::none;
-    trigger_.clear();
-    since_.reset();
     if (thawed_) thawed_();
-    emit_(EventKind::resumed, message, std::move(fields));
-    answer_suspend({false, reason + "; the worker runs on"});
-    if (queued_resume_) {
-        auto finished = std::move(queued_resume_->second);
-        queued_resume_.reset();
-        if (finished) finished({true, "it was never suspended: " + reason});
-    }
+    wake_and_report(std::move(message), std::move(fields), [this, reason](Result<void>) {
+        answer_suspend({false, reason + "; the worker runs on"});
+        if (queued_resume_) {
+            auto finished = std::move(queued_resume_->second);
+            queued_resume_.reset();
+            if (finished) finished({true, "it was never suspended: " + reason});
+        }
+    });
 }
 
 void WorkerSuspension::start_reclaim(bool frozen) {
@@ -163,9 +215,19 @@ void WorkerSuspension::start_reclaim(bool frozen) {
 
 void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     phase_ = Phase::suspended;
-    memory_before_ = r.memory_before;
+    // What the suspension gave the host, and what the worker will want back:
+    // from before the engine's sleep when there was one (a sleep that freed
+    // host memory counts, for the preempt ladder's "freed nothing" too).
+    std::optional<uint64_t> wanted = r.memory_before;
+    uint64_t freed = r.bytes_reclaimed();
+    if (memory_before_sleep_ && r.memory_after) {
+        wanted = memory_before_sleep_;
+        freed = *wanted > *r.memory_after ? *wanted - *r.memory_after : 0;
+    }
+    memory_before_ = wanted;
     TimePoint now = clock_.now();
-    double freeze_seconds = seconds_between(*since_, frozen_at_.value_or(*since_));
+    TimePoint freeze_began = freeze_began_.value_or(*since_);
+    double freeze_seconds = seconds_between(freeze_began, frozen_at_.value_or(freeze_began));
     std::optional<uint64_t> swap = swap_current(*dir_);
     Fields fields = {{"TRIGGER", trigger_},
                      {"FROZEN", frozen ? "1" : "0"},
@@ -180,16 +242,23 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
                      {"SWAP_CURRENT", bytes_text(swap)},
                      {"SECONDS", seconds_text(seconds_between(*since_, now))}};
     if (!r.error.empty()) fields.emplace_back("RECLAIM_ERROR", r.error);
+    fields.insert(fields.end(), engine_fields_.begin(), engine_fields_.end());
     std::string how =
         r.method == ReclaimMethod::none
             ? "its memory stays where it is (" + r.error + ")"
             : format_size(r.bytes_reclaimed()) + " of " + format_size(r.memory_before.value_or(0)) +
                   " pushed out with " + std::string(to_string(r.method)) + " in " +
                   seconds_text(r.seconds) + "s" + (r.error.empty() ? "" : " (" + r.error + ")");
+    std::string engine;
+    if (!engine_fields_.empty())
+        engine = slept_ ? "; " + step_.name + ": the engine sleeps"
+                        : "; " + step_.name + " failed, a plain freeze instead: " +
+                              field_value(engine_fields_, "ENGINE_SLEEP_ERROR");
     emit_(EventKind::suspended,
-          "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how,
+          "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how +
+              engine,
           std::move(fields));
-    answer_suspend({true, "suspended; " + how, r.memory_before, r.bytes_reclaimed()});
+    answer_suspend({true, "suspended; " + how, wanted, freed});
     if (queued_resume_) {
         auto [trigger, finished] = std::move(*queued_resume_);
         queued_resume_.reset();
@@ -199,6 +268,7 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
 
 Result<void> WorkerSuspension::resume(std::string trigger, Finished finished) {
     if (!active()) return plain_error("not suspended");
+    if (phase_ == Phase::engine_waking) return plain_error("a resume is already under way");
     if (queued_resume_) return plain_error("a resume is already under way");
     if (phase_ != Phase::suspended) {
         // Freezing or reclaiming: after the reclaim, which is bounded.
@@ -240,13 +310,62 @@ void WorkerSuspension::thaw_and_report(std::string trigger, Finished finished) {
         fields.emplace_back("THAW_ERROR", thawed.error().message());
         message += "; thawing failed: " + thawed.error().message();
     }
+    if (thawed_) thawed_();
+    wake_and_report(std::move(message), std::move(fields),
+                    [thawed, finished = std::move(finished)](Result<void> woken) {
+                        if (!finished) return;
+                        if (!thawed) return finished({false, thawed.error().message()});
+                        finished({true, woken ? "resumed"
+                                              : "resumed, but its engine did not wake: " +
+                                                    woken.error().message()});
+                    });
+}
+
+void WorkerSuspension::wake_and_report(std::string message, Fields fields,
+                                       std::function<void(Result<void>)> then) {
+    if (!slept_ || !step_.after) {
+        end();
+        emit_(EventKind::resumed, std::move(message), std::move(fields));
+        return then({});
+    }
+    phase_ = Phase::engine_waking;
+    TimePoint began = clock_.now();
+    after_wake_ = [this, began, message = std::move(message), fields = std::move(fields),
+                   then = std::move(then)](Result<void> woken) mutable {
+        fields.emplace_back("ENGINE_WAKE", woken ? "ok" : "failed");
+        fields.emplace_back("ENGINE_WAKE_SECONDS",
+                            seconds_text(seconds_between(began, clock_.now())));
+        if (!woken) {
+            fields.emplace_back("ENGINE_WAKE_ERROR", woken.error().message());
+            // Logged as a warning too (the event's priority is its kind's):
+            // it runs, asleep, until someone wakes it.
+            spdlog::warn("{}: {} did not wake the engine: {}", worker_, step_.name,
+                         woken.error().message());
+            message += "; its engine did not wake (" + woken.error().message() +
+                       "): it runs but serves nothing until woken (POST /wake_up to it, or "
+                       "infervisorctl suspend and resume, or restart it)";
+        }
+        end();
+        emit_(EventKind::resumed, std::move(message), std::move(fields));
+        then(std::move(woken));
+    };
+    uint64_t generation = generation_;
+    step_.after([this, generation](Result<void> woken) {
+        if (generation != generation_ || phase_ != Phase::engine_waking) return;
+        if (auto next = std::exchange(after_wake_, {})) next(std::move(woken));
+    });
+}
+
+// The suspension is over: nothing of it is left but what the caller reports.
+void WorkerSuspension::end() {
     phase_ = Phase::none;
     trigger_.clear();
     since_.reset();
-    if (thawed_) thawed_();
-    emit_(EventKind::resumed, std::move(message), std::move(fields));
-    if (finished)
-        finished(thawed ? Outcome{true, "resumed"} : Outcome{false, thawed.error().message()});
+    freeze_began_.reset();
+    slept_ = false;
+    step_ = {};
+    engine_fields_.clear();
+    memory_before_sleep_.reset();
 }
 
 void WorkerSuspension::answer_suspend(Outcome outcome) {
@@ -257,11 +376,15 @@ void WorkerSuspension::abandon() {
     if (!active()) return;
     ++generation_;
     freeze_timer_->cancel();
+    if (step_.cancel) step_.cancel();
+    if (phase_ == Phase::engine_waking) {
+        // Thawed already: the wake is given up, and reported as such.
+        if (auto next = std::exchange(after_wake_, {}))
+            return next(plain_error("the run ended while its engine was being woken"));
+    }
     restore_limits();
     (void)dir_->set_frozen(false);
-    phase_ = Phase::none;
-    trigger_.clear();
-    since_.reset();
+    end();
     answer_suspend({false, "the run ended before the suspension was complete"});
     if (queued_resume_) {
         auto finished = std::move(queued_resume_->second);

@@ -15,6 +15,21 @@
 //             cgroup.freeze 0 → `resumed` journaled with the time it was
 //             suspended. A resume asked for while the reclaim still runs
 //             happens when it ends (the reclaim is bounded).
+//   engine:   with an EngineStep (`suspend: {method: vllm-sleep}`), the
+//             suspend first runs its `before` (vLLM's /sleep; bounded by the
+//             step) and only then freezes; a `before` that fails does not
+//             stop the suspension: it goes on as a plain freeze and the
+//             `suspended` event says why (ENGINE_SLEEP=failed,
+//             ENGINE_SLEEP_ERROR). A resume thaws first (the Worker runs
+//             again), then runs the step's `after` (/wake_up) when the
+//             `before` succeeded, and journals `resumed` once it answered,
+//             with ENGINE_WAKE=ok|failed: a failed wake leaves the worker
+//             running and its engine asleep (it serves nothing; a request
+//             may even crash a sleeping vLLM's engine, vLLM issue 15483,
+//             and its /health turns 503: the worker's probes see it), said in
+//             the `resumed` event with what to do and logged as a warning;
+//             nothing else is done to it.
+//             A freeze given up after a sleep wakes the engine the same way.
 //   adopt:    a run an earlier daemon image suspended (an in-place
 //             re-execution, a restart that adopted it) stays frozen and
 //             suspended; its resume writes the worker's configured limits
@@ -57,7 +72,8 @@ class WorkerSuspension {
     struct Outcome {
         bool ok = false;
         std::string detail;  // what happened, in words
-        // Suspended: memory.current before the reclaim, and what it pushed out.
+        // Suspended: memory.current before the reclaim (before the engine's
+        // sleep, with one), and what left it since.
         std::optional<uint64_t> memory_before;
         uint64_t bytes_reclaimed = 0;
     };
@@ -67,6 +83,17 @@ class WorkerSuspension {
     using Thawed = std::function<void()>;
     // Writes the worker's configured limits back (an adopted suspension).
     using RestoreLimits = std::function<void()>;
+
+    // An engine's own step around the freeze. `before` and `after` each call
+    // their callback exactly once, on the loop, never from within the call,
+    // within their own bound (WorkerVllmSleep: engine.timeout); `cancel`
+    // drops the one in flight (its callback then never runs).
+    struct EngineStep {
+        std::string name;  // the method, e.g. "vllm-sleep" (SUSPEND_METHOD)
+        std::function<void(std::function<void(Result<void>)>)> before;
+        std::function<void(std::function<void(Result<void>)>)> after;
+        std::function<void()> cancel;
+    };
 
     static constexpr Duration kFreezeWait = std::chrono::seconds(10);
     static constexpr Duration kReclaimDeadline = std::chrono::minutes(2);
@@ -83,20 +110,27 @@ class WorkerSuspension {
     const std::string& trigger() const { return trigger_; }
     // Since when (the freeze), when active.
     std::optional<TimePoint> since() const { return since_; }
-    // memory.current when the reclaim began: what it will want back.
+    // memory.current when the reclaim (or the engine's sleep) began: what it
+    // will want back.
     std::optional<uint64_t> memory_before() const { return memory_before_; }
 
     // `finished` runs once the memory has been reclaimed (ok) or the run ended
-    // first. Fails when already active or cgroup.freeze cannot be written.
-    Result<void> suspend(const CgroupDir& dir, std::string trigger, Finished finished);
+    // first. Fails when already active or (without `step`) cgroup.freeze
+    // cannot be written; with `step`, a freeze that cannot be written after
+    // the step is given up as one that never completes.
+    Result<void> suspend(const CgroupDir& dir, std::string trigger, Finished finished,
+                         EngineStep step = {});
     // Takes over a suspension an earlier daemon image made: suspended by
     // `trigger` since `since`, `memory_before` as it measured it (unknown if
     // its reclaim had not begun). The cgroup is frozen (again, should anyone
     // have thawed it meanwhile) and nothing is reclaimed or journaled; a
     // resume runs `restore` instead of writing saved values back. Fails
     // when already active or cgroup.freeze cannot be written.
+    // With `step`, its resume runs step.after too (whether the earlier
+    // image's `before` succeeded is not persisted).
     Result<void> adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
-                       std::optional<uint64_t> memory_before, RestoreLimits restore);
+                       std::optional<uint64_t> memory_before, RestoreLimits restore,
+                       EngineStep step = {});
     // `finished` runs once the worker has been thawed. Fails when not active.
     Result<void> resume(std::string trigger, Finished finished);
     // The run is ending (stop, kill, exit): limits written back, thawed so
@@ -105,13 +139,21 @@ class WorkerSuspension {
     void abandon();
 
   private:
-    enum class Phase { none, freezing, reclaiming, suspended };
+    enum class Phase { none, engine_sleeping, freezing, reclaiming, suspended, engine_waking };
 
+    void engine_slept(Result<void> result, TimePoint began);
+    Result<void> freeze();
     void wait_frozen(int polls);
     void give_up_freezing(const std::string& why);
     void start_reclaim(bool frozen);
     void on_reclaimed(const ReclaimResult& result, bool frozen);
     void thaw_and_report(std::string trigger, Finished finished);
+    // Once thawed: wakes the engine when it was put to sleep, then ends the
+    // suspension, journals `resumed` (message and fields, with how the wake
+    // went) and runs `then` with the wake's outcome.
+    void wake_and_report(std::string message, Fields fields,
+                         std::function<void(Result<void>)> then);
+    void end();
     void restore_limits();
     void answer_suspend(Outcome outcome);
     BackgroundWork& background();
@@ -125,7 +167,13 @@ class WorkerSuspension {
     std::optional<CgroupDir> dir_;
     std::string trigger_;
     std::optional<TimePoint> since_;
+    std::optional<TimePoint> freeze_began_;
     std::optional<TimePoint> frozen_at_;
+    EngineStep step_;
+    bool slept_ = false;                            // step_.before succeeded
+    Fields engine_fields_;                          // for `suspended`: how the sleep went
+    std::optional<uint64_t> memory_before_sleep_;   // memory.current before step_.before
+    std::function<void(Result<void>)> after_wake_;  // the step_.after in flight's continuation
     std::optional<uint64_t> memory_before_;
     std::optional<std::string> saved_high_;      // memory.high before the suspension
     std::optional<std::string> saved_swap_max_;  // memory.swap.max, when it was lifted

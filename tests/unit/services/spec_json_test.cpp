@@ -21,5 +21,14 @@ TEST(SpecJson, TheWatchdogSaysWhetherItIsLearned) {
     EXPECT_EQ(spec_to_json(given)["watchdog"], "30s");
 }
 
+TEST(SpecJson, TheSuspendMethodIsShown) {
+    WorkerSpec plain;
+    EXPECT_EQ(spec_to_json(plain)["suspend"]["method"], "freeze");
+    WorkerSpec vllm;
+    vllm.suspend = {SuspendMethod::vllm_sleep, 2};
+    EXPECT_EQ(spec_to_json(vllm)["suspend"]["method"], "vllm-sleep");
+    EXPECT_EQ(spec_to_json(vllm)["suspend"]["level"], 2);
+}
+
 }  // namespace
 }  // namespace infervisor
