@@ -123,5 +123,37 @@ TEST(ConfigLoader, ShippedConfigAndExampleWorkersAreValid) {
     EXPECT_EQ(loaded.config.workers[2].name, "torch-chat");
 }
 
+TEST(ConfigLoader, EngineExamplesAreValid) {
+    // etc/examples/llama-server.yaml and vllm.yaml, as a user copies them into
+    // workers.d beside the shipped main file: valid, and what they say they
+    // set up (the program paths are warnings here: no llama-server or vllm on
+    // a build host).
+    const char* src = std::getenv("INFERVISOR_SOURCE_ROOT");
+    ASSERT_NE(src, nullptr);
+    const std::filesystem::path examples = std::filesystem::path(src) / "etc/examples";
+    testing::TempDir dir;
+    const auto workers = dir.mkdir("workers.d");
+    for (const char* name : {"llama-server.yaml", "vllm.yaml"})
+        std::filesystem::copy_file(examples / name, workers / name);
+    auto loaded = load_config({std::filesystem::path(src) / "etc/infervisor.yaml", workers});
+    EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
+    ASSERT_EQ(loaded.config.workers.size(), 2u);
+    const WorkerSpec& llama = loaded.config.workers[0];
+    EXPECT_EQ(llama.name, "llama");
+    ASSERT_TRUE(llama.engine.has_value());
+    EXPECT_EQ(llama.engine->kind, EngineKind::llama_server);
+    EXPECT_EQ(llama.checkpoint.method, CheckpointMethod::llama_server);
+    const WorkerSpec& vllm = loaded.config.workers[1];
+    EXPECT_EQ(vllm.name, "vllm");
+    ASSERT_TRUE(vllm.engine.has_value());
+    EXPECT_EQ(vllm.engine->kind, EngineKind::vllm);
+    EXPECT_EQ(vllm.suspend.method, SuspendMethod::vllm_sleep);
+    EXPECT_EQ(vllm.suspend.level, 1);
+    for (const WorkerSpec* w : {&llama, &vllm}) {
+        ASSERT_FALSE(w->rules.empty()) << w->name;
+        EXPECT_THAT(w->rules.back().when.text, HasSubstr("engine.rate(")) << w->name;
+    }
+}
+
 }  // namespace
 }  // namespace infervisor

@@ -35,7 +35,6 @@ require_torch() {
 		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
 		return 1
 	fi
-	assert_cmd test -x "$torch_worker"
 }
 
 # vllm_worker DEV_MODE: the worker as vLLM, weights of ~70 MiB (dim 512,
@@ -74,6 +73,7 @@ frozen() { grep -qx 'frozen 1' "$(worker_cgroup "$1")/cgroup.events"; }
 suspended_asleep_and_woken() {
 	require_torch
 	install_infervisor
+	assert_cmd test -x "$torch_worker"
 	vllm_worker 1 | use_workers vllm.yaml
 	fresh_daemon
 	wait_until 900 has_events vllm ready 1
@@ -111,6 +111,7 @@ run_scenario vllm-sleep-suspended-asleep-and-woken suspended_asleep_and_woken
 
 without_dev_mode_a_plain_freeze() {
 	require_torch
+	install_infervisor
 	vllm_worker 0 | use_workers vllm.yaml
 	fresh_daemon
 	wait_until 900 has_events vllm ready 1
