@@ -17,8 +17,7 @@
 #  2. The same server without VLLM_SERVER_DEV_MODE: /sleep answers 404, the
 #     suspension goes on as a plain freeze (ENGINE_SLEEP=failed, the reason
 #     naming VLLM_SERVER_DEV_MODE=1), and the resume asks for no wake.
-# Not in the default run; never run in a VM so far.
-#   tests/vm/run-all --build-dir BUILD_DIR --skip-selftest tests/vm/extra/148-vllm-sleep.sh
+# In the default run (./run-tests installs python3-torch).
 # Guest time: about 3-5 min under emulation (two starts of the worker;
 # import torch is the most of each).
 set -euo pipefail
