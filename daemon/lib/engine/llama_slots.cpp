@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_request.h"
 #include "engine/json_answer.h"
 
 namespace infervisor {
@@ -9,17 +10,6 @@ namespace infervisor {
 namespace {
 
 using nlohmann::json;
-
-HttpRequest base_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request;
-    request.host = engine.host;
-    request.port = engine.port;
-    request.tls = engine.tls;
-    request.max_body = kMaxLlamaAnswer;
-    // llama-server's middleware_validate_api_key: "Authorization: Bearer KEY".
-    if (!bearer.empty()) request.headers.emplace_back("Authorization", "Bearer " + bearer);
-    return request;
-}
 
 const char* action_name(SlotAction action) {
     switch (action) {
@@ -47,27 +37,24 @@ Result<json> ok_json(const HttpAnswer& answer, const std::string& what) {
 std::string llama_slot_file_name(int64_t id) { return "slot-" + std::to_string(id) + ".bin"; }
 
 HttpRequest llama_props_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request = base_request(engine, bearer);
-    request.target = "/props";
-    return request;
+    return engine_request(engine, bearer, "/props", kMaxLlamaAnswer);
 }
 
 HttpRequest llama_slots_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request = base_request(engine, bearer);
-    request.target = "/slots";
-    return request;
+    return engine_request(engine, bearer, "/slots", kMaxLlamaAnswer);
 }
 
 HttpRequest llama_slot_action_request(const EngineSpec& engine, const std::string& bearer,
                                       int64_t slot, SlotAction action,
                                       const std::string& filename) {
-    HttpRequest request = base_request(engine, bearer);
+    HttpRequest request = engine_request(
+        engine, bearer, "/slots/" + std::to_string(slot) + "?action=" + action_name(action),
+        kMaxLlamaAnswer);
     request.method = "POST";
     // post_slots reads the id from the path (/slots/:id_slot) and the action
     // from the query; save and restore read {"filename"} from the body
     // (json::parse(req.body): an empty body is an exception there, so erase
     // gets "{}" too).
-    request.target = "/slots/" + std::to_string(slot) + "?action=" + action_name(action);
     request.headers.emplace_back("Content-Type", "application/json");
     request.body = action == SlotAction::erase ? "{}" : json{{"filename", filename}}.dump();
     return request;

@@ -1,21 +1,9 @@
 #include "engine/metrics_scrape.h"
 
+#include "engine/engine_request.h"
+#include "engine/json_answer.h"
+
 namespace infervisor {
-
-namespace {
-
-// The start of an error answer's body, for people: llama-server says why
-// (501: "This server does not support metrics endpoint. Start it with
-// `--metrics`"), vLLM's 401 says "Unauthorized".
-std::string excerpt(std::string_view body) {
-    std::string out;
-    for (char c : body.substr(0, 160))
-        out +=
-            static_cast<unsigned char>(c) < ' ' || static_cast<unsigned char>(c) >= 0x7f ? ' ' : c;
-    return out;
-}
-
-}  // namespace
 
 MetricsScrape::MetricsScrape(boost::asio::io_context& io, const Clock& clock, Settings settings,
                              OnEnded on_ended)
@@ -26,15 +14,8 @@ MetricsScrape::~MetricsScrape() {
 }
 
 HttpRequest MetricsScrape::request() const {
-    HttpRequest r;
-    r.host = settings_.engine.host;
-    r.port = settings_.engine.port;
-    r.tls = settings_.engine.tls;
-    r.target = settings_.engine.metrics.value_or("/metrics");
-    r.max_body = settings_.max_body;
-    if (!settings_.api_key.empty())
-        r.headers.emplace_back("Authorization", "Bearer " + settings_.api_key);
-    return r;
+    return engine_request(settings_.engine, settings_.api_key,
+                          settings_.engine.metrics.value_or("/metrics"), settings_.max_body);
 }
 
 void MetricsScrape::begin(Duration min_gap) {
@@ -60,7 +41,7 @@ MetricsScrape::Ended MetricsScrape::judge(const HttpAnswer& answer) {
     }
     if (answer.status != 200) {
         ended.error = "HTTP " + std::to_string(answer.status);
-        if (!answer.body.empty()) ended.error += ": " + excerpt(answer.body);
+        if (!answer.body.empty()) ended.error += ": " + shown_text(answer.body);
         return ended;
     }
     auto values = parse_prometheus_text(answer.body, settings_.wanted);

@@ -1,20 +1,11 @@
 #include "engine/vllm_sleep.h"
 
+#include "engine/engine_request.h"
 #include "engine/json_answer.h"
 
 namespace infervisor {
 
 namespace {
-
-HttpRequest vllm_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request;
-    request.host = engine.host;
-    request.port = engine.port;
-    request.tls = engine.tls;
-    request.max_body = kMaxVllmAnswer;
-    if (!bearer.empty()) request.headers.emplace_back("Authorization", "Bearer " + bearer);
-    return request;
-}
 
 // A non-200 answer in words. 404 is what a server without the dev
 // endpoints answers: the likeliest cause is said.
@@ -33,25 +24,23 @@ std::string vllm_error_text(const HttpAnswer& answer) {
 }  // namespace
 
 HttpRequest vllm_sleep_request(const EngineSpec& engine, const std::string& bearer, int64_t level) {
-    HttpRequest request = vllm_request(engine, bearer);
-    request.method = "POST";
     // mode stays vLLM's default (abort): the suspension does not wait for
     // the requests in flight, which would only delay it.
-    request.target = "/sleep?level=" + std::to_string(level);
+    HttpRequest request =
+        engine_request(engine, bearer, "/sleep?level=" + std::to_string(level), kMaxVllmAnswer);
+    request.method = "POST";
     return request;
 }
 
 HttpRequest vllm_wake_up_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request = vllm_request(engine, bearer);
+    // No tags: weights and KV cache.
+    HttpRequest request = engine_request(engine, bearer, "/wake_up", kMaxVllmAnswer);
     request.method = "POST";
-    request.target = "/wake_up";  // no tags: weights and KV cache
     return request;
 }
 
 HttpRequest vllm_is_sleeping_request(const EngineSpec& engine, const std::string& bearer) {
-    HttpRequest request = vllm_request(engine, bearer);
-    request.target = "/is_sleeping";
-    return request;
+    return engine_request(engine, bearer, "/is_sleeping", kMaxVllmAnswer);
 }
 
 Result<void> check_vllm_done(const HttpAnswer& answer, const std::string& what) {
