@@ -68,6 +68,7 @@ constexpr KindInfo kKinds[] = {
      LOG_NOTICE},
     {EventKind::engine_series_absent, "engine-series-absent", "7c80720f0fa445b19ee1b4b21c18d2e8",
      LOG_WARNING},
+    {EventKind::models_unloaded, "models-unloaded", "a5cf527b5a844c9f89c8816187b64f1f", LOG_NOTICE},
 };
 
 const KindInfo& info(EventKind kind) {

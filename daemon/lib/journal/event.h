@@ -52,11 +52,12 @@ enum class EventKind {
     usage_capped,          // a work dir's scan stopped at a cap: its usage is a lower bound
     checkpoint_deleted,    // an operator deleted checkpoints (infervisorctl checkpoints --delete)
     engine_series_absent,  // a series a worker's rules name is not in its metrics (once per run)
+    models_unloaded,       // its server was asked to unload its models (the preempt ladder)
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::engine_series_absent;
+inline constexpr EventKind kLastEventKind = EventKind::models_unloaded;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

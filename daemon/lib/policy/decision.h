@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "policy/preempt_ladder.h"
 #include "policy/rule_spec.h"
 #include "policy/rule_timer.h"
 
@@ -32,6 +33,9 @@ struct Decision {
     // Chosen by a host rule's `preempt` (preempt_ladder.h): a suspension that
     // frees (almost) nothing goes on to a kill.
     bool ladder = false;
+    // The ladder's unload (Action::unload) that frees nothing goes on to this
+    // step at once: what the ladder would have taken without it.
+    std::optional<PreemptStep> if_unload_fails;
     // The rule acts for memory: a host rule, or a rule on a memory.* or
     // swap.* metric. A run it ends restarts only once the host has room.
     bool for_memory = false;

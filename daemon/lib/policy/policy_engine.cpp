@@ -230,7 +230,7 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         if (victim && d.action == Action::preempt) take_gentlest_step(d, victim->view, in);
         if (victim &&
             (d.action == Action::kill || d.action == Action::checkpoint ||
-             d.action == Action::suspend) &&
+             d.action == Action::suspend || d.action == Action::unload) &&
             options_.host_settle > Duration(0)) {
             host_.settled_at = now + options_.host_settle;
             add_measurement(d.measurements, "HOST_SETTLE_MS",
@@ -267,11 +267,12 @@ void PolicyEngine::take_gentlest_step(Decision& d, const VictimView& victim,
         victim_size(victim), victim.memory_unevictable, host.sample.swap_free,
         host_mem_headroom(host.sample, host.mem_available_change_per_minute),
         victim.growth_bytes_per_min && *victim.growth_bytes_per_min >= kRunawayGrowthBytesPerMin};
-    PreemptStep step = choose_preempt_step(victim.preempt, context);
-    d.action = step.action;
+    PreemptChoice choice = choose_preempt_step(victim.preempt, context);
+    d.action = choice.step.action;
     d.ladder = true;
-    d.reason += "; " + step.why;
-    add_measurement(d.measurements, "PREEMPT_STEP", step.why);
+    d.if_unload_fails = std::move(choice.if_unload_fails);
+    d.reason += "; " + choice.step.why;
+    add_measurement(d.measurements, "PREEMPT_STEP", choice.step.why);
 }
 
 void PolicyEngine::resumed(TimePoint now) {

@@ -14,6 +14,8 @@ PreemptFacts PreemptHistory::facts_of(const std::string& worker, bool preemptibl
     facts.no_suspend = e.freed_nothing;
     if (e.resumed_at && now - *e.resumed_at < kRegrowWindow)
         facts.resumed_ago = std::chrono::floor<std::chrono::seconds>(now - *e.resumed_at);
+    if (e.unloaded_at && now - *e.unloaded_at < kRegrowWindow)
+        facts.unloaded_ago = std::chrono::floor<std::chrono::seconds>(now - *e.unloaded_at);
     return facts;
 }
 
@@ -23,6 +25,10 @@ void PreemptHistory::suspension_freed_nothing(const std::string& worker, std::st
 
 void PreemptHistory::resumed(const std::string& worker, TimePoint now) {
     entries_[worker].resumed_at = now;
+}
+
+void PreemptHistory::unloaded(const std::string& worker, TimePoint now) {
+    entries_[worker].unloaded_at = now;
 }
 
 void PreemptHistory::forget(const std::string& worker) { entries_.erase(worker); }

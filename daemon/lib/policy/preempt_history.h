@@ -9,6 +9,9 @@
 //    back into the trouble it was suspended for (a leak, not a burst), so
 //    the ladder goes past the suspension; one that holds still is suspended
 //    again.
+//  - an unload of its models: a worker picked again within kRegrowWindow of
+//    one took its memory back (or never gave it), so the ladder goes past
+//    the unload.
 // Pure: the caller says when.
 #pragma once
 
@@ -31,6 +34,7 @@ class PreemptHistory {
 
     void suspension_freed_nothing(const std::string& worker, std::string what);
     void resumed(const std::string& worker, TimePoint now);
+    void unloaded(const std::string& worker, TimePoint now);
     // The worker left the config or its definition changed: a fresh start.
     void forget(const std::string& worker);
 
@@ -38,6 +42,7 @@ class PreemptHistory {
     struct Entry {
         std::string freed_nothing;  // "its suspension freed 0 B of 412 MiB"
         std::optional<TimePoint> resumed_at;
+        std::optional<TimePoint> unloaded_at;
     };
     std::map<std::string, Entry> entries_;
 };

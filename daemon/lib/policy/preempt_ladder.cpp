@@ -40,9 +40,8 @@ std::string suspend_reason(const PreemptContext& c) {
     return why;
 }
 
-}  // namespace
-
-PreemptStep choose_preempt_step(const PreemptFacts& facts, const PreemptContext& c) {
+// Steps 1-3: suspend, checkpoint or kill.
+PreemptStep choose_beyond_unload(const PreemptFacts& facts, const PreemptContext& c) {
     std::string no_suspend = why_not_suspend(facts, c);
     std::string no_checkpoint = why_not_checkpoint(facts, c);
     if (no_suspend.empty()) return {Action::suspend, suspend_reason(c)};
@@ -52,6 +51,25 @@ PreemptStep choose_preempt_step(const PreemptFacts& facts, const PreemptContext&
                                         format_duration(*facts.checkpoint_took)};
     return {Action::kill,
             "kill: not suspended (" + no_suspend + "), not checkpointed (" + no_checkpoint + ")"};
+}
+
+}  // namespace
+
+PreemptChoice choose_preempt_step(const PreemptFacts& facts, const PreemptContext& c) {
+    PreemptStep beyond = choose_beyond_unload(facts, c);
+    if (!facts.unload_bound) return {std::move(beyond), std::nullopt};
+    if (facts.unloaded_ago) {
+        beyond.why += " (its models were unloaded " + format_duration(*facts.unloaded_ago) +
+                      " ago and it is picked again: unloading did not help)";
+        return {std::move(beyond), std::nullopt};
+    }
+    if (c.host_headroom && *c.host_headroom < 2 * *facts.unload_bound) {
+        beyond.why += " (not unloaded: the host runs out in " + format_duration(*c.host_headroom) +
+                      ", an unload may take " + format_duration(*facts.unload_bound) + ")";
+        return {std::move(beyond), std::nullopt};
+    }
+    return {{Action::unload, "unload: its server unloads its models and keeps running"},
+            std::move(beyond)};
 }
 
 bool suspension_freed_nothing(std::optional<uint64_t> before, uint64_t reclaimed) {

@@ -1,6 +1,18 @@
 // PreemptLadder: what a host rule's `action: preempt` does to its victim —
 // the gentlest step that will work on this worker on this host, in order:
 //
+//  0. unload     (its inference server unloads its models and keeps running;
+//                the next request loads them again) if its server can
+//                (an Ollama worker: `engine: {kind: ollama}`) and the ladder
+//                has not unloaded it within kRegrowWindow (memory that comes
+//                back within half an hour is not given back by unloading
+//                again) and the host has time for one: host.mem.headroom not
+//                falling, or at least twice the unload's bound. Whether or
+//                not it is preemptible: its clients see a slower answer, not
+//                a frozen server. An unload that frees
+//                nothing (no model loaded, or a model still busy when the
+//                server's time is up) goes on at once to the step the ladder
+//                would have taken without it (the decision carries it);
 //  1. suspend    (freeze, memory pushed to swap; resume_when brings it back)
 //                if the worker is `preemptible`, nothing has shown that a
 //                suspension would not help it (no_suspend: an earlier one
@@ -46,6 +58,13 @@ struct PreemptFacts {
     // How long ago resume_when resumed it, within PreemptHistory's
     // kRegrowWindow; empty otherwise.
     std::optional<Duration> resumed_ago = std::nullopt;
+    // Set when its server unloads its models on request (engine kind
+    // ollama): how long an unload may take (requests and the wait for the
+    // models to leave).
+    std::optional<Duration> unload_bound = std::nullopt;
+    // How long ago the ladder unloaded its models, within PreemptHistory's
+    // kRegrowWindow; empty otherwise.
+    std::optional<Duration> unloaded_ago = std::nullopt;
 };
 
 // The victim's and the host's numbers at the decision.
@@ -60,8 +79,14 @@ struct PreemptContext {
 };
 
 struct PreemptStep {
-    Action action = Action::kill;  // suspend, checkpoint or kill
+    Action action = Action::kill;  // unload, suspend, checkpoint or kill
     std::string why;               // "suspend: preemptible, swap free 900M for its 412M"
+};
+
+// An unload, and the step it goes on to when it frees nothing.
+struct PreemptChoice {
+    PreemptStep step;
+    std::optional<PreemptStep> if_unload_fails;  // set when step is an unload
 };
 
 // A suspension that pushed out less than this share of the worker's memory
@@ -72,7 +97,7 @@ inline constexpr double kSuspensionMustFree = 0.10;
 // would leave it where it is.
 inline constexpr double kMostlyUnevictable = 0.90;
 
-PreemptStep choose_preempt_step(const PreemptFacts& facts, const PreemptContext& context);
+PreemptChoice choose_preempt_step(const PreemptFacts& facts, const PreemptContext& context);
 
 // Whether a suspension that pushed out `reclaimed` of `before` freed (almost)
 // nothing. Unknown `before` (no memory controller) and nothing reclaimed: yes.

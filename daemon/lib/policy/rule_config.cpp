@@ -136,6 +136,7 @@ int ladder_rank(Action a) {
             return 1;
         case Action::freeze:
             return 2;
+        case Action::unload:
         case Action::suspend:
         case Action::preempt:
             return 3;

@@ -18,6 +18,8 @@ std::string_view to_string(Action action) {
             return "checkpoint";
         case Action::preempt:
             return "preempt";
+        case Action::unload:
+            return "unload";
         case Action::kill:
             return "kill";
     }
@@ -38,6 +40,7 @@ std::string_view to_string(Then then) {
     return "?";
 }
 
+// Action::unload is not among them: only the preempt ladder takes it.
 std::optional<Action> parse_action(std::string_view text) {
     for (Action a : {Action::log, Action::throttle, Action::freeze, Action::suspend,
                      Action::checkpoint, Action::preempt, Action::kill})

@@ -20,8 +20,10 @@ enum class Action {
     freeze,      // cgroup.freeze = 1
     suspend,     // freeze, push its memory out to swap; resumed later (state `suspended`)
     checkpoint,  // ask the worker to checkpoint (signal + deadline)
-    preempt,     // host rules: suspend, checkpoint or kill, the gentlest that
-                 // works on the victim (preempt_ladder.h); decided as one of those
+    preempt,     // host rules: unload, suspend, checkpoint or kill, the gentlest
+                 // that works on the victim (preempt_ladder.h); decided as one of those
+    unload,      // the worker's inference server unloads its models and keeps
+                 // running (Ollama); a preempt's step only, not a rule's action
     kill,        // cgroup.kill, then Then
 };
 

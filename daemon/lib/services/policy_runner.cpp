@@ -254,10 +254,11 @@ void PolicyRunner::evaluate_now() {
         if (observer_)
             round.workers.push_back(
                 {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});
+        PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
+                                                       w->checkpoints().last_answer_took(), now);
+        facts.unload_bound = w->unload_bound();
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
-                              w->spec().is_protected,
-                              preempt_history_.facts_of(w->name(), w->spec().preemptible,
-                                                        w->checkpoints().last_answer_took(), now)});
+                              w->spec().is_protected, std::move(facts)});
     }
     if (!procfs_files_) procfs_files_.emplace(ctx_.paths.procfs);
     HostSample host = sample_host(*procfs_files_, now);
@@ -347,6 +348,9 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
             if (d.for_memory && d.then != Then::keep_running)
                 worker.expect_memory_room(d.scope == RuleScope::host);
             return worker.checkpoint_by_policy(d.then, d.rule);
+        case Action::unload:
+            preempt_history_.unloaded(d.worker, ctx_.clock.now());
+            return worker.unload_models(rule_trigger(d.rule), unload_goes_on(d));
         case Action::preempt:  // the engine decides it as one of the others
         case Action::kill:
             if (d.for_memory) worker.expect_memory_room(d.scope == RuleScope::host);
@@ -382,6 +386,31 @@ WorkerSuspension::Finished PolicyRunner::ladder_goes_on(const Decision& d) {
     };
 }
 
+Worker::UnloadFinished PolicyRunner::unload_goes_on(const Decision& d) {
+    std::weak_ptr<char> alive = alive_;
+    return [this, alive, d](bool freed, const std::string& what) {
+        if (alive.expired() || freed) return;
+        Worker* worker = supervisor_.find(d.worker);
+        // Called only while the run lasts (Worker::unload_models).
+        if (!worker ||
+            (worker->state() != WorkerState::running && worker->state() != WorkerState::starting))
+            return;
+        go_past_unload(d, what);
+    };
+}
+
+void PolicyRunner::go_past_unload(const Decision& d, const std::string& what) {
+    if (!d.if_unload_fails) return;
+    Decision next = d;
+    next.action = d.if_unload_fails->action;
+    next.if_unload_fails.reset();
+    next.step = RuleStep::escalate;
+    next.reason =
+        "the unload freed nothing (" + what + "): the ladder goes on; " + d.if_unload_fails->why;
+    next.measurements = {{"PREEMPT_STEP", d.if_unload_fails->why}, {"UNLOAD_RESULT", what}};
+    execute(next);
+}
+
 void PolicyRunner::execute(const Decision& d) {
     std::string result = d.dry_run ? "dry-run: not taken" : "done";
     Worker* worker = d.worker.empty() ? nullptr : supervisor_.find(d.worker);
@@ -406,6 +435,10 @@ void PolicyRunner::execute(const Decision& d) {
                            "rule '" + d.rule + "': " + std::string(to_string(d.action)) +
                                (d.dry_run ? " (dry run)" : "") + ": " + d.reason + " -> " + result,
                            std::move(fields)});
+    // An unload that could not even be asked for: the next step now, after
+    // the entry that says why.
+    if (d.action == Action::unload && !d.dry_run && worker && result != "done")
+        go_past_unload(d, result);
 }
 
 }  // namespace infervisor

@@ -94,6 +94,10 @@ class PolicyRunner final : public Service {
     // nothing is journaled as such and the worker killed by the same rule
     // (preempt_ladder.h); the ladder remembers it (preempt_history_).
     WorkerSuspension::Finished ladder_goes_on(const Decision& decision);
+    // The ladder's unload that frees nothing goes on at once to the step the
+    // decision carries (Decision::if_unload_fails).
+    Worker::UnloadFinished unload_goes_on(const Decision& decision);
+    void go_past_unload(const Decision& decision, const std::string& what);
     // A host decision that was carried out: a preemption for resume_when.
     void note_preemption(const Decision& decision);
     std::vector<ResumeCandidate> waiting_for_room();

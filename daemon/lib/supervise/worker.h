@@ -30,6 +30,7 @@
 #include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
 #include "supervise/worker_launch.h"
+#include "supervise/worker_ollama_unload.h"
 #include "supervise/worker_probes.h"
 #include "supervise/worker_run.h"
 #include "supervise/worker_state.h"
@@ -129,6 +130,21 @@ class Worker {
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
     // The engine's part of a suspension (spec_.suspend), or none.
     WorkerSuspension::EngineStep suspend_engine_step();
+    // The preempt ladder's unload (policy/preempt_ladder.h): the worker's
+    // Ollama server (engine.kind ollama) unloads every model it holds and
+    // keeps running (WorkerOllamaUnload, bounded by unload_bound()). Journals
+    // models-unloaded: what was unloaded, what is still loaded, memory.current
+    // before and after. `finished` (on the loop, at most once, not after the
+    // run ends) gets whether the unload freed memory: no when nothing was
+    // loaded, a model is still loaded at the bound, or the server failed —
+    // the ladder then goes on at once. An error: not running, or not Ollama.
+    using UnloadFinished = std::function<void(bool freed, const std::string& what)>;
+    Result<void> unload_models(std::string trigger, UnloadFinished finished);
+    // How long an unload may take: engine.timeout for the requests, plus
+    // kOllamaUnloadWait for the models to leave. Empty when the worker's
+    // server does not unload.
+    std::optional<Duration> unload_bound() const;
+    static constexpr Duration kOllamaUnloadWait = std::chrono::seconds(5);
     // Why the worker is in its state, for status displays: who suspended it,
     // which rule parked it (and, checkpointed, the checkpoint's size and
     // age), what it waits for (room; READY=1 or its gate probe, and the
@@ -211,6 +227,15 @@ class Worker {
     void begin_run(SpawnedProcess spawned, bool restored);
     void restore_by_criu(RunSetup run);
     Result<std::filesystem::path> prepare_credentials_and_notify(const WorkerIdentity& who);
+    // engine.api_key's value, read now (a rotated key is used at once); ""
+    // without one.
+    Result<std::string> engine_bearer() const;
+    // Journals an unload's outcome (models-unloaded); whether it freed
+    // memory, and what it did in words.
+    std::pair<bool, std::string> journal_unload(const std::string& trigger,
+                                                const Result<WorkerOllamaUnload::Outcome>& outcome,
+                                                std::optional<uint64_t> before,
+                                                std::optional<uint64_t> after);
     UniqueFd open_output();  // the worker's stdout/stderr stream; empty: none
     // memory.reserve: true when it fits (or none is set); else state waiting.
     bool admitted();
@@ -327,6 +352,7 @@ class Worker {
     bool room_wait_logged_ = false;
     WorkerSuspension suspension_;
     WorkerVllmSleep vllm_sleep_;              // `suspend: {method: vllm-sleep}`
+    WorkerOllamaUnload ollama_unload_;        // the preempt ladder's unload
     std::optional<TimePoint> waiting_since_;  // state waiting: for admission
     std::string waiting_reason_;
     std::string status_text_;

@@ -115,6 +115,97 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     return {};
 }
 
+Result<std::string> Worker::engine_bearer() const {
+    if (!spec_.engine || spec_.engine->api_key.empty()) return std::string();
+    auto it = spec_.credentials.find(spec_.engine->api_key);
+    if (it == spec_.credentials.end())
+        return plain_error("no credential '" + spec_.engine->api_key + "' for engine.api_key");
+    auto key = read_regular_file(it->second, 4096, "an api_key credential");
+    if (!key) return key.error();
+    return std::string(trim(*key));
+}
+
+std::optional<Duration> Worker::unload_bound() const {
+    if (!spec_.engine || spec_.engine->kind != EngineKind::ollama) return std::nullopt;
+    return spec_.engine->timeout + kOllamaUnloadWait;
+}
+
+Result<void> Worker::unload_models(std::string trigger, UnloadFinished finished) {
+    auto bound = unload_bound();
+    if (!bound) return plain_error("its server does not unload models (engine.kind is not ollama)");
+    if (!live() || (state_ != WorkerState::running && state_ != WorkerState::starting))
+        return plain_error("not running");
+    auto bearer = engine_bearer();
+    if (!bearer) return bearer.error();
+    auto before = value_or_empty(CgroupStats(cgroup()).memory_current());
+    // finish_run() cancels the unload: the callback sees the same run.
+    ollama_unload_.unload(
+        {*spec_.engine, std::move(*bearer), *bound},
+        [this, before, trigger = std::move(trigger),
+         finished = std::move(finished)](Result<WorkerOllamaUnload::Outcome> outcome) {
+            auto after = value_or_empty(CgroupStats(cgroup()).memory_current());
+            auto [freed, what] = journal_unload(trigger, outcome, before, after);
+            if (finished) finished(freed, what);
+        });
+    return {};
+}
+
+namespace {
+
+std::string model_list(const std::vector<OllamaModel>& models) {
+    std::string out;
+    for (const OllamaModel& m : models) {
+        if (!out.empty()) out += ", ";
+        out += m.name;
+        if (m.size) out += " (" + human_size(*m.size) + ")";
+    }
+    return out;
+}
+
+std::string names_only(const std::vector<OllamaModel>& models) {
+    std::string out;
+    for (const OllamaModel& m : models) out += (out.empty() ? "" : ",") + m.name;
+    return out;
+}
+
+}  // namespace
+
+std::pair<bool, std::string> Worker::journal_unload(
+    const std::string& trigger, const Result<WorkerOllamaUnload::Outcome>& outcome,
+    std::optional<uint64_t> before, std::optional<uint64_t> after) {
+    std::vector<std::pair<std::string, std::string>> fields = {{"TRIGGER", trigger}};
+    if (before) fields.emplace_back("MEMORY_BEFORE_UNLOAD", std::to_string(*before));
+    if (after) fields.emplace_back("MEMORY_AFTER_UNLOAD", std::to_string(*after));
+    std::string memory =
+        before && after ? "; memory.current " + human_size(*before) + " -> " + human_size(*after)
+                        : "";
+    std::string what;
+    bool freed = false;
+    if (!outcome) {
+        what = "the unload failed: " + outcome.error().message();
+        fields.emplace_back("UNLOAD", "failed");
+        fields.emplace_back("UNLOAD_ERROR", outcome.error().message());
+    } else if (outcome->nothing_loaded()) {
+        what = "no model was loaded: nothing to unload";
+        fields.emplace_back("UNLOAD", "nothing-loaded");
+    } else {
+        freed = outcome->still_loaded.empty();
+        fields.emplace_back("UNLOAD", freed ? "done" : "still-loaded");
+        if (!outcome->unloaded.empty()) {
+            what = "unloaded " + model_list(outcome->unloaded);
+            fields.emplace_back("MODELS_UNLOADED", names_only(outcome->unloaded));
+        }
+        if (!outcome->still_loaded.empty()) {
+            what += std::string(what.empty() ? "" : "; ") + "still loaded after " +
+                    format_duration(*unload_bound()) +
+                    " (busy with a request): " + model_list(outcome->still_loaded);
+            fields.emplace_back("MODELS_STILL_LOADED", names_only(outcome->still_loaded));
+        }
+    }
+    emit(EventKind::models_unloaded, what + memory + " (" + trigger + ")", std::move(fields));
+    return {freed, what};
+}
+
 // `suspend: {method: vllm-sleep}`: the engine's sleep before the freeze and
 // its wake after the thaw (WorkerVllmSleep, bounded by engine.timeout); an
 // empty step for a plain freeze. The api_key credential is read at each
@@ -122,15 +213,9 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
 WorkerSuspension::EngineStep Worker::suspend_engine_step() {
     if (spec_.suspend.method != SuspendMethod::vllm_sleep || !spec_.engine) return {};
     auto server = [this]() -> Result<WorkerVllmSleep::Server> {
-        WorkerVllmSleep::Server s{*spec_.engine, {}, spec_.engine->timeout};
-        if (spec_.engine->api_key.empty()) return s;
-        auto it = spec_.credentials.find(spec_.engine->api_key);
-        if (it == spec_.credentials.end())
-            return plain_error("no credential '" + spec_.engine->api_key + "' for engine.api_key");
-        auto key = read_regular_file(it->second, 4096, "an api_key credential");
-        if (!key) return key.error();
-        s.bearer = std::string(trim(*key));
-        return s;
+        auto bearer = engine_bearer();
+        if (!bearer) return bearer.error();
+        return WorkerVllmSleep::Server{*spec_.engine, std::move(*bearer), spec_.engine->timeout};
     };
     // A key that cannot be read fails the step, answered from the loop.
     auto refuse = [this](Error error, std::function<void(Result<void>)> done) {

@@ -137,6 +137,7 @@ void Worker::finish_run(const ExitReason& reason) {
     if (!spec_.credentials.empty())
         if (auto r = remove_credentials(ctx_.paths, spec_.name); !r)
             spdlog::warn("{}: {}", spec_.name, r.error().message());
+    ollama_unload_.cancel();  // its answer is of no use to the next run
     // The run ends here; how it ended decides what follows.
     WorkerRun ended = std::move(*run_);
     run_.reset();

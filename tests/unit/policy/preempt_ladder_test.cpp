@@ -23,36 +23,37 @@ PreemptContext growing(std::optional<uint64_t> anon, std::optional<uint64_t> swa
 }
 
 TEST(PreemptLadder, SuspendsAPreemptibleWorkerWhoseMemoryFitsInFreeSwap) {
-    auto step = choose_preempt_step({}, host(400 * MiB, 1024 * MiB));
+    auto step = choose_preempt_step({}, host(400 * MiB, 1024 * MiB)).step;
     EXPECT_EQ(step.action, Action::suspend);
     EXPECT_EQ(step.why, "suspend: preemptible, swap free 1G for its 400M");
 }
 
 TEST(PreemptLadder, DoesNotSuspendWhenSwapCannotHoldIt) {
-    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 300 * MiB)).why,
+    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 300 * MiB)).step.why,
               "kill: not suspended (swap free 300M < its 400M), not checkpointed (no checkpoint "
               "of it has completed)");
-    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 0)).action, Action::kill);
-    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, std::nullopt)).action, Action::kill);
+    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 0)).step.action, Action::kill);
+    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, std::nullopt)).step.action, Action::kill);
 }
 
 TEST(PreemptLadder, DoesNotSuspendMemoryThatIsMostlyUnevictable) {
-    auto step = choose_preempt_step({}, host(400 * MiB, 1024 * MiB, std::nullopt, 390 * MiB));
+    auto step = choose_preempt_step({}, host(400 * MiB, 1024 * MiB, std::nullopt, 390 * MiB)).step;
     EXPECT_EQ(step.action, Action::kill);
     EXPECT_NE(step.why.find("its memory is unevictable (390M of 400M: mlocked)"), std::string::npos)
         << step.why;
     // A little locked memory does not stop it.
-    EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 1024 * MiB, std::nullopt, 8 * MiB)).action,
-              Action::suspend);
+    EXPECT_EQ(
+        choose_preempt_step({}, host(400 * MiB, 1024 * MiB, std::nullopt, 8 * MiB)).step.action,
+        Action::suspend);
 }
 
 TEST(PreemptLadder, NotPreemptibleOrShownUselessGoesToTheNextStep) {
     PreemptFacts not_preemptible{false, "", std::nullopt};
     EXPECT_NE(choose_preempt_step(not_preemptible, host(400 * MiB, 1024 * MiB))
-                  .why.find("not preemptible"),
+                  .step.why.find("not preemptible"),
               std::string::npos);
     PreemptFacts useless{true, "its suspension by rule 'r' freed 0B of 400M", 3s};
-    auto step = choose_preempt_step(useless, host(400 * MiB, 1024 * MiB));
+    auto step = choose_preempt_step(useless, host(400 * MiB, 1024 * MiB)).step;
     EXPECT_EQ(step.action, Action::checkpoint);
     EXPECT_EQ(step.why,
               "checkpoint: not suspended (its suspension by rule 'r' freed 0B of 400M); its last "
@@ -61,10 +62,10 @@ TEST(PreemptLadder, NotPreemptibleOrShownUselessGoesToTheNextStep) {
 
 TEST(PreemptLadder, ACheckpointNeedsTwiceItsLastTimeBeforeTheHostRunsOut) {
     PreemptFacts facts{false, "", 10s};
-    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0, 20s)).action, Action::checkpoint);
-    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0, 19s)).action, Action::kill);
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0, 20s)).step.action, Action::checkpoint);
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0, 19s)).step.action, Action::kill);
     // Not falling (no headroom figure): there is time.
-    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0)).action, Action::checkpoint);
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 0)).step.action, Action::checkpoint);
 }
 
 TEST(PreemptLadder, ASuspensionFreedNothingBelowATenth) {
@@ -95,7 +96,7 @@ TEST(PreemptHistory, AWorkerThatGrowsBackSoonAfterItsResumeIsNotSuspendedAgain) 
     auto facts = history.facts_of("w", true, 4s, t + 90s);
     EXPECT_EQ(facts.resumed_ago, 90s);
     EXPECT_EQ(facts.checkpoint_took, 4s);
-    auto step = choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB));
+    auto step = choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB)).step;
     EXPECT_EQ(step.action, Action::checkpoint);
     EXPECT_EQ(step.why,
               "checkpoint: not suspended (it grew back within 1m30s of resume_when's resume: the "
@@ -103,7 +104,8 @@ TEST(PreemptHistory, AWorkerThatGrowsBackSoonAfterItsResumeIsNotSuspendedAgain) 
     // Long after: a new burst, suspended again.
     auto later = history.facts_of("w", true, std::nullopt, t + PreemptHistory::kRegrowWindow);
     EXPECT_EQ(later.resumed_ago, std::nullopt);
-    EXPECT_EQ(choose_preempt_step(later, growing(400 * MiB, 1024 * MiB)).action, Action::suspend);
+    EXPECT_EQ(choose_preempt_step(later, growing(400 * MiB, 1024 * MiB)).step.action,
+              Action::suspend);
 }
 
 // Picked again soon after its resume but holding still (the lowest priority,
@@ -113,8 +115,81 @@ TEST(PreemptHistory, AResumedWorkerThatHoldsStillIsSuspendedAgain) {
     TimePoint t{std::chrono::hours(1)};
     history.resumed("w", t);
     auto facts = history.facts_of("w", true, std::nullopt, t + 60s);
-    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 1024 * MiB)).action, Action::suspend);
-    EXPECT_EQ(choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB)).action, Action::kill);
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 1024 * MiB)).step.action, Action::suspend);
+    EXPECT_EQ(choose_preempt_step(facts, growing(400 * MiB, 1024 * MiB)).step.action, Action::kill);
+}
+
+// An Ollama worker: its models are unloaded first, the server keeps running;
+// the decision carries the step an unload that frees nothing goes on to.
+TEST(PreemptLadder, UnloadsAnOllamaWorkersModelsFirstWithTheNextStepAtHand) {
+    PreemptFacts facts;
+    facts.unload_bound = 7s;
+    auto choice = choose_preempt_step(facts, host(400 * MiB, 1024 * MiB));
+    EXPECT_EQ(choice.step.action, Action::unload);
+    EXPECT_EQ(choice.step.why, "unload: its server unloads its models and keeps running");
+    ASSERT_TRUE(choice.if_unload_fails.has_value());
+    EXPECT_EQ(choice.if_unload_fails->action, Action::suspend);
+    // No swap: the step after a failed unload is the kill, as without it.
+    auto no_swap = choose_preempt_step(facts, host(400 * MiB, 0));
+    EXPECT_EQ(no_swap.step.action, Action::unload);
+    ASSERT_TRUE(no_swap.if_unload_fails.has_value());
+    EXPECT_EQ(no_swap.if_unload_fails->action, Action::kill);
+}
+
+// Not preemptible: its clients must not see it frozen, but an unload only
+// makes their next answer slower, so it is still the first step.
+TEST(PreemptLadder, UnloadsAServerThatIsNotPreemptible) {
+    PreemptFacts facts;
+    facts.preemptible = false;
+    facts.unload_bound = 7s;
+    auto choice = choose_preempt_step(facts, host(400 * MiB, 1024 * MiB));
+    EXPECT_EQ(choice.step.action, Action::unload);
+    ASSERT_TRUE(choice.if_unload_fails.has_value());
+    EXPECT_EQ(choice.if_unload_fails->action, Action::kill);
+}
+
+// The host runs out sooner than twice the unload's bound: an emergency is
+// not delayed by a server that may take its time.
+TEST(PreemptLadder, NoUnloadWhenTheHostRunsOutBeforeOneCouldFinish) {
+    PreemptFacts facts;
+    facts.unload_bound = 7s;
+    auto hurried = choose_preempt_step(facts, host(400 * MiB, 1024 * MiB, 13s));
+    EXPECT_EQ(hurried.step.action, Action::suspend);
+    EXPECT_FALSE(hurried.if_unload_fails.has_value());
+    EXPECT_EQ(hurried.step.why,
+              "suspend: preemptible, swap free 1G for its 400M (not unloaded: the host runs out "
+              "in 13s, an unload may take 7s)");
+    EXPECT_EQ(choose_preempt_step(facts, host(400 * MiB, 1024 * MiB, 14s)).step.action,
+              Action::unload);
+}
+
+TEST(PreemptLadder, OnlyAServerThatUnloadsGetsAnUnload) {
+    auto choice = choose_preempt_step({}, host(400 * MiB, 1024 * MiB));
+    EXPECT_EQ(choice.step.action, Action::suspend);
+    EXPECT_FALSE(choice.if_unload_fails.has_value());
+}
+
+// Picked again within half an hour of its unload: the memory came back (or
+// never left), so the ladder goes past the unload and says why.
+TEST(PreemptHistory, AWorkerPickedAgainSoonAfterItsUnloadIsNotUnloadedAgain) {
+    PreemptHistory history;
+    TimePoint t{std::chrono::hours(1)};
+    history.unloaded("w", t);
+    auto facts = history.facts_of("w", true, std::nullopt, t + 5min);
+    facts.unload_bound = 7s;
+    EXPECT_EQ(facts.unloaded_ago, 5min);
+    auto choice = choose_preempt_step(facts, host(400 * MiB, 1024 * MiB));
+    EXPECT_EQ(choice.step.action, Action::suspend);
+    EXPECT_FALSE(choice.if_unload_fails.has_value());
+    EXPECT_EQ(choice.step.why,
+              "suspend: preemptible, swap free 1G for its 400M (its models were unloaded 5m "
+              "ago and it is picked again: unloading did not help)");
+    auto later = history.facts_of("w", true, std::nullopt, t + PreemptHistory::kRegrowWindow);
+    later.unload_bound = 7s;
+    EXPECT_EQ(later.unloaded_ago, std::nullopt);
+    EXPECT_EQ(choose_preempt_step(later, host(400 * MiB, 1024 * MiB)).step.action, Action::unload);
+    history.forget("w");
+    EXPECT_EQ(history.facts_of("w", true, std::nullopt, t + 1min).unloaded_ago, std::nullopt);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 
 #include "policy/rule_config.h"
+#include "supervise/fake_ollama.h"
 #include "supervise/supervisor_fixture.h"
 #include "support/temp_dir.h"
 
@@ -337,6 +338,81 @@ TEST_F(PolicyRunnerTest, TheStuckRuleOnTheWorkersOwnMetricsKillsIt) {
     EXPECT_GE(server.scrapes(), 3u);
     EXPECT_EQ(server.refused(), 0u) << "the key went with every scrape";
     run_until([&] { return supervisor_->find("llama")->state() == WorkerState::parked; });
+}
+
+// Issue 29: an Ollama worker picked by a host rule's `preempt` has its
+// models unloaded first (the server keeps running), and with them gone the
+// ladder stops there. With nothing loaded the unload frees nothing: the
+// ladder goes on at once to the step it would have taken without it (a
+// suspension, which frees nothing here either, then the kill).
+class PolicyRunnerOllama : public PolicyRunnerTest {
+  protected:
+    void start_low_host(FakeOllama& server) {
+        proc_.write("meminfo",
+                    "MemTotal: 1048576 kB\nMemAvailable: 52428 kB\nSwapTotal: 1048576 kB\n"
+                    "SwapFree: 1048576 kB\n");
+        ctx_->paths.procfs = proc_.path();
+        WorkerSpec spec = example("ollama", {});
+        spec.engine = EngineSpec{.kind = EngineKind::ollama, .port = server.port()};
+        Config c = config({spec});
+        c.daemon.sample_interval = 100ms;
+        c.daemon.host_settle = 0ms;
+        ConfigErrors errors;
+        c.host_rules = parse_host_rules(
+            YAML::Load("[{name: low, when: 'host.mem.available < 10%', action: preempt}]"), errors);
+        ASSERT_TRUE(errors.empty()) << errors.format();
+        start(c);
+    }
+    std::vector<const Event*> actions() const {
+        std::vector<const Event*> out;
+        for (const Event& e : events_)
+            if (e.worker == "ollama" && e.kind == K::policy_action) out.push_back(&e);
+        return out;
+    }
+    TempDir proc_;
+};
+
+TEST_F(PolicyRunnerOllama, AHostRuleUnloadsItsModelsAndLeavesTheServerRunning) {
+    FakeOllama server(io_);
+    server.load("llama3.2:latest", 3'300'000'000);
+    start_low_host(server);
+    run_until_event("ollama", K::models_unloaded);
+    const Event* unloaded = last("ollama", K::models_unloaded);
+    EXPECT_EQ(field(*unloaded, "UNLOAD"), "done");
+    EXPECT_EQ(field(*unloaded, "MODELS_UNLOADED"), "llama3.2:latest");
+    EXPECT_EQ(field(*unloaded, "TRIGGER"), "rule 'low'");
+    EXPECT_THAT(unloaded->message, HasSubstr("unloaded llama3.2:latest (3.1G)"));
+    EXPECT_FALSE(server.is_loaded("llama3.2:latest"));
+    auto taken = actions();
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_EQ(field(*taken[0], "ACTION"), "unload");
+    EXPECT_EQ(field(*taken[0], "PREEMPT_STEP"),
+              "unload: its server unloads its models and keeps running");
+    // The rule is latched while the host stays low: nothing more is done.
+    const size_t rounds = runner_->evaluations();
+    run_until([&] { return runner_->evaluations() >= rounds + 3; });
+    EXPECT_EQ(actions().size(), 1u);
+    EXPECT_EQ(supervisor_->find("ollama")->state(), WorkerState::running);
+    EXPECT_EQ(count("ollama", K::exited), 0u);
+}
+
+TEST_F(PolicyRunnerOllama, AnUnloadWithNothingLoadedGoesOnToTheNextStepAtOnce) {
+    FakeOllama server(io_);
+    start_low_host(server);
+    run_until_event("ollama", K::exited);
+    auto taken = actions();
+    ASSERT_GE(taken.size(), 3u);
+    EXPECT_EQ(field(*taken[0], "ACTION"), "unload");
+    EXPECT_EQ(field(*taken[1], "ACTION"), "suspend");
+    EXPECT_EQ(field(*taken[1], "UNLOAD_RESULT"), "no model was loaded: nothing to unload");
+    EXPECT_THAT(taken[1]->message, HasSubstr("the unload freed nothing"));
+    EXPECT_EQ(field(*taken[2], "ACTION"), "kill");
+    EXPECT_EQ(field(*last("ollama", K::models_unloaded), "UNLOAD"), "nothing-loaded");
+    // The cause before its effects.
+    std::vector<EventKind> kinds = kinds_of("ollama");
+    kinds.resize(std::min<size_t>(kinds.size(), 8));
+    EXPECT_THAT(kinds, ElementsAre(K::started, K::ready, K::policy_action, K::models_unloaded,
+                                   K::policy_action, K::suspended, K::policy_action, K::exited));
 }
 
 }  // namespace
