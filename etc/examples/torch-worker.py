@@ -81,6 +81,28 @@ engine, or a sleep of a sleeping one, changes nothing. What differs: a
 completion to a sleeping engine answers 503 (a real vLLM may crash its
 engine, vLLM issue 15483); tokens are bytes, as above.
 
+With --api ollama it speaks Ollama's API instead (for infervisor's preempt
+ladder, which unloads an Ollama server's models before anything harder),
+faithfully for what a supervisor uses: GET / ("Ollama is running"), GET
+/api/version, GET /api/ps (the loaded model with its size in bytes, or
+none), and POST /api/generate: with an empty prompt and "keep_alive": 0 it
+unloads the model ({"done": true, "done_reason": "unload"}), with an empty
+prompt otherwise it loads it ("done_reason": "load"), with a prompt it
+loads it if need be and completes (one JSON object with "stream": false,
+else one NDJSON line); a model it does not serve is 404 {"error": "model
+'x' not found"}, a body that is not JSON 400 {"error": ...}. Like Ollama it
+serves with nothing loaded until asked (--preload: loaded at its start), and
+a model a request holds is unloaded only when that request ends. Unloaded,
+the weights and every KV cache are dropped and the memory given back
+(malloc_trim); loaded again, the weights are rebuilt from their seed.
+Followed: ollama/ollama at fb30760996871fa9460115c753afd2c60d4ab0f7,
+server/routes.go (GenerateHandler's unload branch, PsHandler), server/
+sched.go (expireRunner), api/types.go (GenerateResponse,
+ProcessModelResponse). The model's name is --alias, else
+"torch-worker:latest". What differs: keep_alive other than 0 is not kept
+(a loaded model stays until it is unloaded); no chat, embeddings or
+streaming of tokens; tokens are bytes, as above.
+
 Test aids (not llama-server's): --load-delay-ms keeps /health at 503 a while;
 --stuck-after N and SIGUSR2 make the server stuck: /health stays 200, the
 request in flight stops producing tokens (requests_processing stays 1) and
@@ -151,10 +173,12 @@ def parse_args(argv=None):
     p.add_argument("--mmproj", default="",
                    help="pretend to be multimodal: slot actions answer 501, as llama-server's do")
     # vLLM's API instead (--api vllm) and its option.
-    p.add_argument("--api", choices=("llama-server", "vllm"), default="llama-server",
+    p.add_argument("--api", choices=("llama-server", "vllm", "ollama"), default="llama-server",
                    help="the HTTP API it speaks (default llama-server)")
     p.add_argument("--enable-sleep-mode", action="store_true",
                    help="--api vllm: allow /sleep (with VLLM_SERVER_DEV_MODE=1 for the endpoints)")
+    p.add_argument("--preload", action="store_true",
+                   help="--api ollama: load the model at the start, not at the first request")
     # Test aids.
     p.add_argument("--load-delay-ms", type=int, default=0, help="stay loading this long after the model is built")
     p.add_argument("--stuck-after", type=int, default=0,
@@ -1202,6 +1226,104 @@ def vllm_api_key_error(server, path, headers):
     return 401, {"error": "Unauthorized"}
 
 
+# ---- Ollama's API (--api ollama) ------------------------------------------------
+
+def ollama_model_name(server):
+    return server.args.alias or "torch-worker:latest"
+
+
+def ollama_loaded(server):
+    with server.engine.cond:
+        return not server.engine.sleep_level
+
+
+def ollama_unload_when_idle(server):
+    """sched.go expireRunner: unloaded at once when no request holds the
+    model, else when the last one ends (the request is not cut short)."""
+    engine = server.engine
+    with engine.cond:
+        while engine.processing():
+            engine.cond.wait()
+        if engine.sleep_level:
+            return  # not loaded: nothing to do
+    vllm_sleep(server, 2)  # weights and KV caches dropped, memory given back
+    print("model unloaded", flush=True)
+
+
+def ollama_load(server):
+    if not ollama_loaded(server):
+        vllm_wake_up(server)  # the weights rebuilt from their seed
+        print("model loaded", flush=True)
+
+
+def ollama_now():
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+
+
+def ollama_ps(server):
+    """PsHandler: api.ProcessResponse; size is what the model holds."""
+    if not ollama_loaded(server):
+        return 200, {"models": []}
+    engine, chat = server.engine, server.chat
+    with chat.lock:
+        weights = sum(p.numel() * p.element_size() for p in engine.model.parameters())
+        kv = sum(cache_bytes(s.caches) for s in engine.slots) + chat.cache_bytes()
+    name = ollama_model_name(server)
+    return 200, {"models": [{
+        "name": name, "model": name, "size": weights + kv,
+        "digest": hashlib.sha256(name.encode()).hexdigest(),
+        "details": {"parent_model": "", "format": "gguf", "family": ARCHITECTURE,
+                    "families": [ARCHITECTURE], "parameter_size": "", "quantization_level": "F32"},
+        "expires_at": "2318-08-11T00:00:00Z", "size_vram": 0,
+        "context_length": server.engine.slots[0].n_ctx}]}
+
+
+def ollama_generate(server, raw):
+    """GenerateHandler: unload, load, or a completion."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return 400, {"error": str(e)}
+    if not isinstance(body, dict):
+        return 400, {"error": "json: cannot unmarshal into Go value of type api.GenerateRequest"}
+    model = body.get("model")
+    if model != ollama_model_name(server):
+        return 404, {"error": f"model '{model}' not found"}
+    prompt = body.get("prompt") or ""
+    done = {"model": model, "created_at": ollama_now(), "response": "", "done": True}
+    if not prompt and body.get("keep_alive", None) == 0:
+        threading.Thread(target=ollama_unload_when_idle, args=(server,), daemon=True).start()
+        return 200, dict(done, done_reason="unload")
+    ollama_load(server)
+    if not prompt:
+        return 200, dict(done, done_reason="load")
+    options = body.get("options") if isinstance(body.get("options"), dict) else {}
+    n_predict = options.get("num_predict", 16)
+    if not isinstance(n_predict, int) or isinstance(n_predict, bool) or n_predict < 1:
+        return 400, {"error": "num_predict must be at least 1"}
+    try:
+        answer = server.engine.complete({"prompt": prompt, "n_predict": n_predict,
+                                         "cache_prompt": True})
+    except ServerError as e:
+        return e.code, {"error": str(e)}
+    result = dict(done, response=answer["content"],
+                  done_reason="length" if answer["stop_type"] == "limit" else "stop",
+                  prompt_eval_count=answer["tokens_evaluated"],
+                  eval_count=answer["tokens_predicted"])
+    if body.get("stream", True) is not False:
+        return 200, json.dumps(result, separators=(",", ":")) + "\n"  # one NDJSON line
+    return 200, result
+
+
+def ollama_route(server, method, path, raw):
+    routes = {("GET", "/"): lambda: (200, "Ollama is running"),
+              ("GET", "/api/version"): lambda: (200, {"version": "0.0.0-infervisor-torch-worker"}),
+              ("GET", "/api/ps"): lambda: ollama_ps(server),
+              ("POST", "/api/generate"): lambda: ollama_generate(server, raw)}
+    route = routes.get((method, path))
+    return route() if route else (404, "404 page not found")
+
+
 MAX_BODY = 1 << 20
 
 
@@ -1263,9 +1385,18 @@ def make_handler(server):
                 result = (500, "Internal Server Error")
             self.answer(*result)
 
+        def ollama_dispatch(self, method, raw=b""):
+            try:
+                result = ollama_route(server, method, urlparse(self.path).path, raw)
+            except Exception as e:  # gin's recovery: a 500
+                result = (500, {"error": str(e)})
+            self.answer(*result)
+
         def do_GET(self):
             if server.args.api == "vllm":
                 return self.vllm_dispatch("GET")
+            if server.args.api == "ollama":
+                return self.ollama_dispatch("GET")
             self.dispatch(lambda url: get_routes(server, url.path))
 
         def do_POST(self):
@@ -1277,6 +1408,8 @@ def make_handler(server):
             raw = self.rfile.read(int(length))
             if server.args.api == "vllm":
                 return self.vllm_dispatch("POST", raw)
+            if server.args.api == "ollama":
+                return self.ollama_dispatch("POST", raw)
             self.dispatch(lambda url: post_routes(server, url, raw))
 
         def log_message(self, *_):
@@ -1332,6 +1465,11 @@ def main():
     server = Server(args)
     if args.api == "vllm":
         load(server, notify)  # vLLM listens once its model is loaded
+        serve_http(server)
+    elif args.api == "ollama":
+        load(server, notify)
+        if not args.preload:  # Ollama loads a model at its first request
+            vllm_sleep(server, 2)
         serve_http(server)
     else:
         serve_http(server)  # 503 "Loading model" meanwhile

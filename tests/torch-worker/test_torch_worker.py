@@ -6,8 +6,10 @@ that continue a slot's context, slot save/erase/restore and the continued
 context after a restore, the error answers, /health while loading, /props,
 the llamacpp:* metrics, the stuck mode, the API key, the cooperative
 checkpoint VM 146 uses, and with --api vllm vLLM's sleep mode (dev
-endpoints, levels 1 and 2), vllm:* metrics and /v1/completions. Each case starts the real worker (tiny model, a free
-port) and drives it over HTTP.
+endpoints, levels 1 and 2), vllm:* metrics and /v1/completions, and with
+--api ollama Ollama's /api/ps and /api/generate (load, unload, a
+completion). Each case starts the real worker (tiny model, a free port) and
+drives it over HTTP.
 
 Usage: test_torch_worker.py WORKER (meson passes the source tree's script).
 Needs Debian's python3-torch: without it the suite fails and says so.
@@ -416,6 +418,43 @@ class TorchWorkerTest(unittest.TestCase):
         self.assertEqual((500, "Internal Server Error"), no_sleep_mode.post("/sleep?level=1"))
         self.assertEqual((200, {"is_sleeping": False}), no_sleep_mode.get("/is_sleeping"))
         self.assertEqual((405, {"detail": "Method Not Allowed"}), no_sleep_mode.get("/sleep"))
+
+    # -- Ollama's API (--api ollama): what is loaded, load, unload ---------------
+
+    def ollama(self, *extra):
+        return self.start("--api", "ollama", "-c", "512", *extra, ready=False)
+
+    def test_ollama_loads_at_a_request_and_unloads_as_ollama_stop_asks(self):
+        w = self.ollama()
+        self.assertEqual((200, "Ollama is running"), w.get("/"))
+        self.assertEqual((200, {"models": []}), w.get("/api/ps"), "nothing loaded at the start")
+        status, loaded = w.post("/api/generate", {"model": "torch-worker:latest"})
+        self.assertEqual(200, status, loaded)
+        self.assertEqual(("load", True, ""), (loaded["done_reason"], loaded["done"], loaded["response"]))
+        status, ps = w.get("/api/ps")
+        self.assertEqual(["torch-worker:latest"], [m["name"] for m in ps["models"]])
+        self.assertGreater(ps["models"][0]["size"], 0)
+        status, answer = w.post("/api/generate", {"model": "torch-worker:latest", "prompt": "hi",
+                                                  "stream": False, "options": {"num_predict": 5}})
+        self.assertEqual(200, status, answer)
+        self.assertEqual((5, "length", 3), (len(answer["response"]), answer["done_reason"],
+                                            answer["prompt_eval_count"]))
+        status, unloaded = w.post("/api/generate", {"model": "torch-worker:latest", "keep_alive": 0})
+        self.assertEqual((200, "unload", True), (status, unloaded["done_reason"], unloaded["done"]))
+        w.wait_line(r"^model unloaded$")
+        self.assertEqual((200, {"models": []}), w.get("/api/ps"))
+        # A completion loads it again, with the same weights.
+        status, again = w.post("/api/generate", {"model": "torch-worker:latest", "prompt": "hi",
+                                                 "stream": False, "options": {"num_predict": 5}})
+        self.assertEqual(answer["response"], again["response"])
+
+    def test_ollama_errors_are_ollamas(self):
+        w = self.ollama("--preload")
+        self.assertEqual(1, len(w.get("/api/ps")[1]["models"]), "--preload: loaded at the start")
+        self.assertEqual((404, {"error": "model 'llama9' not found"}),
+                         w.post("/api/generate", {"model": "llama9", "keep_alive": 0}))
+        self.assertEqual(400, w.post("/api/generate", b"{")[0])
+        self.assertEqual(404, w.get("/api/tags")[0])
 
     def test_vllm_metrics_are_vllms_series_and_count_tokens(self):
         w = self.vllm()
