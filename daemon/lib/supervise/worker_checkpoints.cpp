@@ -965,13 +965,15 @@ void WorkerCheckpoints::restore_llama(TimePoint started_at) {
         not_restored("timeout",
                      "llama-server did not restore them within " + format_duration(spec_.timeout));
     });
+    const TimePoint requests_began = clock_.now();
     llama().restore(std::move(*server), std::move(*record), std::move(sealed), std::move(staging),
-                    [this, from, started_at](WorkerLlamaSlots::Restored restored) {
-                        on_llama_restored(from, started_at, std::move(restored));
+                    [this, from, started_at, requests_began](WorkerLlamaSlots::Restored restored) {
+                        on_llama_restored(from, started_at, requests_began, std::move(restored));
                     });
 }
 
 void WorkerCheckpoints::on_llama_restored(const StoredCheckpoint& from, TimePoint started_at,
+                                          TimePoint requests_began,
                                           WorkerLlamaSlots::Restored restored) {
     restore_timer_->cancel();
     restoring_ = false;
@@ -1010,6 +1012,10 @@ void WorkerCheckpoints::on_llama_restored(const StoredCheckpoint& from, TimePoin
     }
     double seconds = seconds_between(started_at, clock_.now());
     fields.emplace_back("RESTORE_SECONDS", seconds_text(seconds));
+    // The restore requests alone, from the first to the last answer: what
+    // the checkpoint saves the next run, against recomputing the tokens.
+    fields.emplace_back("SLOTS_RESTORE_SECONDS",
+                        seconds_text(seconds_between(requests_began, clock_.now())));
     emit_(EventKind::checkpoint_restored,
           "restored " + counts + " into llama-server from " + checkpoint + ", " +
               seconds_text(seconds) + " s after starting",

@@ -239,7 +239,7 @@ class WorkerCheckpoints {
     void on_llama_saved(Result<LlamaRecord> saved);
     void restore_llama(TimePoint started_at);
     void on_llama_restored(const StoredCheckpoint& from, TimePoint started_at,
-                           WorkerLlamaSlots::Restored restored);
+                           TimePoint requests_began, WorkerLlamaSlots::Restored restored);
     Result<WorkerLlamaSlots::Server> llama_server() const;
     WorkerLlamaSlots& llama();
     void arm_periodic();

@@ -413,6 +413,8 @@ TEST_F(LlamaCheckpoints, TheNextRunRestoresTheSlotsThatHeldTokensOnceReady) {
     EXPECT_EQ(restored->field("TOKENS_RESTORED"), "1745");
     EXPECT_EQ(restored->field("CHECKPOINT"), published(1).string());
     EXPECT_EQ(restored->field("RESTORE_SECONDS"), "2.000");
+    // The driven clock stands still while the server answers.
+    EXPECT_EQ(restored->field("SLOTS_RESTORE_SECONDS"), "0.000");
     EXPECT_THAT(restored->message, HasSubstr("restored 1 of 1 slots (1745 tokens)"));
     EXPECT_EQ(last(EventKind::checkpoint_failed), nullptr);
     // The link is gone; the sealed file stays.
