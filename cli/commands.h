@@ -20,5 +20,6 @@ void add_logs_command(CLI::App& app, CliContext& ctx);
 void add_config_command(CLI::App& app, CliContext& ctx);
 void add_top_command(CLI::App& app, CliContext& ctx);
 void add_history_command(CLI::App& app, CliContext& ctx);
+void add_drain_commands(CLI::App& app, CliContext& ctx);  // drain, undrain
 
 }  // namespace infervisor::cli

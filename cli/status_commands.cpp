@@ -42,6 +42,13 @@ std::vector<ControlEvent> events_of(const std::vector<ControlEvent>& events,
     return mine;
 }
 
+// Whether the daemon says the host is drained (infervisorctl drain); an
+// older daemon without HostState says nothing, which reads as no.
+bool host_drained(VarlinkClient& client) {
+    auto reply = client.call("io.infervisor.supervisor.HostState", json::object());
+    return reply && reply->error.empty() && reply->parameters.value("drained", false);
+}
+
 void run_status(CliContext& ctx, const StatusArgs& args) {
     auto client = ctx.connect();
     if (!client) return;
@@ -61,9 +68,13 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     // UNIT`; else the table and, under it, what the table has no room for.
     std::vector<ControlEvent> events;
     if (!ctx.json && !args.names.empty()) events = recent_events(*client);
+    const bool drained = host_drained(*client);
     ctx.page();
+    if (!ctx.json && drained)
+        std::cout << "The host is drained (infervisorctl drain): no worker starts until "
+                     "'infervisorctl undrain'.\n\n";
     if (ctx.json) {
-        std::cout << dump_json({{"workers", shown}}, 2) << "\n";
+        std::cout << dump_json({{"workers", shown}, {"drained", drained}}, 2) << "\n";
     } else if (!args.names.empty()) {
         for (std::size_t i = 0; i < workers.size(); ++i) {
             if (i > 0) std::cout << "\n";

@@ -5,7 +5,7 @@ function __infervisorctl_workers
     infervisorctl --no-pager --no-legend status 2>/dev/null | string replace -r '^(\S+?)\*?\s.*' '$1'
 end
 
-set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir checkpoints events history logs config top
+set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir checkpoints events history logs config top drain undrain
 set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir checkpoints events
 
 complete -c infervisorctl -f
@@ -26,6 +26,9 @@ complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a susp
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a resume -d 'Resume suspended workers'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a kill -d 'Send a signal to every process of a worker'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'Reread the configuration and apply it'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a drain -d 'Maintenance: stop admitting starts, bring every worker down gently'
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a undrain -d 'End a drain: start again the workers that were up'
+complete -c infervisorctl -n '__fish_seen_subcommand_from drain' -l timeout -x -d 'Wait at most this long for the workers to be down'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a remove-workdir -d 'Delete the work dir of a removed worker'
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a checkpoints -d "List or delete a worker's checkpoints"
 complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a events -d 'Show lifecycle and policy events'

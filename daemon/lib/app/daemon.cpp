@@ -213,6 +213,7 @@ int Daemon::run() {
     } else if (!tree_->existing_workers().empty()) {
         spdlog::warn("workers of an earlier daemon are still running: adopting them");
     }
+    supervisor_->restore_drain();  // a drain outlives the daemon (drain_record.h)
     supervisor_->adopt_leftovers(config_);
     supervisor_->apply(config_);
     services_.start();

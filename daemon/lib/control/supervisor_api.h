@@ -104,6 +104,15 @@ struct ReloadOutcome {
     std::vector<std::string> warnings;  // applied, but it does not fit the host (caps_fit.h)
 };
 
+// `infervisorctl drain`: what happened to each worker that was up.
+struct DrainOutcome {
+    struct Step {
+        std::string worker;
+        std::string how;  // "checkpointed, then stopped", "stopped", ...
+    };
+    std::vector<Step> steps;
+};
+
 // `infervisorctl history`: a worker's recent samples (metrics/history_ring.h)
 // and the policy actions on it, oldest first.
 struct WorkerHistory {
@@ -190,6 +199,7 @@ class SupervisorApi {
     using ValidateDone = std::function<void(ValidationOutcome)>;
     using CheckpointsDeleted = std::function<void(CheckpointDeletion)>;
     using EventSink = std::function<void(const ControlEvent&)>;
+    using DrainDone = std::function<void(DrainOutcome)>;
 
     virtual ~SupervisorApi() = default;
 
@@ -247,6 +257,15 @@ class SupervisorApi {
     // start would restore means it starts fresh. `caller` is journaled.
     virtual void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
                                     const PeerCredentials& caller, CheckpointsDeleted done) = 0;
+
+    // Maintenance: no run is launched until undrain(), and every worker is
+    // brought down by its own method (a checkpoint where it works, then a
+    // stop); settles when all are down. undrain() starts the workers that
+    // were up and settles at once with their names. drained(): whether the
+    // host is drained now.
+    virtual void drain(DrainDone done) = 0;
+    virtual std::vector<std::string> undrain() = 0;
+    virtual bool drained() const = 0;
 
     // Every later event goes to `sink` until the Subscription is destroyed.
     // The sink must not be called after that. A Subscription may be destroyed

@@ -146,6 +146,9 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.supervisor.Subscribe", {false, &VarlinkService::subscribe}},
         {"io.infervisor.supervisor.History", {false, &VarlinkService::history}},
+        {"io.infervisor.supervisor.Drain", {true, &VarlinkService::drain}},
+        {"io.infervisor.supervisor.HostState", {false, &VarlinkService::host_state}},
+        {"io.infervisor.supervisor.Undrain", {true, &VarlinkService::undrain}},
     };
     auto it = methods.find(name);
     return it == methods.end() ? nullptr : &it->second;
@@ -300,6 +303,33 @@ void VarlinkService::resume(const VarlinkCall& call, const Sink& sink) {
     params.string_list("names", names);
     if (rejected(params, sink)) return;
     supervisor_.resume(names, complete_action(sink));
+}
+
+void VarlinkService::drain(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    spdlog::info("control: drain asked for: no worker starts until undrain");
+    supervisor_.drain([weak = std::weak_ptr<ReplySink>(sink)](DrainOutcome outcome) {
+        auto target = weak.lock();
+        if (!target) return;
+        auto steps = nlohmann::json::array();
+        for (const auto& s : outcome.steps) steps.push_back({{"worker", s.worker}, {"how", s.how}});
+        target->reply({{"steps", std::move(steps)}}, false);
+    });
+}
+
+void VarlinkService::host_state(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    sink->reply({{"drained", supervisor_.drained()}}, false);
+}
+
+void VarlinkService::undrain(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    auto started = supervisor_.undrain();
+    spdlog::info("control: undrain: starting {}", describe(started));
+    sink->reply({{"started", names_json(started)}}, false);
 }
 
 void VarlinkService::reload(const VarlinkCall& call, const Sink& sink) {

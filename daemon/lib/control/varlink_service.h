@@ -79,6 +79,9 @@ class VarlinkService {
     void suspend(const VarlinkCall& call, const Sink& sink);
     void resume(const VarlinkCall& call, const Sink& sink);
     void reload(const VarlinkCall& call, const Sink& sink);
+    void drain(const VarlinkCall& call, const Sink& sink);
+    void undrain(const VarlinkCall& call, const Sink& sink);
+    void host_state(const VarlinkCall& call, const Sink& sink);
     void remove_workdir(const VarlinkCall& call, const Sink& sink);
     void list_checkpoints(const VarlinkCall& call, const Sink& sink);
     void delete_checkpoints(const VarlinkCall& call, const Sink& sink);

@@ -247,15 +247,24 @@ void SupervisorService::start_and_watch(const std::vector<Worker*>& workers, Sta
     watches->sink = 0;
 }
 
+namespace {
+const char* const kDrainedWhy =
+    "the host is drained (infervisorctl drain): nothing starts until infervisorctl undrain";
+}  // namespace
+
 void SupervisorService::start(const std::vector<std::string>& names, ActionDone done) {
     auto workers = resolve(names, done);
     if (!workers) return;
+    if (supervisor_.drained() && !workers->empty())
+        return done(ActionOutcome::failure(workers->front()->name(), kDrainedWhy));
     start_and_watch(*workers, StartWatch::Kind::start, std::move(done));
 }
 
 void SupervisorService::restart(const std::vector<std::string>& names, ActionDone done) {
     auto workers = resolve(names, done);
     if (!workers) return;
+    if (supervisor_.drained() && !workers->empty())
+        return done(ActionOutcome::failure(workers->front()->name(), kDrainedWhy));
     start_and_watch(*workers, StartWatch::Kind::restart, std::move(done));
 }
 
@@ -373,5 +382,17 @@ Subscription SupervisorService::subscribe(EventSink sink) {
     auto id = ctx_.events.subscribe([sink](const Event& e) { sink(to_control_event(e)); });
     return Subscription([this, id] { ctx_.events.unsubscribe(id); });
 }
+
+void SupervisorService::drain(DrainDone done) {
+    supervisor_.drain([done = std::move(done)](std::vector<Supervisor::DrainStep> steps) {
+        DrainOutcome outcome;
+        for (auto& s : steps) outcome.steps.push_back({std::move(s.worker), std::move(s.how)});
+        done(std::move(outcome));
+    });
+}
+
+std::vector<std::string> SupervisorService::undrain() { return supervisor_.undrain(); }
+
+bool SupervisorService::drained() const { return supervisor_.drained(); }
 
 }  // namespace infervisor

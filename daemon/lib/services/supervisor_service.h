@@ -60,6 +60,9 @@ class SupervisorService final : public SupervisorApi {
     void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
                             const PeerCredentials& caller, CheckpointsDeleted done) override;
     Subscription subscribe(EventSink sink) override;
+    void drain(DrainDone done) override;
+    std::vector<std::string> undrain() override;
+    bool drained() const override;
 
   private:
     // Null (and `done` called with worker_not_found) when a name is unknown.

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <thread>
 
+#include "supervise/drain_record.h"
 #include "supervise/worker_launch.h"
 #include "workdir/workdir_validation.h"
 
@@ -42,9 +43,71 @@ Supervisor::Supervisor(WorkerContext& ctx)
       monitor_(ctx, background_, [this](const std::string& name) { return view_of(name); }),
       admission_(ctx, [this] { return configured_workers(); }) {
     ctx_.admission = [this](const WorkerSpec& spec) { return admission_.check(spec); };
+    ctx_.drained = [this] { return drained_; };
 }
 
-Supervisor::~Supervisor() { ctx_.admission = {}; }
+Supervisor::~Supervisor() {
+    ctx_.admission = {};
+    ctx_.drained = {};
+}
+
+void Supervisor::restore_drain() {
+    auto record = read_drain_record(ctx_.paths.runtime_dir);
+    if (!record) return;
+    drained_ = true;
+    if (*record) {
+        drained_were_up_ = **record;
+        spdlog::warn(
+            "the host is drained (infervisorctl drain): no worker starts until "
+            "infervisorctl undrain");
+    } else {
+        spdlog::error("{}; the host counts as drained, and undrain will start no worker by itself",
+                      record->error().message());
+    }
+}
+
+void Supervisor::drain(DrainDone done) {
+    std::vector<Worker*> up;
+    for (const auto& [name, worker] : workers_)
+        if (worker->state() != WorkerState::stopped && worker->state() != WorkerState::failed &&
+            worker->state() != WorkerState::parked)
+            up.push_back(worker.get());
+    if (!drained_) {
+        drained_ = true;
+        for (Worker* w : up) drained_were_up_.push_back(w->name());
+    }
+    if (auto r = write_drain_record(ctx_.paths.runtime_dir, drained_were_up_); !r)
+        spdlog::error("the drain is not recorded (a daemon restart would end it): {}",
+                      r.error().message());
+    if (up.empty()) return done({});
+    // Shared by the workers' callbacks; the last one down answers.
+    struct Pending {
+        std::vector<DrainStep> steps;
+        size_t left = 0;
+        DrainDone done;
+    };
+    auto pending = std::make_shared<Pending>(Pending{{}, up.size(), std::move(done)});
+    for (Worker* w : up)
+        w->drain_stop([pending, name = w->name()](const std::string& how) {
+            pending->steps.push_back({name, how});
+            if (--pending->left == 0) pending->done(std::move(pending->steps));
+        });
+}
+
+std::vector<std::string> Supervisor::undrain() {
+    if (!drained_) return {};
+    drained_ = false;
+    if (auto r = remove_drain_record(ctx_.paths.runtime_dir); !r)
+        spdlog::error("the drain record stays (a daemon restart would drain again): {}",
+                      r.error().message());
+    std::vector<std::string> started;
+    for (const auto& name : std::exchange(drained_were_up_, {}))
+        if (Worker* w = find(name)) {
+            w->start();
+            started.push_back(name);
+        }
+    return started;
+}
 
 std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string& name) const {
     auto active = workers_.find(name);
@@ -147,7 +210,7 @@ void Supervisor::create_and_start(const WorkerSpec& spec) {
     worker->set_config_snapshot(snapshot_id_);
     Worker* raw = worker.get();
     workers_.emplace(spec.name, std::move(worker));
-    if (!stopping_all_) raw->start();
+    if (!stopping_all_ && !drained_) raw->start();
 }
 
 void Supervisor::retire(const std::string& name) {

@@ -49,6 +49,30 @@ class Supervisor {
     // too: the next daemon starts afresh.
     void stop_all(std::function<void()> done);
 
+    // Maintenance (infervisorctl drain): from now on no run is launched (an
+    // operator's start is refused, a restart does not happen, a worker added
+    // by a reload stays stopped), and every worker is brought down the
+    // gentlest way its own method allows (Worker::drain_stop), all at once.
+    // `done` runs once all are down, with what happened to each worker that
+    // was up. The drain is recorded (drain_record.h): a daemon restarted
+    // meanwhile stays drained; a reboot ends it. A drain while drained brings
+    // down whatever is up again and keeps the first drain's names.
+    struct DrainStep {
+        std::string worker;
+        std::string how;  // "checkpointed, then stopped", "stopped", ...
+    };
+    using DrainDone = std::function<void(std::vector<DrainStep>)>;
+    void drain(DrainDone done);
+    // Ends a drain: launches are allowed again and the workers that were up
+    // when it began (and are still configured) are started. Their names;
+    // empty when nothing was drained.
+    std::vector<std::string> undrain();
+    bool drained() const { return drained_; }
+    // Reads the drain record at start-up (before apply()): a daemon that
+    // finds one starts drained. A damaged record counts as drained with no
+    // names, and is logged.
+    void restore_drain();
+
     Worker* find(const std::string& name);
     std::vector<const Worker*> workers() const;
     // "3 workers: 2 running, 1 failed", for STATUS= and logs.
@@ -107,6 +131,8 @@ class Supervisor {
     std::map<std::string, WorkerSpec> removed_;
     std::set<std::string> removing_;  // work dir removals in flight
     bool stopping_all_ = false;
+    bool drained_ = false;
+    std::vector<std::string> drained_were_up_;  // as in the drain record
     ConfigSnapshots snapshots_;
     std::string snapshot_id_;  // of the configuration last applied
     // Last: destroyed first, while the workers they look at still exist.

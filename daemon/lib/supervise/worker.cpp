@@ -158,6 +158,14 @@ Result<void> Worker::kill(int sig) {
 }
 
 void Worker::launch() {
+    if (ctx_.drained && ctx_.drained()) {
+        // A restart or a start that raced the drain: nothing runs until
+        // `infervisorctl undrain`, which starts the workers that were up.
+        restart_timer_->cancel();
+        if (state_ == WorkerState::backoff || state_ == WorkerState::waiting)
+            set_state(WorkerState::stopped, WorkerMove::stop);
+        return;
+    }
     if (!admitted()) return;
     auto setup = prepare_run();
     if (!setup && setup.error().code == EWOULDBLOCK) return wait_for_lock(setup.error());

@@ -63,6 +63,14 @@ class Worker {
     void stop(Done done = {});
     // Stops, then starts again.
     void restart();
+    // For a drain (Supervisor::drain): the gentlest way down by the worker's
+    // own method. Checkpointed first when its checkpoints are known to work
+    // here (method criu or llama-server, or a cooperative one that has
+    // answered a checkpoint since the daemon started, or a periodic
+    // interval), and running (not suspended); then stopped as stop() does.
+    // `done(how)` once it is down: "checkpointed, then stopped", "stopped
+    // (its checkpoint failed: ...)", "stopped", or "was not running".
+    void drain_stop(std::function<void(const std::string& how)> done);
     // Sends `sig` to every process of the worker (SIGKILL: cgroup.kill).
     Result<void> kill(int sig);
 

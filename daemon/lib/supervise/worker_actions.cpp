@@ -72,6 +72,25 @@ void Worker::stop_after_checkpoint(Then then, const std::string& rule,
         (void)stop_by_policy(then, rule);
 }
 
+void Worker::drain_stop(std::function<void(const std::string& how)> done) {
+    if (!run_ && state_ != WorkerState::backoff && state_ != WorkerState::waiting)
+        return done("was not running");
+    bool checkpoints_work = spec_.checkpoint.method != CheckpointMethod::cooperative ||
+                            checkpoints_.last_answer_took() ||
+                            spec_.checkpoint.interval > Duration::zero();
+    if (live() && state_ == WorkerState::running && checkpoints_work) {
+        auto then_stop = [this, done](const WorkerCheckpoints::Outcome& o) {
+            std::string how = o.published ? "checkpointed, then stopped"
+                                          : "stopped (its checkpoint failed: " + o.detail + ")";
+            stop([done, how] { done(how); });
+        };
+        if (checkpoints_.request("infervisorctl drain", "stopping the worker", then_stop, true,
+                                 true))
+            return;
+    }
+    stop([done] { done("stopped"); });
+}
+
 Result<void> Worker::checkpoint_now(WorkerCheckpoints::Finished finished) {
     if (!live() || state_ == WorkerState::stopping) return plain_error("not running");
     if (state_ == WorkerState::suspended) return plain_error("suspended; resume it first");

@@ -41,6 +41,9 @@ struct WorkerContext {
     // Whether a worker with a memory.reserve fits now (the Supervisor's
     // AdmissionQueue); empty: every worker starts at once.
     std::function<AdmissionVerdict(const WorkerSpec&)> admission;
+    // The host is drained (Supervisor::drain): no run is launched, by an
+    // operator's start or by a restart; empty: never drained.
+    std::function<bool()> drained;
 };
 
 }  // namespace infervisor

@@ -132,6 +132,25 @@ void FakeSupervisor::suspend(const std::vector<std::string>& names, ActionDone d
     act("suspend", names, "suspended", std::move(done));
 }
 
+void FakeSupervisor::drain(DrainDone done) {
+    actions.push_back("drain");
+    is_drained = true;
+    DrainOutcome outcome;
+    for (auto& w : workers_)
+        if (w.view.state != "stopped") {
+            drained_were_up.push_back(w.view.name);
+            outcome.steps.push_back({w.view.name, "stopped"});
+            w.view.state = "stopped";
+        }
+    done(std::move(outcome));
+}
+
+std::vector<std::string> FakeSupervisor::undrain() {
+    actions.push_back("undrain");
+    is_drained = false;
+    return std::exchange(drained_were_up, {});
+}
+
 void FakeSupervisor::resume(const std::vector<std::string>& names, ActionDone done) {
     act("resume", names, "running", std::move(done));
 }

@@ -52,6 +52,14 @@ class FakeSupervisor : public SupervisorApi {
     void delete_checkpoints(const std::string& name, const CheckpointSelection& selection,
                             const PeerCredentials& caller, CheckpointsDeleted done) override;
     Subscription subscribe(EventSink sink) override;
+    // Records "drain" / "undrain"; a drain stops every worker that is not
+    // stopped ("stopped" each) and sets `is_drained`; undrain names
+    // `drained_were_up` and clears it.
+    void drain(DrainDone done) override;
+    std::vector<std::string> undrain() override;
+    bool drained() const override { return is_drained; }
+    bool is_drained = false;
+    std::vector<std::string> drained_were_up;
 
     // Records the event and delivers it to every subscriber.
     void emit(ControlEvent event);

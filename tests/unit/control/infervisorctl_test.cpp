@@ -392,6 +392,33 @@ TEST_F(InfervisorctlTest, UnprivilegedUsersMayReadButNotChange) {
     server.on_loop([](FakeSupervisor& fake) { EXPECT_TRUE(fake.actions.empty()); });
 }
 
+// Issue 32: drain brings the workers down and says how each went; status
+// says the host is drained; undrain names the workers it starts again.
+TEST_F(InfervisorctlTest, DrainSaysHowEachWorkerCameDownAndUndrainWhatItStarts) {
+    auto drained = ctl({"drain"});
+    EXPECT_EQ(drained.exit_code, 0) << drained.err;
+    EXPECT_EQ(drained.out,
+              "llama: stopped\nThe host is drained: no worker starts until 'infervisorctl "
+              "undrain'.\n");
+    auto status = ctl({"status"});
+    EXPECT_THAT(status.out, ::testing::StartsWith("The host is drained (infervisorctl drain)"));
+    auto json_status = ctl({"--json", "status"});
+    EXPECT_EQ(nlohmann::json::parse(json_status.out).value("drained", false), true);
+    auto again = ctl({"--json", "drain"});
+    EXPECT_EQ(nlohmann::json::parse(again.out), nlohmann::json::parse(R"({"steps": []})"));
+    auto undrained = ctl({"undrain"});
+    EXPECT_EQ(undrained.exit_code, 0) << undrained.err;
+    EXPECT_EQ(undrained.out, "starting llama\n");
+    EXPECT_EQ(ctl({"undrain"}).out,
+              "no worker to start (the host was not drained, or none was up)\n");
+    EXPECT_EQ(nlohmann::json::parse(ctl({"--json", "status"}).out).value("drained", true), false);
+    server.on_loop([](FakeSupervisor& fake) {
+        EXPECT_THAT(fake.actions, ::testing::ElementsAre("drain", "drain", "undrain", "undrain"));
+    });
+    EXPECT_EQ(ctl({"drain"}, CtlOptions{.as_nobody = true}).exit_code, 5);
+    EXPECT_EQ(ctl({"drain", "--timeout", "soon"}).exit_code, 2);
+}
+
 TEST_F(InfervisorctlTest, ReloadPrintsChangesOrErrors) {
     server.on_loop([](FakeSupervisor& fake) {
         fake.next_reload = {true,

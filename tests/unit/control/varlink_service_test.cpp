@@ -151,7 +151,10 @@ TEST_F(VarlinkServiceTest, ChangesNeedRootOrTheControlGroup) {
     EXPECT_EQ(call("io.infervisor.supervisor.Kill", {{"name", "llama"}})->last().error,
               err::kPermissionDenied);
     EXPECT_EQ(call("io.infervisor.supervisor.Reload")->last().error, err::kPermissionDenied);
+    EXPECT_EQ(call("io.infervisor.supervisor.Drain")->last().error, err::kPermissionDenied);
+    EXPECT_EQ(call("io.infervisor.supervisor.Undrain")->last().error, err::kPermissionDenied);
     EXPECT_TRUE(fake.actions.empty());
+    EXPECT_EQ(call("io.infervisor.supervisor.HostState")->last().error, "");
     // Reading stays open.
     EXPECT_EQ(call("io.infervisor.supervisor.List")->last().error, "");
     EXPECT_EQ(call("io.infervisor.supervisor.Validate", {{"config", "x"}})->last().error, "");
