@@ -3,9 +3,6 @@
 // Entries match INFERVISOR_WORKER=NAME (the daemon's structured events about
 // the worker, and worker output it forwards with that field) or
 // SYSLOG_IDENTIFIER=infervisor-worker-NAME (worker stdout/stderr).
-#include <systemd/sd-journal.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -13,6 +10,7 @@
 #include "commands.h"
 #include "control/varlink_message.h"
 #include "human_format.h"
+#include "journal_files.h"
 
 namespace infervisor::cli {
 
@@ -25,31 +23,17 @@ struct LogsArgs {
     std::string directory;
 };
 
-struct JournalCloser {
-    void operator()(sd_journal* j) const { sd_journal_close(j); }
-};
-using Journal = std::unique_ptr<sd_journal, JournalCloser>;
-
-std::string field(sd_journal* j, const char* name) {
-    const void* data = nullptr;
-    size_t length = 0;
-    if (sd_journal_get_data(j, name, &data, &length) < 0) return {};
-    std::string_view entry(static_cast<const char*>(data), length);
-    auto eq = entry.find('=');
-    return eq == std::string_view::npos ? std::string() : std::string(entry.substr(eq + 1));
-}
-
 void print_entry(const CliContext& ctx, sd_journal* j) {
     uint64_t usec = 0;
     sd_journal_get_realtime_usec(j, &usec);
-    std::string identifier = field(j, "SYSLOG_IDENTIFIER");
-    std::string pid = field(j, "_PID");
-    std::string message = field(j, "MESSAGE");
+    std::string identifier = journal_field(j, "SYSLOG_IDENTIFIER");
+    std::string pid = journal_field(j, "_PID");
+    std::string message = journal_field(j, "MESSAGE");
     if (ctx.json) {
         nlohmann::json entry = {{"time_usec", usec},
                                 {"identifier", identifier},
                                 {"pid", pid},
-                                {"priority", field(j, "PRIORITY")},
+                                {"priority", journal_field(j, "PRIORITY")},
                                 {"message", message}};
         std::cout << dump_json(entry) << std::endl;
         return;
@@ -59,12 +43,11 @@ void print_entry(const CliContext& ctx, sd_journal* j) {
     std::cout << ": " << printable(message) << std::endl;
 }
 
-int open_journal(const LogsArgs& args, Journal& journal) {
-    sd_journal* j = nullptr;
-    int r = args.directory.empty() ? sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY)
-                                   : sd_journal_open_directory(&j, args.directory.c_str(), 0);
+// Entries with INFERVISOR_WORKER=NAME or SYSLOG_IDENTIFIER=infervisor-worker-NAME.
+int open_worker_journal(const LogsArgs& args, Journal& journal) {
+    int r = open_journal(args.directory, journal);
     if (r < 0) return r;
-    journal.reset(j);
+    sd_journal* j = journal.get();
     std::string by_field = "INFERVISOR_WORKER=" + args.name;
     std::string by_identifier = "SYSLOG_IDENTIFIER=infervisor-worker-" + args.name;
     if ((r = sd_journal_add_match(j, by_field.data(), by_field.size())) < 0) return r;
@@ -72,42 +55,15 @@ int open_journal(const LogsArgs& args, Journal& journal) {
     return sd_journal_add_match(j, by_identifier.data(), by_identifier.size());
 }
 
-// Positions the journal so that the next sd_journal_next() gives the first
-// entry to print.
-int position(sd_journal* j, int lines) {
-    if (lines < 0) return sd_journal_seek_head(j);
-    int r = sd_journal_seek_tail(j);
-    if (r < 0) return r;
-    // previous_skip(lines + 1) then next lands on the lines-th newest entry;
-    // with fewer entries it stops at the first (and next gives the second),
-    // so go back to the head then.
-    r = sd_journal_previous_skip(j, static_cast<uint64_t>(lines) + 1);
-    if (r >= 0 && r <= lines) return sd_journal_seek_head(j);
-    return r;
-}
-
-// As journalctl: nothing found is said, not an empty screen; and when there
-// were no journal files to read at all, why that may be.
-void say_no_entries(sd_journal* j) {
-    std::cout << "-- No entries --\n";
-    uint64_t bytes = 0;
-    if (sd_journal_get_usage(j, &bytes) < 0 || bytes > 0) return;
-    std::cerr << "infervisorctl: no journal files were found"
-              << (::geteuid() == 0 ? ""
-                                   : " (the system journal needs root or the "
-                                     "systemd-journal/adm group)")
-              << "\n";
-}
-
 void run_logs(CliContext& ctx, const LogsArgs& args) {
     Journal journal;
     int lines = args.lines >= 0 ? args.lines : (args.follow ? 10 : -1);
-    int r = open_journal(args, journal);
+    int r = open_worker_journal(args, journal);
     if (r < 0)
         return ctx.fail(kFailure, "cannot open the journal" +
                                       (args.directory.empty() ? "" : " in " + args.directory) +
                                       ": " + std::strerror(-r));
-    r = position(journal.get(), lines);
+    r = position_journal(journal.get(), lines);
     if (r >= 0 && !args.follow) ctx.page();
     size_t printed = 0;
     while (r >= 0) {
@@ -119,7 +75,7 @@ void run_logs(CliContext& ctx, const LogsArgs& args) {
         r = sd_journal_wait(journal.get(), static_cast<uint64_t>(-1));
     }
     if (r < 0) return ctx.fail(kFailure, std::string("reading the journal: ") + std::strerror(-r));
-    if (printed == 0 && !ctx.json) say_no_entries(journal.get());
+    if (printed == 0 && !ctx.json) say_no_journal_entries(journal.get());
 }
 
 }  // namespace

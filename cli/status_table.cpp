@@ -153,12 +153,13 @@ void print_status_notes(std::ostream& out, const std::vector<WorkerView>& worker
     if (any) out << "(infervisorctl status NAME: why, since when, and what next)\n";
 }
 
-std::string event_line(const ControlEvent& e) {
-    std::string line = local_time(e.time_usec) + " " + (e.worker.empty() ? "-" : e.worker) + " " +
-                       e.kind + ": " + printable(e.message);
+std::string event_line(const ControlEvent& e, const std::string& host) {
+    std::string line = local_time(e.time_usec) + " " + (host.empty() ? "" : printable(host) + " ") +
+                       (e.worker.empty() ? "-" : printable(e.worker)) + " " + printable(e.kind) +
+                       ": " + printable(e.message);
     std::string sep = " (";
     for (const auto& [key, val] : e.fields) {
-        line += sep + key + "=" + printable(val);
+        line += sep + printable(key) + "=" + printable(val);
         sep = ", ";
     }
     if (!e.fields.empty()) line += ")";

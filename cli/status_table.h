@@ -37,7 +37,9 @@ void print_worker_block(std::ostream& out, const WorkerView& worker,
 void print_worker_detail(std::ostream& out, const WorkerDetail& detail,
                          const std::vector<ControlEvent>& events, bool colour);
 
-// The line `events` prints for one event (without a newline).
-std::string event_line(const ControlEvent& event);
+// The line `events` prints for one event (without a newline); with a host
+// (events read from journal files), its name follows the time, as in
+// journalctl's lines.
+std::string event_line(const ControlEvent& event, const std::string& host = {});
 
 }  // namespace infervisor::cli

@@ -43,7 +43,8 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from kill' -s s -l signal -
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s f -l follow -d 'Keep printing new entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s n -l lines -x -d 'How many entries'
 complete -c infervisorctl -n '__fish_seen_subcommand_from events' -s S -l since -x -d 'Only events at or after this time'
-complete -c infervisorctl -n '__fish_seen_subcommand_from logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
+complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s D -l directory -x -a '(__fish_complete_directories)' -d 'Read journal files from a directory'
+complete -c infervisorctl -n '__fish_seen_subcommand_from events' -l hostname -x -d "With -D: only this host's events"
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
 complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l output -x -a wide -d 'Every column'
 complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l dry-run -d 'Say what would change; apply nothing'
