@@ -20,7 +20,7 @@ TEST(ConfigLoader, ReadsMainFileThenDropinsInNameOrder) {
     dir.write("workers.d/.hidden.yaml", "garbage: [");
     auto loaded = load_config({dir.path() / "infervisor.yaml", {}});
     ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
-    ASSERT_EQ(loaded.config.workers.size(), 2u);
+    ASSERT_EQ(loaded.config.workers.size(), 3u);
     EXPECT_EQ(loaded.config.workers[0].name, "a");
     EXPECT_EQ(loaded.config.workers[1].name, "b");
     EXPECT_EQ(*loaded.config.workers[1].memory.max, 1ull << 30);  // defaults reach drop-ins
@@ -124,8 +124,8 @@ TEST(ConfigLoader, ShippedConfigAndExampleWorkersAreValid) {
 }
 
 TEST(ConfigLoader, EngineExamplesAreValid) {
-    // etc/examples/llama-server.yaml and vllm.yaml, as a user copies them into
-    // workers.d beside the shipped main file: valid, and what they say they
+    // etc/examples/llama-server.yaml, ollama.yaml and vllm.yaml, as a user
+    // copies them into workers.d beside the shipped main file: valid, and what they say they
     // set up (the program paths are warnings here: no llama-server or vllm on
     // a build host).
     const char* src = std::getenv("INFERVISOR_SOURCE_ROOT");
@@ -133,7 +133,7 @@ TEST(ConfigLoader, EngineExamplesAreValid) {
     const std::filesystem::path examples = std::filesystem::path(src) / "etc/examples";
     testing::TempDir dir;
     const auto workers = dir.mkdir("workers.d");
-    for (const char* name : {"llama-server.yaml", "vllm.yaml"})
+    for (const char* name : {"llama-server.yaml", "ollama.yaml", "vllm.yaml"})
         std::filesystem::copy_file(examples / name, workers / name);
     auto loaded = load_config({std::filesystem::path(src) / "etc/infervisor.yaml", workers});
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
@@ -143,7 +143,12 @@ TEST(ConfigLoader, EngineExamplesAreValid) {
     ASSERT_TRUE(llama.engine.has_value());
     EXPECT_EQ(llama.engine->kind, EngineKind::llama_server);
     EXPECT_EQ(llama.checkpoint.method, CheckpointMethod::llama_server);
-    const WorkerSpec& vllm = loaded.config.workers[1];
+    const WorkerSpec& ollama = loaded.config.workers[1];
+    EXPECT_EQ(ollama.name, "ollama");
+    ASSERT_TRUE(ollama.engine.has_value());
+    EXPECT_EQ(ollama.engine->kind, EngineKind::ollama);
+    EXPECT_EQ(ollama.engine->port, 11434);
+    const WorkerSpec& vllm = loaded.config.workers[2];
     EXPECT_EQ(vllm.name, "vllm");
     ASSERT_TRUE(vllm.engine.has_value());
     EXPECT_EQ(vllm.engine->kind, EngineKind::vllm);
