@@ -30,9 +30,11 @@ drain_and_undrain() {
 		  - name: counter
 		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
 		    notify: true
+		    memory: {max: 128M}
 		    checkpoint: {interval: 10m, timeout: 1m}
 		  - name: plain
 		    command: [$ivd_example_worker, --serve-interval-ms, "200"]
+		    memory: {max: 128M}
 	YAML
 	fresh_daemon
 	wait_until 300 has_events counter ready 1
