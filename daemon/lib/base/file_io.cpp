@@ -71,6 +71,25 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
     return {};
 }
 
+Result<void> replace_file(const std::filesystem::path& path, std::string_view content,
+                          mode_t mode) {
+    std::filesystem::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (!fd) return errno_error("create " + tmp.string());
+    if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+        auto e = errno_error("write " + tmp.string());
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    fd.reset();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        auto e = errno_error("rename " + tmp.string() + " to " + path.string());
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    return {};
+}
+
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
         s.remove_suffix(1);

@@ -2,6 +2,8 @@
 // that must be read and written in one system call each.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -24,6 +26,13 @@ Result<std::string> read_regular_file(const std::filesystem::path& path, size_t 
 // Writes `content` with a single write(2), as cgroupfs requires; the file must
 // exist (O_CREAT is not used, so a typo never creates a stray file).
 Result<void> write_file(const std::filesystem::path& path, std::string_view content);
+
+// Replaces `path` with a file holding `content` (mode `mode`, this
+// process's owner): written to "<dir>/.<name>.tmp" (O_NOFOLLOW), then
+// renamed over `path`, so a reader sees the old file or the new one, never
+// a part. The temporary file is removed when anything fails.
+Result<void> replace_file(const std::filesystem::path& path, std::string_view content,
+                          mode_t mode = 0600);
 
 // Parses "key value" lines (memory.events, cgroup.events, memory.stat, vmstat)
 // and returns the value for `key`, or an error when absent or malformed.

@@ -1,10 +1,8 @@
 #include "supervise/drain_record.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/file_io.h"
-#include "base/unique_fd.h"
 #include "config/config_validator.h"
 
 namespace infervisor {
@@ -47,23 +45,7 @@ fs::path drain_record_path(const fs::path& runtime_dir) { return runtime_dir / "
 
 Result<void> write_drain_record(const fs::path& runtime_dir,
                                 const std::vector<std::string>& were_up) {
-    std::string text = format_drain_record(were_up);
-    fs::path tmp = runtime_dir / ".drained.tmp";
-    fs::path path = drain_record_path(runtime_dir);
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) return errno_error("create " + tmp.string());
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        auto e = errno_error("write " + tmp.string());
-        ::unlink(tmp.c_str());
-        return e;
-    }
-    fd.reset();
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        auto e = errno_error("rename " + tmp.string() + " to " + path.string());
-        ::unlink(tmp.c_str());
-        return e;
-    }
-    return {};
+    return replace_file(drain_record_path(runtime_dir), format_drain_record(were_up));
 }
 
 std::optional<Result<std::vector<std::string>>> read_drain_record(const fs::path& runtime_dir) {

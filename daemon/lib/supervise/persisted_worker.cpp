@@ -9,6 +9,7 @@
 #include <map>
 #include <system_error>
 
+#include "base/file_io.h"
 #include "base/unique_fd.h"
 #include "config/config_validator.h"
 
@@ -236,22 +237,7 @@ Result<void> write_persisted_worker(const fs::path& dir, const PersistedWorker& 
     std::string text = format_persisted_worker(worker);
     if (text.size() > kMaxStateFileSize)
         return plain_error("state of worker '" + worker.name + "' too large to persist");
-    fs::path tmp = dir / ("." + worker.name + ".tmp");
-    fs::path final_path = dir / worker.name;
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) return errno_error("create " + tmp.string());
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        auto e = errno_error("write " + tmp.string());
-        ::unlink(tmp.c_str());
-        return e;
-    }
-    fd.reset();
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-        auto e = errno_error("rename " + tmp.string() + " to " + final_path.string());
-        ::unlink(tmp.c_str());
-        return e;
-    }
-    return {};
+    return replace_file(dir / worker.name, text);
 }
 
 Result<PersistedWorker> read_persisted_worker(const fs::path& dir, const std::string& name) {

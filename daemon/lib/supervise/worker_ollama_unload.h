@@ -32,6 +32,7 @@
 #include "engine/engine_spec.h"
 #include "engine/ollama_models.h"
 #include "probe/http_exchange.h"
+#include "supervise/bounded_exchanges.h"
 
 namespace infervisor {
 
@@ -64,18 +65,14 @@ class WorkerOllamaUnload {
     void unload_next(size_t index);
     void poll();
     void settle(const std::vector<OllamaModel>& listed);
-    void exchange(HttpRequest request, std::function<void(HttpAnswer)> next);
     void finish(Result<Outcome> result);
-    Duration left() const;
 
-    boost::asio::io_context& io_;
+    BoundedExchanges exchanges_;
     boost::asio::steady_timer poll_timer_;
     Server server_;
     Done done_;
     std::vector<OllamaModel> asked_;  // the models listed at first
-    std::chrono::steady_clock::time_point deadline_;
-    uint64_t generation_ = 0;  // tells a live operation's callbacks from a cancelled one's
-    std::shared_ptr<HttpExchange> exchange_;
+    uint64_t generation_ = 0;  // tells the live operation's poll timer from a cancelled one's
 };
 
 }  // namespace infervisor

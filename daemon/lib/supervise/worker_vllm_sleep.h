@@ -26,6 +26,7 @@
 #include "base/result.h"
 #include "engine/engine_spec.h"
 #include "probe/http_exchange.h"
+#include "supervise/bounded_exchanges.h"
 
 namespace infervisor {
 
@@ -50,14 +51,10 @@ class WorkerVllmSleep {
   private:
     // POST `act`, then GET /is_sleeping must say `sleeping`.
     void run(Server server, HttpRequest act, bool sleeping, Done done);
-    void exchange(HttpRequest request, std::function<void(HttpAnswer)> next);
     void finish(Result<void> result);
 
-    boost::asio::io_context& io_;
+    BoundedExchanges exchanges_;
     Done done_;
-    std::chrono::steady_clock::time_point deadline_;
-    uint64_t generation_ = 0;  // tells a live operation's callbacks from a cancelled one's
-    std::shared_ptr<HttpExchange> exchange_;
 };
 
 }  // namespace infervisor
