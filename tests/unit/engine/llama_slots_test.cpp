@@ -10,28 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine_answers.h"
 #include "support/temp_dir.h"
 
 namespace infervisor {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string llama_fixture(const std::string& name) {
-    const char* root = std::getenv("INFERVISOR_SOURCE_ROOT");
-    EXPECT_NE(root, nullptr) << "INFERVISOR_SOURCE_ROOT is not set";
-    return testing::slurp(std::filesystem::path(root ? root : ".") / "tests/unit/engine/fixtures" /
-                          name);
-}
-
-HttpAnswer llama_answer(int status, std::string body) {
-    HttpAnswer a;
-    a.complete = true;
-    a.status = status;
-    a.content_type = "application/json; charset=utf-8";
-    a.body = std::move(body);
-    return a;
-}
 
 EngineSpec llama_engine() {
     EngineSpec e;
@@ -71,7 +56,8 @@ TEST(LlamaSlots, RequestsAreTheServersRoutes) {
 }
 
 TEST(LlamaSlots, PropsAsTheServerWritesThem) {
-    auto props = parse_llama_props(llama_answer(200, llama_fixture("llama-server-props.json")));
+    auto props = parse_llama_props(
+        testing::json_answer(200, testing::engine_fixture("llama-server-props.json")));
     ASSERT_TRUE(props) << props.error().message();
     EXPECT_EQ(props->model_path, "/srv/models/qwen2.5-0.5b-instruct-q4_k_m.gguf");
     EXPECT_EQ(props->build_info, "b6800-1f5accb8");
@@ -80,18 +66,18 @@ TEST(LlamaSlots, PropsAsTheServerWritesThem) {
 }
 
 TEST(LlamaSlots, PropsWithoutWhatARestoreIsJudgedByAreRefused) {
-    auto no_path =
-        parse_llama_props(llama_answer(200, R"({"default_generation_settings":{"n_ctx":512}})"));
+    auto no_path = parse_llama_props(
+        testing::json_answer(200, R"({"default_generation_settings":{"n_ctx":512}})"));
     ASSERT_FALSE(no_path);
     EXPECT_THAT(no_path.error().message(), HasSubstr("no \"model_path\""));
-    auto no_ctx = parse_llama_props(llama_answer(200, R"({"model_path":"/m.gguf"})"));
+    auto no_ctx = parse_llama_props(testing::json_answer(200, R"({"model_path":"/m.gguf"})"));
     ASSERT_FALSE(no_ctx);
     EXPECT_THAT(no_ctx.error().message(), HasSubstr("default_generation_settings.n_ctx"));
-    auto text_ctx = parse_llama_props(llama_answer(
+    auto text_ctx = parse_llama_props(testing::json_answer(
         200, R"({"model_path":"/m.gguf","default_generation_settings":{"n_ctx":"512"}})"));
     EXPECT_FALSE(text_ctx);
     // An older server without build_info: recorded as empty.
-    auto old = parse_llama_props(llama_answer(
+    auto old = parse_llama_props(testing::json_answer(
         200, R"({"model_path":"/m.gguf","default_generation_settings":{"n_ctx":512}})"));
     ASSERT_TRUE(old);
     EXPECT_EQ(old->build_info, "");
@@ -99,7 +85,8 @@ TEST(LlamaSlots, PropsWithoutWhatARestoreIsJudgedByAreRefused) {
 }
 
 TEST(LlamaSlots, SlotsAsTheServerListsThem) {
-    auto slots = parse_llama_slots(llama_answer(200, llama_fixture("llama-server-slots.json")));
+    auto slots = parse_llama_slots(
+        testing::json_answer(200, testing::engine_fixture("llama-server-slots.json")));
     ASSERT_TRUE(slots) << slots.error().message();
     ASSERT_EQ(slots->size(), 2u);
     EXPECT_EQ((*slots)[0].id, 0);
@@ -110,30 +97,32 @@ TEST(LlamaSlots, SlotsAsTheServerListsThem) {
 }
 
 TEST(LlamaSlots, SlotListsThatAreNotTheServersAreRefused) {
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, "{}")).error().message(),
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, "{}")).error().message(),
                 HasSubstr("not a JSON array"));
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, R"([{"id":0},{"id":0}])")).error().message(),
-                HasSubstr("listed twice"));
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, R"([{"id":-1}])")).error().message(),
+    EXPECT_THAT(
+        parse_llama_slots(testing::json_answer(200, R"([{"id":0},{"id":0}])")).error().message(),
+        HasSubstr("listed twice"));
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, R"([{"id":-1}])")).error().message(),
                 HasSubstr("no \"id\""));
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, R"([{"id":1.5}])")).error().message(),
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, R"([{"id":1.5}])")).error().message(),
                 HasSubstr("no \"id\""));
     std::string many = "[";
     for (size_t i = 0; i <= kMaxLlamaSlots; ++i)
         many += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(i % 7) + "}";
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, many + "]")).error().message(),
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, many + "]")).error().message(),
                 HasSubstr("more than"));
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, "[{\"id\":0")).error().message(),
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, "[{\"id\":0")).error().message(),
                 HasSubstr("not JSON"));
     // Nesting is refused before nlohmann_json recurses into it.
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
-    EXPECT_THAT(parse_llama_slots(llama_answer(200, deep)).error().message(),
+    EXPECT_THAT(parse_llama_slots(testing::json_answer(200, deep)).error().message(),
                 HasSubstr("nests deeper than"));
 }
 
 TEST(LlamaSlots, SaveRestoreAndEraseAnswers) {
     auto saved = parse_llama_slot_result(
-        llama_answer(200, llama_fixture("llama-server-slot-save.json")), SlotAction::save);
+        testing::json_answer(200, testing::engine_fixture("llama-server-slot-save.json")),
+        SlotAction::save);
     ASSERT_TRUE(saved) << saved.error().message();
     EXPECT_EQ(saved->id_slot, 0);
     EXPECT_EQ(saved->filename, "slot-0.bin");
@@ -141,19 +130,22 @@ TEST(LlamaSlots, SaveRestoreAndEraseAnswers) {
     EXPECT_EQ(saved->bytes, 14309796u);
 
     auto restored = parse_llama_slot_result(
-        llama_answer(200, llama_fixture("llama-server-slot-restore.json")), SlotAction::restore);
+        testing::json_answer(200, testing::engine_fixture("llama-server-slot-restore.json")),
+        SlotAction::restore);
     ASSERT_TRUE(restored) << restored.error().message();
     EXPECT_EQ(restored->tokens, 1745u);
     EXPECT_EQ(restored->bytes, 14309796u);
 
     auto erased = parse_llama_slot_result(
-        llama_answer(200, llama_fixture("llama-server-slot-erase.json")), SlotAction::erase);
+        testing::json_answer(200, testing::engine_fixture("llama-server-slot-erase.json")),
+        SlotAction::erase);
     ASSERT_TRUE(erased) << erased.error().message();
     EXPECT_EQ(erased->tokens, 1745u);
 
     // A save's answer is not a restore's: n_restored is what a restore counts.
     auto crossed = parse_llama_slot_result(
-        llama_answer(200, llama_fixture("llama-server-slot-save.json")), SlotAction::restore);
+        testing::json_answer(200, testing::engine_fixture("llama-server-slot-save.json")),
+        SlotAction::restore);
     ASSERT_FALSE(crossed);
     EXPECT_THAT(crossed.error().message(), HasSubstr("\"n_restored\""));
 }
@@ -179,14 +171,14 @@ TEST(LlamaSlots, ErrorAnswersSayWhatTheServerSaid) {
          "HTTP 401 (authentication_error): Invalid API Key"},
     };
     for (const auto& c : cases) {
-        HttpAnswer a = llama_answer(c.status, llama_fixture(c.file));
+        HttpAnswer a = testing::json_answer(c.status, testing::engine_fixture(c.file));
         EXPECT_EQ(llama_error_text(a), c.text) << c.file;
         auto saved = parse_llama_slot_result(a, SlotAction::save);
         ASSERT_FALSE(saved) << c.file;
         EXPECT_EQ(saved.error().message(), std::string("POST /slots save: ") + c.text);
     }
     // The exception handler's plain text 500, and a control character in it.
-    EXPECT_EQ(llama_error_text(llama_answer(500, "[json.exception.parse_error.101]\n")),
+    EXPECT_EQ(llama_error_text(testing::json_answer(500, "[json.exception.parse_error.101]\n")),
               "HTTP 500: [json.exception.parse_error.101]?");
     // No answer at all.
     HttpAnswer refused;

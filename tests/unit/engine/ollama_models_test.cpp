@@ -7,31 +7,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "engine_answers.h"
 
 namespace infervisor {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string ollama_fixture(const std::string& name) {
-    std::ifstream in(std::string(std::getenv("INFERVISOR_SOURCE_ROOT")) +
-                     "/tests/unit/engine/fixtures/" + name);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-HttpAnswer answer(int status, std::string body) {
-    HttpAnswer a;
-    a.complete = true;
-    a.status = status;
-    a.content_type = "application/json; charset=utf-8";
-    a.body = std::move(body);
-    return a;
-}
 
 EngineSpec ollama() {
     EngineSpec e;
@@ -65,19 +48,21 @@ TEST(OllamaRequests, AModelNameIsSentAsJsonNotSpliced) {
 }
 
 TEST(OllamaPs, ReadsTheLoadedModelsWithTheirSizes) {
-    auto models = parse_ollama_ps(answer(200, ollama_fixture("ollama-ps.json")));
+    auto models =
+        parse_ollama_ps(testing::json_answer(200, testing::engine_fixture("ollama-ps.json")));
     ASSERT_TRUE(models) << models.error().message();
     ASSERT_EQ(models->size(), 2u);
     EXPECT_EQ((*models)[0], (OllamaModel{"llama3.2:latest", 3355443200u, 3355443200u}));
     EXPECT_EQ((*models)[1], (OllamaModel{"nomic-embed-text:latest", 621805568u, 0u}));
-    auto none = parse_ollama_ps(answer(200, ollama_fixture("ollama-ps-empty.json")));
+    auto none =
+        parse_ollama_ps(testing::json_answer(200, testing::engine_fixture("ollama-ps-empty.json")));
     ASSERT_TRUE(none);
     EXPECT_TRUE(none->empty());
 }
 
 TEST(OllamaPs, RefusesAnswersOllamaDoesNotGive) {
     auto error_of = [](int status, std::string body) {
-        auto r = parse_ollama_ps(answer(status, std::move(body)));
+        auto r = parse_ollama_ps(testing::json_answer(status, std::move(body)));
         return r ? std::string("accepted") : r.error().message();
     };
     EXPECT_THAT(error_of(200, "[]"), HasSubstr("not a JSON object"));
@@ -102,23 +87,24 @@ TEST(OllamaPs, RefusesAnswersOllamaDoesNotGive) {
 
 TEST(OllamaPs, ANegativeOrFractionalSizeIsUnknownNotWrapped) {
     auto models = parse_ollama_ps(
-        answer(200, R"({"models": [{"name": "m", "size": -1, "size_vram": 1.5}]})"));
+        testing::json_answer(200, R"({"models": [{"name": "m", "size": -1, "size_vram": 1.5}]})"));
     ASSERT_TRUE(models);
     EXPECT_EQ((*models)[0].size, std::nullopt);
     EXPECT_EQ((*models)[0].size_vram, std::nullopt);
 }
 
 TEST(OllamaUnloadAnswer, DoneIsTheUnloadBranchsAnswerAnErrorSaysOllamasWords) {
-    EXPECT_TRUE(
-        check_ollama_unloaded(answer(200, ollama_fixture("ollama-unload.json")), "llama3.2"));
-    auto missing =
-        check_ollama_unloaded(answer(404, ollama_fixture("ollama-error-not-found.json")), "llama9");
+    EXPECT_TRUE(check_ollama_unloaded(
+        testing::json_answer(200, testing::engine_fixture("ollama-unload.json")), "llama3.2"));
+    auto missing = check_ollama_unloaded(
+        testing::json_answer(404, testing::engine_fixture("ollama-error-not-found.json")),
+        "llama9");
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().message(), "unload 'llama9': HTTP 404: model 'llama9' not found");
-    auto not_done = check_ollama_unloaded(answer(200, R"({"done": false})"), "m");
+    auto not_done = check_ollama_unloaded(testing::json_answer(200, R"({"done": false})"), "m");
     ASSERT_FALSE(not_done);
     EXPECT_THAT(not_done.error().message(), HasSubstr("does not say \"done\": true"));
-    EXPECT_FALSE(check_ollama_unloaded(answer(200, R"({"done": "true"})"), "m"));
+    EXPECT_FALSE(check_ollama_unloaded(testing::json_answer(200, R"({"done": "true"})"), "m"));
 }
 
 }  // namespace

@@ -11,19 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine_answers.h"
 #include "support/temp_dir.h"
 
 namespace infervisor {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string fixture(const std::string& name) {
-    const char* root = std::getenv("INFERVISOR_SOURCE_ROOT");
-    EXPECT_NE(root, nullptr) << "INFERVISOR_SOURCE_ROOT is not set";
-    return testing::slurp(std::filesystem::path(root ? root : ".") / "tests/unit/engine/fixtures" /
-                          name);
-}
 
 PrometheusValues parsed(std::string_view text, const PrometheusWanted& wanted) {
     auto values = parse_prometheus_text(text, wanted);
@@ -38,7 +32,7 @@ std::string error_of(std::string_view text, const PrometheusWanted& wanted = {"a
 }
 
 TEST(PrometheusText, LlamaServersMetrics) {
-    auto values = parsed(fixture("llama-server-metrics.txt"),
+    auto values = parsed(testing::engine_fixture("llama-server-metrics.txt"),
                          {"llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
                           "llamacpp:requests_deferred", "llamacpp:prompt_tokens_total",
                           "llamacpp:n_busy_slots_per_decode",
@@ -57,7 +51,7 @@ TEST(PrometheusText, LlamaServersMetrics) {
 }
 
 TEST(PrometheusText, VllmsMetricsSumTheEngines) {
-    auto values = parsed(fixture("vllm-metrics.txt"),
+    auto values = parsed(testing::engine_fixture("vllm-metrics.txt"),
                          {"vllm:generation_tokens_total", "vllm:num_requests_waiting",
                           "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
                           "vllm:time_to_first_token_seconds_count", "vllm:cache_config_info"});
@@ -69,7 +63,9 @@ TEST(PrometheusText, VllmsMetricsSumTheEngines) {
     EXPECT_EQ(values.at("vllm:cache_config_info"), 1);
     EXPECT_EQ(values.size(), 6u);
     // The family's name is not a series: a histogram is read by its _count, _sum, _bucket.
-    EXPECT_FALSE(parsed(fixture("vllm-metrics.txt"), {"vllm:time_to_first_token_seconds"}).size());
+    EXPECT_FALSE(
+        parsed(testing::engine_fixture("vllm-metrics.txt"), {"vllm:time_to_first_token_seconds"})
+            .size());
 }
 
 TEST(PrometheusText, EscapesInLabelValuesAreReadNotKept) {

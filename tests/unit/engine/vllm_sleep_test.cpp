@@ -7,19 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine_answers.h"
+
 namespace infervisor {
 namespace {
 
 using ::testing::HasSubstr;
-
-HttpAnswer vllm_answer(int status, std::string body) {
-    HttpAnswer a;
-    a.complete = true;
-    a.status = status;
-    a.content_type = "application/json";
-    a.body = std::move(body);
-    return a;
-}
 
 EngineSpec vllm_engine() {
     EngineSpec e;
@@ -53,10 +46,10 @@ TEST(VllmSleepRequests, AreThePathsAndMethodsVllmRoutes) {
 }
 
 TEST(VllmSleepAnswers, IsSleepingIsReadAsVllmWritesIt) {
-    auto yes = parse_vllm_is_sleeping(vllm_answer(200, R"({"is_sleeping":true})"));
+    auto yes = parse_vllm_is_sleeping(testing::json_answer(200, R"({"is_sleeping":true})"));
     ASSERT_TRUE(yes) << yes.error().message();
     EXPECT_TRUE(*yes);
-    auto no = parse_vllm_is_sleeping(vllm_answer(200, R"({"is_sleeping": false})"));
+    auto no = parse_vllm_is_sleeping(testing::json_answer(200, R"({"is_sleeping": false})"));
     ASSERT_TRUE(no) << no.error().message();
     EXPECT_FALSE(*no);
 }
@@ -64,26 +57,28 @@ TEST(VllmSleepAnswers, IsSleepingIsReadAsVllmWritesIt) {
 TEST(VllmSleepAnswers, AnswersThatAreNotVllmsAreErrors) {
     for (const char* body : {R"({"is_sleeping":"true"})", R"({"is_sleeping":1})", "[true]",
                              R"({"sleeping":true})", "true", "{"}) {
-        auto r = parse_vllm_is_sleeping(vllm_answer(200, body));
+        auto r = parse_vllm_is_sleeping(testing::json_answer(200, body));
         EXPECT_FALSE(r) << body;
     }
-    auto deep = parse_vllm_is_sleeping(vllm_answer(200, std::string(100, '[')));
+    auto deep = parse_vllm_is_sleeping(testing::json_answer(200, std::string(100, '[')));
     EXPECT_FALSE(deep);
 }
 
 TEST(VllmSleepAnswers, ErrorAnswersSayWhatTheServerNeeds) {
-    auto not_found =
-        check_vllm_done(vllm_answer(404, R"({"detail":"Not Found"})"), "POST /sleep?level=1");
+    auto not_found = check_vllm_done(testing::json_answer(404, R"({"detail":"Not Found"})"),
+                                     "POST /sleep?level=1");
     ASSERT_FALSE(not_found);
     EXPECT_THAT(not_found.error().message(), HasSubstr("POST /sleep?level=1: HTTP 404"));
     EXPECT_THAT(not_found.error().message(), HasSubstr("VLLM_SERVER_DEV_MODE=1"));
     EXPECT_THAT(not_found.error().message(), HasSubstr("--enable-sleep-mode"));
 
-    auto key = check_vllm_done(vllm_answer(401, R"({"error":"Unauthorized"})"), "POST /wake_up");
+    auto key =
+        check_vllm_done(testing::json_answer(401, R"({"error":"Unauthorized"})"), "POST /wake_up");
     ASSERT_FALSE(key);
     EXPECT_THAT(key.error().message(), HasSubstr("engine.api_key"));
 
-    auto crash = check_vllm_done(vllm_answer(500, "Internal Server Error\x01"), "POST /wake_up");
+    auto crash =
+        check_vllm_done(testing::json_answer(500, "Internal Server Error\x01"), "POST /wake_up");
     ASSERT_FALSE(crash);
     EXPECT_THAT(crash.error().message(), HasSubstr("HTTP 500: Internal Server Error?"));
 
@@ -93,7 +88,7 @@ TEST(VllmSleepAnswers, ErrorAnswersSayWhatTheServerNeeds) {
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error().message(), "POST /sleep?level=1: connect: Connection refused");
 
-    EXPECT_TRUE(check_vllm_done(vllm_answer(200, ""), "POST /sleep?level=1"));
+    EXPECT_TRUE(check_vllm_done(testing::json_answer(200, ""), "POST /sleep?level=1"));
 }
 
 }  // namespace
