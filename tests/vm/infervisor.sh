@@ -168,3 +168,14 @@ write_digest() {
 workers_unit_gone() {
 	[[ $(systemctl is-active "$ivd_workers_unit" || true) != active && ! -d $ivd_workers_cgroup ]]
 }
+
+# require_torch: fails the scenario, saying what to install, unless Debian's
+# python3-torch is there for the example torch worker. Finds the module
+# without importing it: an import costs a minute under emulation, and the
+# worker's own start shows whether it works.
+require_torch() {
+	if ! /usr/bin/python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
+		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
+		return 1
+	fi
+}

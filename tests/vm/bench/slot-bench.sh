@@ -41,6 +41,7 @@ completion() {
 		-d "$(jq -nc --arg p "$1" '{prompt: $p, id_slot: 0, n_predict: 1, cache_prompt: true}')"
 }
 
+require_torch
 install_infervisor
 # The checkpoint's record names the model file (path, size, mtime): a
 # llama-server without -m has none, and its slots are not checkpointed.

@@ -37,10 +37,7 @@ first_served_after_resume() {
 served_after_resume() { [[ -n $(first_served_after_resume) ]]; }
 
 torch_checkpoint_and_resume() {
-	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
-		return 1
-	fi
+	require_torch
 	install_infervisor
 	assert_cmd test -x "$torch_worker"
 	rm -rf /var/lib/infervisor/checkpoints/torch-chat

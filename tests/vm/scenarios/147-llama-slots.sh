@@ -55,13 +55,6 @@ use_fast_sampling() {
 	} >"$main_config"
 }
 
-require_torch() {
-	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
-		return 1
-	fi
-}
-
 # The worker as llama-server: tiny model, two slots of 256 tokens, slot
 # files into its checkpoint staging dir, metrics.
 llama_command() {

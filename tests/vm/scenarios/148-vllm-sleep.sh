@@ -29,13 +29,6 @@ at_exit dump_state
 torch_worker=/usr/libexec/infervisor/infervisor-torch-worker
 port=18149
 
-require_torch() {
-	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
-		return 1
-	fi
-}
-
 # vllm_worker DEV_MODE: the worker as vLLM, weights of ~70 MiB (dim 512,
 # 4 layers, vocabulary 4096), no chat of its own.
 vllm_worker() {

@@ -32,13 +32,6 @@ model=torch-worker:latest
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/vmtest-149-main.yaml
 
-require_torch() {
-	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-		fail "python3-torch is not installed on the host (./run-tests installs it; apt install python3-torch)"
-		return 1
-	fi
-}
-
 # use_main_config [HOST_RULES]: the daemon's own settings, and host rules
 # when given (YAML lines of the list).
 use_main_config() {
