@@ -20,7 +20,7 @@ TEST(ConfigLoader, ReadsMainFileThenDropinsInNameOrder) {
     dir.write("workers.d/.hidden.yaml", "garbage: [");
     auto loaded = load_config({dir.path() / "infervisor.yaml", {}});
     ASSERT_TRUE(loaded.ok()) << loaded.errors.format();
-    ASSERT_EQ(loaded.config.workers.size(), 3u);
+    ASSERT_EQ(loaded.config.workers.size(), 2u);
     EXPECT_EQ(loaded.config.workers[0].name, "a");
     EXPECT_EQ(loaded.config.workers[1].name, "b");
     EXPECT_EQ(*loaded.config.workers[1].memory.max, 1ull << 30);  // defaults reach drop-ins
@@ -137,7 +137,7 @@ TEST(ConfigLoader, EngineExamplesAreValid) {
         std::filesystem::copy_file(examples / name, workers / name);
     auto loaded = load_config({std::filesystem::path(src) / "etc/infervisor.yaml", workers});
     EXPECT_TRUE(loaded.ok()) << loaded.errors.format();
-    ASSERT_EQ(loaded.config.workers.size(), 2u);
+    ASSERT_EQ(loaded.config.workers.size(), 3u);
     const WorkerSpec& llama = loaded.config.workers[0];
     EXPECT_EQ(llama.name, "llama");
     ASSERT_TRUE(llama.engine.has_value());
