@@ -6,12 +6,34 @@
 #include <iostream>
 
 #include "control/varlink_errors.h"
+#include "remote_host.h"
 
 namespace infervisor::cli {
 
 namespace err = varlink_error;
 
 std::optional<VarlinkClient> CliContext::connect() {
+    if (hosts.size() > 1) {
+        fail(kUsage,
+             "several -H: only 'status' reads many hosts at once; every other command takes one "
+             "-H, so that a change is never made on many hosts by accident");
+        return std::nullopt;
+    }
+    if (hosts.size() == 1) {
+        auto host = parse_remote_host(hosts.front());
+        if (!host) {
+            fail(kUsage, host.error().message());
+            return std::nullopt;
+        }
+        const char* ssh = std::getenv("INFERVISOR_SSH");
+        auto tunnel = SshTunnel::open(ssh_argv(*host, ssh && *ssh ? ssh : "ssh", batch_ssh));
+        if (!tunnel) {
+            fail(kNotRunning, host->text + ": " + tunnel.error().message());
+            return std::nullopt;
+        }
+        tunnel_.emplace(std::move(*tunnel));
+        return VarlinkClient::over(tunnel_->take_client_end());
+    }
     auto client = VarlinkClient::connect(socket);
     if (client) return std::move(*client);
     fail_transport(client.error());
@@ -32,6 +54,14 @@ std::optional<VarlinkReply> CliContext::call(VarlinkClient& client, const std::s
     return std::move(*reply);
 }
 
+bool CliContext::refuses_hosts(const std::string& command, const std::string& reads) {
+    if (hosts.empty()) return false;
+    fail(kUsage, "'" + command + "' reads " + reads +
+                     ", so it takes no -H (on another host: ssh HOST infervisorctl " + command +
+                     " ...)");
+    return true;
+}
+
 bool CliContext::refuses_json(const std::string& command, const std::string& instead) {
     if (!json) return false;
     fail(kUsage, "--json: '" + command + "' has no JSON output; " + instead);
@@ -44,6 +74,22 @@ void CliContext::fail(int code, const std::string& what) {
 }
 
 void CliContext::fail_transport(const Error& error) {
+    if (tunnel_) {
+        // The connection ended: ssh's exit status says why (the bridge's own
+        // codes, or 255 for ssh's failure), and both have said so on stderr.
+        int status = tunnel_->wait();
+        const std::string& host = hosts.front();
+        if (status == kNotRunning) return fail(kNotRunning, host + ": infervisord is not running");
+        if (status == kPermissionDenied)
+            return fail(kPermissionDenied, host + ": no permission to open the control socket");
+        if (status == 255) return fail(kNotRunning, host + ": ssh failed (see above)");
+        if (status == 127)
+            return fail(kNotRunning, host +
+                                         ": no infervisor-stdio-bridge there (is infervisor "
+                                         "installed on it?)");
+        return fail(kFailure,
+                    host + ": " + error.message() + " (ssh exited " + std::to_string(status) + ")");
+    }
     switch (error.code) {
         case ENOENT:
         case ECONNREFUSED:

@@ -192,7 +192,10 @@ void add_config_command(CLI::App& app, CliContext& ctx) {
         "  infervisorctl config check --workers-dir /etc/infervisor/workers.d.new \\\n"
         "      /etc/infervisor/infervisor.yaml.new\n"
         "  infervisorctl config check - < candidate.yaml");
-    check->callback([&ctx, request] { run_check(ctx, *request); });
+    check->callback([&ctx, request] {
+        if (ctx.refuses_hosts("config check", "configuration files on this machine")) return;
+        run_check(ctx, *request);
+    });
 }
 
 }  // namespace infervisor::cli

@@ -171,7 +171,12 @@ void add_events_command(CLI::App& app, CliContext& ctx) {
         "  infervisorctl events -D /var/log/journal/remote --hostname gpu-a\n"
         "  infervisorctl events -f -n 0 --json | jq -r 'select(.kind == \"oom-killed\") | "
         ".worker'");
-    events->callback([&ctx, args] { run_events(ctx, *args); });
+    events->callback([&ctx, args] {
+        if (!args->directory.empty() &&
+            ctx.refuses_hosts("events -D", "journal files on this machine"))
+            return;
+        run_events(ctx, *args);
+    });
 }
 
 }  // namespace infervisor::cli

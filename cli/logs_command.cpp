@@ -96,7 +96,10 @@ void add_logs_command(CLI::App& app, CliContext& ctx) {
         "system journal needs root or the systemd-journal/adm group.\n\n"
         "Examples:\n  infervisorctl logs llama\n  infervisorctl logs -f -n 50 llama\n"
         "  journalctl INFERVISOR_WORKER=llama   # the same entries, with journalctl");
-    logs->callback([&ctx, args] { run_logs(ctx, *args); });
+    logs->callback([&ctx, args] {
+        if (ctx.refuses_hosts("logs", "this machine's journal")) return;
+        run_logs(ctx, *args);
+    });
 }
 
 }  // namespace infervisor::cli

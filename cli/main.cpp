@@ -16,11 +16,11 @@ using namespace infervisor::cli;
 
 namespace {
 
-// The first word that is not an option (or --socket's value), or "".
+// The first word that is not an option (or --socket's or -H's value), or "".
 std::string_view command_word(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string_view arg = argv[i];
-        if (arg == "--socket") {
+        if (arg == "--socket" || arg == "-H" || arg == "--host") {
             ++i;
             continue;
         }
@@ -89,6 +89,8 @@ std::string failure_message(const CLI::App* app, const CLI::Error& e) {
 int main(int argc, char** argv) {
     CliContext ctx;
     ctx.colour = colour_wanted(STDOUT_FILENO);
+    // Set by a multi-host status for its per-host runs (hosts_status.h).
+    ctx.batch_ssh = std::getenv("INFERVISOR_SSH_BATCH") != nullptr;
     CLI::App app{"Control infervisord, the supervisor of AI inference workers.", "infervisorctl"};
     app.require_subcommand(1);
     app.failure_message(failure_message);
@@ -97,6 +99,11 @@ int main(int argc, char** argv) {
     app.add_option("--socket", ctx.socket, "The daemon's control socket")
         ->envname("INFERVISOR_SOCKET")
         ->capture_default_str();
+    app.add_option("-H,--host", ctx.hosts,
+                   "The daemon on [USER@]HOST[:PORT], through ssh (as systemctl -H); repeat it "
+                   "for 'status' on several hosts")
+        ->take_all()
+        ->allow_extra_args(false);
     app.add_flag(
         "--json", ctx.json,
         "Print JSON (status, show, events, logs, history, checkpoints, config check, reload)");
@@ -105,7 +112,8 @@ int main(int argc, char** argv) {
     app.add_flag("--no-legend{false}", ctx.legend, "Print tables without their header line");
     app.footer(
         "Exit codes: 0 success, 1 failure, 2 usage error, 3 unknown worker (status: or\n"
-        "a named worker not running), 4 daemon not running, 5 permission denied.\n"
+        "a named worker not running), 4 daemon not running (or, with -H, the host not\n"
+        "reachable), 5 permission denied.\n"
         "Run 'infervisorctl COMMAND --help' for a command's options and examples.");
     add_status_commands(app, ctx);
     add_action_commands(app, ctx);

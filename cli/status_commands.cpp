@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "control/status_json.h"
+#include "hosts_status.h"
 #include "status_table.h"
 
 namespace infervisor::cli {
@@ -50,6 +51,9 @@ bool host_drained(VarlinkClient& client) {
 }
 
 void run_status(CliContext& ctx, const StatusArgs& args) {
+    if (ctx.hosts.size() > 1)
+        return run_status_on_hosts(ctx, args.names,
+                                   args.output == "wide" ? TableWidth::wide : TableWidth::narrow);
     auto client = ctx.connect();
     if (!client) return;
     auto reply = ctx.call(*client, "io.infervisor.supervisor.List");

@@ -10,6 +10,7 @@ set -l takes_worker status show start stop restart checkpoint suspend resume kil
 
 complete -c infervisorctl -f
 complete -c infervisorctl -l socket -r -F -d "The daemon's control socket"
+complete -c infervisorctl -s H -l host -x -a '(__fish_print_hostnames)' -d 'The daemon on [USER@]HOST[:PORT], through ssh'
 complete -c infervisorctl -l json -d 'Print JSON'
 complete -c infervisorctl -l no-pager -d 'Do not pipe long output into a pager'
 complete -c infervisorctl -l no-legend -d 'Print tables without their header line'

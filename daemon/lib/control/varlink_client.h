@@ -25,6 +25,9 @@ namespace infervisor {
 class VarlinkClient {
   public:
     static Result<VarlinkClient> connect(const std::filesystem::path& path);
+    // Over a stream socket that is already connected to a daemon's control
+    // socket some other way (infervisorctl -H: ssh and the stdio bridge).
+    static VarlinkClient over(UniqueFd connected) { return VarlinkClient(std::move(connected)); }
 
     // Default: wait for replies without limit.
     void set_timeout(std::optional<Duration> timeout) { timeout_ = timeout; }
