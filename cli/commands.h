@@ -19,7 +19,8 @@ void add_events_command(CLI::App& app, CliContext& ctx);
 void add_logs_command(CLI::App& app, CliContext& ctx);
 void add_config_command(CLI::App& app, CliContext& ctx);
 void add_top_command(CLI::App& app, CliContext& ctx);
-void add_history_command(CLI::App& app, CliContext& ctx);
+void add_history_command(CLI::App& app, CliContext& ctx);  // history, history --export
+void add_simulate_command(CLI::App& app, CliContext& ctx);
 void add_drain_commands(CLI::App& app, CliContext& ctx);  // drain, undrain
 
 }  // namespace infervisor::cli

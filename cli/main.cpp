@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
     add_checkpoints_command(app, ctx);
     add_events_command(app, ctx);
     add_history_command(app, ctx);
+    add_simulate_command(app, ctx);
     add_drain_commands(app, ctx);
     add_logs_command(app, ctx);
     add_config_command(app, ctx);

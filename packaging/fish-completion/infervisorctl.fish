@@ -5,7 +5,7 @@ function __infervisorctl_workers
     infervisorctl --no-pager --no-legend status 2>/dev/null | string replace -r '^(\S+?)\*?\s.*' '$1'
 end
 
-set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir checkpoints events history logs config top drain undrain
+set -l commands status show start stop restart checkpoint suspend resume kill reload remove-workdir checkpoints events history simulate logs config top drain undrain
 set -l takes_worker status show start stop restart checkpoint suspend resume kill history logs remove-workdir checkpoints events
 
 complete -c infervisorctl -f
@@ -58,6 +58,13 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l csv -d 'On
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -s n -l samples -x -d 'Newest samples to show'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l width -x -d 'Columns'
 complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l height -x -d 'Rows of the memory chart'
+complete -c infervisorctl -n '__fish_seen_subcommand_from history' -l export -r -F -d "Write the daemon's recording to a file"
+complete -c infervisorctl -n "not __fish_seen_subcommand_from $commands" -a simulate -d "Replay what the daemon recorded through a configuration's rules"
+complete -c infervisorctl -n '__fish_seen_subcommand_from simulate' -l config -r -F -d 'The configuration to try'
+complete -c infervisorctl -n '__fish_seen_subcommand_from simulate' -l from -r -F -d 'An exported recording'
+complete -c infervisorctl -n '__fish_seen_subcommand_from simulate' -l since -x -d 'Replay from then on'
+complete -c infervisorctl -n '__fish_seen_subcommand_from simulate' -l worker -x -a '(__infervisorctl_workers)' -d 'Show only this worker'
+complete -c infervisorctl -n '__fish_seen_subcommand_from simulate' -l json -d 'The replay as JSON'
 complete -c infervisorctl -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from check' -a check -d 'Check a configuration file'
 complete -c infervisorctl -n '__fish_seen_subcommand_from check' -F
 complete -c infervisorctl -n '__fish_seen_subcommand_from check' -l workers-dir -x -a '(__fish_complete_directories)' -d 'The drop-ins to check with it'

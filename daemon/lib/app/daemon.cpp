@@ -328,6 +328,10 @@ void Daemon::apply_loaded(LoadedConfig loaded, ReloadOutcome& outcome) {
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
 }
 
+// The most trace bytes one Trace reply carries (a few blocks; base64 adds a
+// third), well under the client's reply bound.
+constexpr size_t kTraceChunkBytes = 512u << 10;
+
 void Daemon::make_services() {
     policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
     metrics_ = std::make_unique<MetricsCollector>(*ctx_, *supervisor_, *policy_);
@@ -336,7 +340,8 @@ void Daemon::make_services() {
     control_ = std::make_unique<ControlService>(
         *ctx_, *supervisor_,
         [this](ChangeMode mode, SupervisorApi::ReloadDone done) { reload(mode, std::move(done)); },
-        [this](const std::string& name) { return metrics_->history(name); });
+        [this](const std::string& name) { return metrics_->history(name); },
+        [this](uint64_t from) { return policy_->trace().read(from, kTraceChunkBytes); });
     userdb_ = std::make_unique<UserDbServer>(io_, paths_);
     for (Service* s :
          std::initializer_list<Service*>{policy_.get(), metrics_.get(), workdir_scans_.get(),

@@ -33,6 +33,7 @@
 #include "base/config_texts.h"
 #include "control/peer_credentials.h"
 #include "metrics/history_ring.h"
+#include "metrics/trace_recorder.h"
 #include "view/worker_view.h"
 
 namespace infervisor {
@@ -213,6 +214,12 @@ class SupervisorApi {
     // such worker is configured.
     virtual std::optional<WorkerHistory> history(const std::string& /*name*/,
                                                  std::size_t /*limit*/) const {
+        return std::nullopt;
+    }
+    // The recording of the policy engine's input (metrics/trace_recorder.h)
+    // from block `from` on, for `infervisorctl simulate` and `history
+    // --export`; empty when the daemon keeps none.
+    virtual std::optional<TraceRecorder::Chunk> trace(uint64_t /*from*/) const {
         return std::nullopt;
     }
     // The worker's published checkpoints (ids, times, sizes; never their

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "base/base64.h"
 #include "control/call_parameters.h"
 #include "control/history_json.h"
 #include "control/status_json.h"
@@ -146,6 +147,7 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.supervisor.Subscribe", {false, &VarlinkService::subscribe}},
         {"io.infervisor.supervisor.History", {false, &VarlinkService::history}},
+        {"io.infervisor.supervisor.Trace", {false, &VarlinkService::trace}},
         {"io.infervisor.supervisor.Drain", {true, &VarlinkService::drain}},
         {"io.infervisor.supervisor.HostState", {false, &VarlinkService::host_state}},
         {"io.infervisor.supervisor.Undrain", {true, &VarlinkService::undrain}},
@@ -456,6 +458,22 @@ void VarlinkService::history(const VarlinkCall& call, const Sink& sink) {
     auto h = supervisor_.history(name, static_cast<std::size_t>(limit.value_or(1800)));
     if (!h) return sink->fail(err::kWorkerNotFound, {{"name", name}});
     sink->reply(history_to_json(*h), false);
+}
+
+void VarlinkService::trace(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    std::optional<int64_t> from;
+    params.optional_integer("from", from, 0, INT64_MAX);
+    if (rejected(params, sink)) return;
+    auto chunk = supervisor_.trace(static_cast<uint64_t>(from.value_or(0)));
+    json blocks = json::array();
+    if (chunk)
+        for (const auto& b : chunk->blocks)
+            blocks.push_back({{"sequence", b.sequence}, {"data", base64_encode(b.bytes)}});
+    sink->reply({{"recording", chunk.has_value()},
+                 {"blocks", std::move(blocks)},
+                 {"more", chunk && chunk->more}},
+                false);
 }
 
 void VarlinkService::subscribe(const VarlinkCall& call, const Sink& sink) {

@@ -89,6 +89,7 @@ class VarlinkService {
     void recent_events(const VarlinkCall& call, const Sink& sink);
     void subscribe(const VarlinkCall& call, const Sink& sink);
     void history(const VarlinkCall& call, const Sink& sink);
+    void trace(const VarlinkCall& call, const Sink& sink);
 
     SupervisorApi& supervisor_;
     AccessPolicy policy_;

@@ -9,11 +9,13 @@ namespace infervisor {
 
 ControlService::ControlService(WorkerContext& ctx, Supervisor& supervisor,
                                SupervisorService::ReloadFunction reload,
-                               SupervisorService::HistorySource history)
+                               SupervisorService::HistorySource history,
+                               SupervisorService::TraceSource trace)
     : ctx_(ctx),
       supervisor_(supervisor),
       reload_(std::move(reload)),
       history_(std::move(history)),
+      trace_(std::move(trace)),
       recorder_(ctx.events) {}
 
 ControlService::~ControlService() { stop(); }
@@ -28,6 +30,7 @@ void ControlService::start() {
     server_.reset();  // it refers to the service
     service_ = std::make_unique<SupervisorService>(ctx_, supervisor_, recorder_.ring(), reload_);
     service_->set_history_source(history_);
+    service_->set_trace_source(trace_);
     ControlServerOptions options;
     options.path = control_socket_path(ctx_.paths);
     if (auto gid = lookup_group(control_group_))

@@ -19,7 +19,7 @@ class ControlService final : public Service {
   public:
     ControlService(WorkerContext& ctx, Supervisor& supervisor,
                    SupervisorService::ReloadFunction reload,
-                   SupervisorService::HistorySource history);
+                   SupervisorService::HistorySource history, SupervisorService::TraceSource trace);
     ~ControlService() override;
 
     std::string_view name() const override { return "control socket"; }
@@ -34,6 +34,7 @@ class ControlService final : public Service {
     Supervisor& supervisor_;
     SupervisorService::ReloadFunction reload_;
     SupervisorService::HistorySource history_;
+    SupervisorService::TraceSource trace_;
     EventRecorder recorder_;  // from the construction on: the events of start-up too
     std::string control_group_;
     std::unique_ptr<SupervisorService> service_;

@@ -25,6 +25,13 @@ bool still_waiting(const Worker& w, WorkerState state) {
     return w.state() != WorkerState::stopped && w.state() != WorkerState::failed &&
            w.state() != WorkerState::backoff;
 }
+
+int64_t wall_ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 }  // namespace
 
 std::string rule_trigger(std::string_view rule) { return "rule '" + std::string(rule) + "'"; }
@@ -47,6 +54,7 @@ void PolicyRunner::on_event(const Event& e) {
     switch (e.kind) {
         case EventKind::started:
             // A new run starts with a clean slate: growth, held conditions, counters.
+            record(TraceEventKind::started, e.worker, e.message);
             engine_.forget(e.worker);
             preempted_.erase(e.worker);
             sample_files_.erase(e.worker);
@@ -56,7 +64,11 @@ void PolicyRunner::on_event(const Event& e) {
             // A run left by an earlier daemon: watched from now on.
             if (const Worker* w = supervisor_.find(e.worker); w && running_) open_watch(*w);
             return;
+        case EventKind::oom_killed:
+            record(TraceEventKind::exited, e.worker, e.message);
+            return;
         case EventKind::exited:
+            record(TraceEventKind::exited, e.worker, e.message);
             watches_.erase(e.worker);  // before the cgroup is removed
             sample_files_.erase(e.worker);
             engine_scrapes_.close(e.worker);
@@ -64,6 +76,7 @@ void PolicyRunner::on_event(const Event& e) {
         case EventKind::resumed:
             // Its memory comes back from swap: not growth, not host thrashing
             // (but running out is still running out: policy_engine.h).
+            record(TraceEventKind::resumed, e.worker, e.message);
             engine_.forget(e.worker);
             engine_.resumed(ctx_.clock.now());
             preempted_.erase(e.worker);
@@ -92,6 +105,7 @@ void PolicyRunner::open_watch(const Worker& worker) {
 }
 
 void PolicyRunner::configure(const Config& config) {
+    trace_.set_keep(config.daemon.metrics.history);
     configure_engine(engine_, config.daemon);
     engine_.set_default_rules(config.default_rules);
     engine_.set_host_rules(config.host_rules);
@@ -216,7 +230,10 @@ void PolicyRunner::request_evaluation(std::string_view why) {
 void PolicyRunner::run_queued_evaluation() {
     if (!evaluation_queued_) return;  // stop() came in between
     evaluation_queued_ = false;
-    if (running_) evaluate_now();
+    if (!running_) return;
+    woken_ = true;
+    evaluate_now();
+    woken_ = false;
 }
 
 StatFileSet& PolicyRunner::sample_files_of(const Worker& worker) {
@@ -235,6 +252,8 @@ void PolicyRunner::evaluate_now() {
     ++evaluations_;
     std::vector<Decision> decisions;
     std::vector<WorkerCandidate> candidates;
+    TraceRound traced{now, wall_ms_now(), woken_, {}, {}};
+    bool tracing = trace_.keeping();
     for (const Worker* w : supervisor_.workers()) {
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
         if (w->exiting()) continue;
@@ -251,18 +270,24 @@ void PolicyRunner::evaluate_now() {
         if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
             supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
                                                    engine_.serving_baseline(w->name()));
-        if (observer_)
-            round.workers.push_back(
-                {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);
         facts.unload_bound = w->unload_bound();
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
                               w->spec().is_protected, std::move(facts)});
+        if (tracing) traced.workers.push_back({w->name(), sample, candidates.back()});
+        if (observer_)
+            round.workers.push_back(
+                {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});
     }
     if (!procfs_files_) procfs_files_.emplace(ctx_.paths.procfs);
     HostSample host = sample_host(*procfs_files_, now);
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
+    if (tracing) {
+        traced.host = host;
+        trace_.add(traced);
+        for (const auto& d : decisions) record(TraceEventKind::decision, d.worker, d.reason, &d);
+    }
     for (const auto& d : decisions) execute(d);
     if (auto d = resume_planner_.evaluate(host, waiting_for_room(), now)) resume(*d);
     if (!observer_) return;
@@ -272,6 +297,18 @@ void PolicyRunner::evaluate_now() {
     round.evaluation_time = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - began);
     observer_(round);
+}
+
+void PolicyRunner::record(TraceEventKind kind, const std::string& worker, std::string text,
+                          const Decision* decision) {
+    if (!trace_.keeping()) return;
+    TraceEvent e{ctx_.clock.now(), wall_ms_now(), kind, worker, {}, {}, false, std::move(text)};
+    if (decision) {
+        e.rule = decision->rule;
+        e.action = std::string(to_string(decision->action));
+        e.dry_run = decision->dry_run;
+    }
+    trace_.add(e);
 }
 
 void PolicyRunner::note_preemption(const Decision& d) {

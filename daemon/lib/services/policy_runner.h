@@ -37,6 +37,7 @@
 #include "cgroup/psi_trigger.h"
 #include "config/daemon_config.h"
 #include "metrics/evaluation_round.h"
+#include "metrics/trace_recorder.h"
 #include "policy/policy_engine.h"
 #include "policy/preempt_history.h"
 #include "policy/resume_planner.h"
@@ -79,6 +80,10 @@ class PolicyRunner final : public Service {
     // Called after every evaluation round with what it sampled (metrics).
     using RoundObserver = std::function<void(const EvaluationRound&)>;
     void set_round_observer(RoundObserver observer) { observer_ = std::move(observer); }
+    // What the engine was given and decided, for `infervisorctl simulate`
+    // (metrics/trace_recorder.h): every round, tick or wake-up, with the
+    // runs' starts, ends and resumes between them.
+    const TraceRecorder& trace() const { return trace_; }
     // Which files of a worker's cgroup are watched; a seam for tests.
     void set_signal_files(SignalWatchFiles files) { signal_files_ = std::move(files); }
 
@@ -150,6 +155,11 @@ class PolicyRunner final : public Service {
     size_t evaluations_ = 0;
     RoundObserver observer_;
     std::chrono::microseconds tick_lateness_{};  // of the tick that started the current round
+    bool woken_ = false;                         // the current round is a kernel wake-up's
+    TraceRecorder trace_;
+    // A trace event at this moment (wall time from the system clock).
+    void record(TraceEventKind kind, const std::string& worker, std::string text,
+                const Decision* decision = nullptr);
     // Expires with the runner: posted handlers check it first.
     std::shared_ptr<char> alive_ = std::make_shared<char>();
 };

@@ -156,6 +156,11 @@ std::optional<WorkerHistory> SupervisorService::history(const std::string& name,
     return h;
 }
 
+std::optional<TraceRecorder::Chunk> SupervisorService::trace(uint64_t from) const {
+    if (!trace_) return std::nullopt;
+    return trace_(from);
+}
+
 std::vector<ControlEvent> SupervisorService::recent_events(const EventQuery& query) const {
     return recent_.select(query);
 }

@@ -41,6 +41,10 @@ class SupervisorService final : public SupervisorApi {
     // Where history() comes from (the daemon's MetricsCollector).
     using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
     void set_history_source(HistorySource source) { history_ = std::move(source); }
+    std::optional<TraceRecorder::Chunk> trace(uint64_t from) const override;
+    // Where trace() comes from (the daemon's PolicyRunner).
+    using TraceSource = std::function<TraceRecorder::Chunk(uint64_t from)>;
+    void set_trace_source(TraceSource source) { trace_ = std::move(source); }
     // Each check runs in a helper process as the caller (config_check_helper.h).
     void validate_config(ConfigTexts texts, const PeerCredentials& caller,
                          ValidateDone done) override;
@@ -79,6 +83,7 @@ class SupervisorService final : public SupervisorApi {
     const EventRing& recent_;
     ReloadFunction reload_;
     HistorySource history_;
+    TraceSource trace_;
     ConfigLoadRunner checks_;
     ConfigCheckHelper check_helper_ = default_check_helper();
     static ConfigCheckHelper default_check_helper();

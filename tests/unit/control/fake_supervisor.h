@@ -58,6 +58,19 @@ class FakeSupervisor : public SupervisorApi {
     void drain(DrainDone done) override;
     std::vector<std::string> undrain() override;
     bool drained() const override { return is_drained; }
+    // trace(): these blocks, one per reply (so the client asks again);
+    // empty (nullopt): the daemon keeps no recording.
+    std::optional<TraceRecorder::Chunk> trace(uint64_t from) const override {
+        if (!trace_blocks) return std::nullopt;
+        TraceRecorder::Chunk chunk;
+        for (uint64_t i = from; i < trace_blocks->size(); ++i) {
+            chunk.blocks.push_back({i, (*trace_blocks)[i]});
+            chunk.more = i + 1 < trace_blocks->size();
+            break;
+        }
+        return chunk;
+    }
+    std::optional<std::vector<std::string>> trace_blocks;
     bool is_drained = false;
     std::vector<std::string> drained_were_up;
 

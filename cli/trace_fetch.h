@@ -1,0 +1,19 @@
+// The daemon's recording of its policy engine's input (the Trace call,
+// metrics/trace_recorder.h), fetched block by block, for `simulate` and
+// `history --export`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_context.h"
+
+namespace infervisor::cli {
+
+// The blocks, oldest first, as the daemon encoded them (policy_trace.h);
+// empty with a failure recorded in `ctx` when the daemon cannot be asked,
+// keeps no recording, or answers with something malformed.
+std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx);
+
+}  // namespace infervisor::cli
