@@ -3,6 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_context.h"
 #include "option_checks.h"
@@ -21,6 +24,14 @@ void add_config_command(CLI::App& app, CliContext& ctx);
 void add_top_command(CLI::App& app, CliContext& ctx);
 void add_history_command(CLI::App& app, CliContext& ctx);  // history, history --export
 void add_simulate_command(CLI::App& app, CliContext& ctx);
+
+// simulate's report (text, or JSON when `as_json`): the recording (the
+// daemon's, or the file `from`) replayed with the configuration at `config`
+// (empty: the default file) from `since` on (empty: all of it), showing
+// `workers` (empty: all). Empty with the failure recorded in `ctx`.
+std::optional<std::string> simulation_report(CliContext& ctx, const std::string& config,
+                                             const std::string& from, const std::string& since,
+                                             const std::vector<std::string>& workers, bool as_json);
 void add_drain_commands(CLI::App& app, CliContext& ctx);  // drain, undrain
 
 }  // namespace infervisor::cli

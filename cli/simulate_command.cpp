@@ -102,16 +102,17 @@ std::string simulate_text(const std::vector<TraceEntry>& trace, const Config& co
                           const std::string& config_name, std::optional<uint64_t> since_usec,
                           const std::vector<std::string>& workers, bool as_json);
 
-std::optional<std::vector<TraceEntry>> read_trace(CliContext& ctx, const SimulateArgs& args) {
-    if (!args.from.empty()) {
-        auto text = read_regular_file(args.from, kMaxTraceFileBytes, "a trace file");
+// The recording: from the file `from`, or (empty) from the daemon.
+std::optional<std::vector<TraceEntry>> read_trace(CliContext& ctx, const std::string& from) {
+    if (!from.empty()) {
+        auto text = read_regular_file(from, kMaxTraceFileBytes, "a trace file");
         if (!text) {
-            ctx.fail(kFailure, "cannot read " + args.from + ": " + text.error().message());
+            ctx.fail(kFailure, "cannot read " + from + ": " + text.error().message());
             return std::nullopt;
         }
         auto trace = decode_trace_file(*text);
         if (!trace) {
-            ctx.fail(kFailure, args.from + ": " + trace.error().message());
+            ctx.fail(kFailure, from + ": " + trace.error().message());
             return std::nullopt;
         }
         return std::move(*trace);
@@ -135,27 +136,11 @@ void run_simulate(CliContext& ctx, const SimulateArgs& args) {
                                  "`-H HOST history --export FILE`, then `simulate --from FILE`)")) {
         return;
     }
-    std::optional<uint64_t> since_usec;
-    if (!args.since.empty()) {
-        auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-        auto since = parse_since(args.since, static_cast<uint64_t>(now));
-        if (!since) return ctx.fail(kUsage, "--since: " + since.error().message());
-        since_usec = *since;
-    }
-    fs::path main_file = main_file_of(args.config);
-    LoadedConfig loaded = load_config(ConfigSource{main_file, {}});
-    if (!loaded.errors.empty()) {
-        for (const auto& line : loaded.errors.lines()) std::cerr << line << '\n';
-        return ctx.fail(kFailure, main_file.string() + " has errors: nothing was simulated");
-    }
-    auto trace = read_trace(ctx, args);
-    if (!trace) return;
-    std::string result = simulate_text(*trace, loaded.config, main_file.string(), since_usec,
-                                       args.workers, ctx.json);
+    auto report =
+        simulation_report(ctx, args.config, args.from, args.since, args.workers, ctx.json);
+    if (!report) return;
     ctx.page();
-    std::cout << result;
+    std::cout << *report;
 }
 
 // The replay of `trace` with `config`'s rules: lines for people, or JSON.
@@ -236,6 +221,34 @@ std::string simulate_text(const std::vector<TraceEntry>& trace, const Config& co
 }
 
 }  // namespace
+
+std::optional<std::string> simulation_report(CliContext& ctx, const std::string& config,
+                                             const std::string& from, const std::string& since,
+                                             const std::vector<std::string>& workers,
+                                             bool as_json) {
+    std::optional<uint64_t> since_usec;
+    if (!since.empty()) {
+        auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+        auto parsed = parse_since(since, static_cast<uint64_t>(now));
+        if (!parsed) {
+            ctx.fail(kUsage, "--since: " + parsed.error().message());
+            return std::nullopt;
+        }
+        since_usec = *parsed;
+    }
+    fs::path main_file = main_file_of(config);
+    LoadedConfig loaded = load_config(ConfigSource{main_file, {}});
+    if (!loaded.errors.empty()) {
+        for (const auto& line : loaded.errors.lines()) std::cerr << line << '\n';
+        ctx.fail(kFailure, main_file.string() + " has errors: nothing was simulated");
+        return std::nullopt;
+    }
+    auto trace = read_trace(ctx, from);
+    if (!trace) return std::nullopt;
+    return simulate_text(*trace, loaded.config, main_file.string(), since_usec, workers, as_json);
+}
 
 void add_simulate_command(CLI::App& app, CliContext& ctx) {
     auto args = std::make_shared<SimulateArgs>();

@@ -49,6 +49,7 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from events' -l hostname -x
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
 complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l output -x -a wide -d 'Every column'
 complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l dry-run -d 'Say what would change; apply nothing'
+complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l simulate -d 'With --dry-run: what its rules would have done over the last hour'
 complete -c infervisorctl -n '__fish_seen_subcommand_from remove-workdir' -s y -l yes -d 'Delete without asking'
 complete -c infervisorctl -n '__fish_seen_subcommand_from remove-workdir' -l dry-run -d 'Say which dir would be deleted'
 complete -c infervisorctl -n '__fish_seen_subcommand_from checkpoints' -l delete -x -d 'Delete the checkpoint with this ID'

@@ -24,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto decoded = decode_trace_file(bytes);
     std::vector<TraceEntry> block_entries;
     bool block_ok = static_cast<bool>(decode_trace_block(bytes, block_entries));
-    const std::vector<TraceEntry>* entries = decoded ? &*decoded : block_ok ? &block_entries : nullptr;
+    const std::vector<TraceEntry>* entries = decoded    ? &*decoded
+                                             : block_ok ? &block_entries
+                                                        : nullptr;
     if (!entries) return 0;
     TraceBlockWriter writer;
     for (const auto& e : *entries) std::visit([&](const auto& v) { writer.add(v); }, e);

@@ -56,6 +56,8 @@ std::optional<std::string> base64_decode(std::string_view text) {
             if (d < 0) return std::nullopt;
             v = v << 6 | static_cast<uint32_t>(d);
         }
+        // Canonical only: the bits padding drops must be zero.
+        if ((padding == 2 && (v & 0xffff)) || (padding == 1 && (v & 0xff))) return std::nullopt;
         out.push_back(static_cast<char>(v >> 16 & 0xff));
         if (padding < 2) out.push_back(static_cast<char>(v >> 8 & 0xff));
         if (padding < 1) out.push_back(static_cast<char>(v & 0xff));

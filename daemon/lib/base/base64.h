@@ -9,7 +9,8 @@
 namespace infervisor {
 
 std::string base64_encode(std::string_view bytes);
-// Empty for text that is not padded base64 of the standard alphabet.
+// Empty for text that is not canonical padded base64 of the standard
+// alphabet (what base64_encode writes).
 std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace infervisor

@@ -1,5 +1,6 @@
 #include "policy/policy_trace.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -75,7 +76,16 @@ using Fields = std::array<std::optional<int64_t>, N>;
 int64_t ms_of(TimePoint t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
-TimePoint time_of(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
+// A decoded time or duration, in milliseconds, is clamped to +-2^40 (34
+// years of uptime): as nanoseconds (TimePoint) it and the sum of a few of
+// them stay within int64, whatever a hostile file says. A wall time is
+// clamped to +-2^50 (35,000 years), so that it stays within int64 in
+// microseconds.
+constexpr int64_t kMaxMs = int64_t{1} << 40;
+constexpr int64_t kMaxWallMs = int64_t{1} << 50;
+int64_t clamp_ms(int64_t ms) { return std::clamp(ms, -kMaxMs, kMaxMs); }
+int64_t clamp_wall(int64_t ms) { return std::clamp(ms, -kMaxWallMs, kMaxWallMs); }
+TimePoint time_of(int64_t ms) { return TimePoint(std::chrono::milliseconds(clamp_ms(ms))); }
 
 std::optional<int64_t> u(std::optional<uint64_t> v) {
     if (!v) return std::nullopt;
@@ -99,7 +109,7 @@ std::optional<TimePoint> to_time(std::optional<int64_t> v) {
 }
 std::optional<Duration> to_duration(std::optional<int64_t> v) {
     if (!v) return std::nullopt;
-    return Duration(*v);
+    return Duration(clamp_ms(*v));
 }
 // FNV-1a, 63 bits: whether a text changed since the last sample.
 int64_t text_hash(std::string_view text) {
@@ -135,115 +145,115 @@ std::optional<PsiReading> get_psi(const Fields<N>& f, unsigned at) {
     return PsiReading{*some, avg(at + 3)};
 }
 
+// Both directions of the flattening from one list of the fields: a mapper
+// is called with each field's number and member; ToFields reads the
+// members into fields, FromFields writes them back.
+template <size_t N>
+struct ToFields {
+    Fields<N>& f;
+    void size(unsigned i, const std::optional<uint64_t>& v) { f[i] = u(v); }
+    void time(unsigned i, const std::optional<TimePoint>& v) { f[i] = ms(v); }
+    void duration(unsigned i, const std::optional<Duration>& v) { f[i] = ms(v); }
+    void psi(unsigned i, const std::optional<PsiReading>& v) { put_psi(f, i, v); }
+    void flag(unsigned i, const bool& v, bool /*absent*/) { f[i] = v ? 1 : 0; }
+};
+
+template <size_t N>
+struct FromFields {
+    const Fields<N>& f;
+    void size(unsigned i, std::optional<uint64_t>& v) { v = to_u(f[i]); }
+    void time(unsigned i, std::optional<TimePoint>& v) { v = to_time(f[i]); }
+    void duration(unsigned i, std::optional<Duration>& v) { v = to_duration(f[i]); }
+    void psi(unsigned i, std::optional<PsiReading>& v) { v = get_psi(f, i); }
+    void flag(unsigned i, bool& v, bool absent) { v = f[i] ? *f[i] != 0 : absent; }
+};
+
+// The fields of a worker's sample and candidate that map one to one (the
+// engine reading, the memory events, the priority and no_suspend are
+// flatten()'s and unflatten()'s own).
+template <typename Worker, typename Mapper>
+void map_worker(Worker& w, Mapper&& m) {
+    auto& s = w.sample;
+    m.size(wMemoryCurrent, s.memory_current);
+    m.size(wAnon, s.memory_anon);
+    m.size(wCpuUsage, s.cpu_usage_usec);
+    m.size(wSwapCurrent, s.swap_current);
+    m.size(wSwapIn, s.swapin_pages);
+    m.size(wSwapOut, s.swapout_pages);
+    m.psi(wMemoryPsi, s.memory_pressure);
+    m.psi(wCpuPsi, s.cpu_pressure);
+    m.psi(wIoPsi, s.io_pressure);
+    m.time(wHeartbeat, s.last_heartbeat);
+    m.size(wWorkdirUsage, s.workdir_usage);
+    m.size(wUnevictable, s.memory_unevictable);
+    m.size(wMemoryMax, s.memory_max);
+    m.size(wMemoryHigh, s.memory_high);
+    m.size(wSwapMax, s.swap_max);
+    m.time(wStartedAt, s.started_at);
+    m.time(wReadyAt, s.ready_at);
+    m.flag(wSignalsReadiness, s.signals_readiness, false);
+    m.duration(wLoadLimit, s.load_limit);
+    m.duration(wWatchdog, s.watchdog_interval);
+    m.size(wWorkdirQuota, s.workdir_quota);
+    m.size(wPeak, s.memory_peak);
+    m.size(wPids, s.pids_current);
+    auto& c = w.candidate;
+    m.flag(wProtected, c.is_protected, false);
+    m.flag(wPreemptible, c.preempt.preemptible, true);
+    m.duration(wCheckpointTook, c.preempt.checkpoint_took);
+    m.duration(wResumedAgo, c.preempt.resumed_ago);
+    m.duration(wUnloadBound, c.preempt.unload_bound);
+    m.duration(wUnloadedAgo, c.preempt.unloaded_ago);
+}
+
+template <typename Host, typename Mapper>
+void map_host(Host& h, Mapper&& m) {
+    m.size(hMemAvailable, h.mem_available);
+    m.size(hSwapIn, h.pswpin);
+    m.size(hSwapOut, h.pswpout);
+    m.size(hSwapFree, h.swap_free);
+    m.psi(hMemoryPsi, h.memory_pressure);
+    m.psi(hCpuPsi, h.cpu_pressure);
+    m.psi(hIoPsi, h.io_pressure);
+    m.size(hMemTotal, h.mem_total);
+    m.size(hSwapTotal, h.swap_total);
+}
+
 Fields<kWorkerFields> flatten(const TraceWorker& w) {
-    const WorkerSample& s = w.sample;
     Fields<kWorkerFields> f;
-    f[wMemoryCurrent] = u(s.memory_current);
-    f[wAnon] = u(s.memory_anon);
-    f[wCpuUsage] = u(s.cpu_usage_usec);
-    f[wSwapCurrent] = u(s.swap_current);
-    f[wSwapIn] = u(s.swapin_pages);
-    f[wSwapOut] = u(s.swapout_pages);
-    put_psi(f, wMemoryPsi, s.memory_pressure);
-    put_psi(f, wCpuPsi, s.cpu_pressure);
-    put_psi(f, wIoPsi, s.io_pressure);
+    map_worker(w, ToFields<kWorkerFields>{f});
+    const WorkerSample& s = w.sample;
     if (s.engine) f[wEngineTime] = ms_of(s.engine->time);
-    f[wHeartbeat] = ms(s.last_heartbeat);
-    f[wWorkdirUsage] = u(s.workdir_usage);
-    f[wUnevictable] = u(s.memory_unevictable);
     if (const auto& e = s.memory_events) {
         const uint64_t counts[] = {e->low, e->high, e->max, e->oom, e->oom_kill, e->oom_group_kill};
         for (unsigned i = 0; i < 6; ++i) f[wEvents + i] = static_cast<int64_t>(counts[i]);
     }
-    f[wMemoryMax] = u(s.memory_max);
-    f[wMemoryHigh] = u(s.memory_high);
-    f[wSwapMax] = u(s.swap_max);
-    f[wStartedAt] = ms(s.started_at);
-    f[wReadyAt] = ms(s.ready_at);
-    f[wSignalsReadiness] = s.signals_readiness ? 1 : 0;
-    f[wLoadLimit] = ms(s.load_limit);
-    f[wWatchdog] = ms(s.watchdog_interval);
-    f[wWorkdirQuota] = u(s.workdir_quota);
-    f[wPeak] = u(s.memory_peak);
-    f[wPids] = u(s.pids_current);
-    const WorkerCandidate& c = w.candidate;
-    f[wPriority] = c.priority;
-    f[wProtected] = c.is_protected ? 1 : 0;
-    f[wPreemptible] = c.preempt.preemptible ? 1 : 0;
-    f[wCheckpointTook] = ms(c.preempt.checkpoint_took);
-    f[wResumedAgo] = ms(c.preempt.resumed_ago);
-    f[wUnloadBound] = ms(c.preempt.unload_bound);
-    f[wUnloadedAgo] = ms(c.preempt.unloaded_ago);
-    if (!c.preempt.no_suspend.empty()) f[wNoSuspend] = text_hash(c.preempt.no_suspend);
+    f[wPriority] = w.candidate.priority;
+    const std::string& no_suspend = w.candidate.preempt.no_suspend;
+    if (!no_suspend.empty()) f[wNoSuspend] = text_hash(no_suspend);
     return f;
 }
 
 void unflatten(const Fields<kWorkerFields>& f, TraceWorker& w) {
-    WorkerSample& s = w.sample;
-    s.memory_current = to_u(f[wMemoryCurrent]);
-    s.memory_anon = to_u(f[wAnon]);
-    s.cpu_usage_usec = to_u(f[wCpuUsage]);
-    s.swap_current = to_u(f[wSwapCurrent]);
-    s.swapin_pages = to_u(f[wSwapIn]);
-    s.swapout_pages = to_u(f[wSwapOut]);
-    s.memory_pressure = get_psi(f, wMemoryPsi);
-    s.cpu_pressure = get_psi(f, wCpuPsi);
-    s.io_pressure = get_psi(f, wIoPsi);
-    s.last_heartbeat = to_time(f[wHeartbeat]);
-    s.workdir_usage = to_u(f[wWorkdirUsage]);
-    s.memory_unevictable = to_u(f[wUnevictable]);
+    map_worker(w, FromFields<kWorkerFields>{f});
     bool events = true;
     for (unsigned i = 0; i < 6; ++i) events = events && f[wEvents + i].has_value();
     if (events) {
         auto at = [&](unsigned i) { return static_cast<uint64_t>(*f[wEvents + i]); };
-        s.memory_events = MemoryEvents{at(0), at(1), at(2), at(3), at(4), at(5)};
+        w.sample.memory_events = MemoryEvents{at(0), at(1), at(2), at(3), at(4), at(5)};
     }
-    s.memory_max = to_u(f[wMemoryMax]);
-    s.memory_high = to_u(f[wMemoryHigh]);
-    s.swap_max = to_u(f[wSwapMax]);
-    s.started_at = to_time(f[wStartedAt]);
-    s.ready_at = to_time(f[wReadyAt]);
-    s.signals_readiness = f[wSignalsReadiness].value_or(0) != 0;
-    s.load_limit = to_duration(f[wLoadLimit]);
-    s.watchdog_interval = to_duration(f[wWatchdog]);
-    s.workdir_quota = to_u(f[wWorkdirQuota]);
-    s.memory_peak = to_u(f[wPeak]);
-    s.pids_current = to_u(f[wPids]);
-    WorkerCandidate& c = w.candidate;
-    c.name = w.name;
-    c.priority = static_cast<int>(f[wPriority].value_or(0));
-    c.is_protected = f[wProtected].value_or(0) != 0;
-    c.preempt.preemptible = f[wPreemptible].value_or(1) != 0;
-    c.preempt.checkpoint_took = to_duration(f[wCheckpointTook]);
-    c.preempt.resumed_ago = to_duration(f[wResumedAgo]);
-    c.preempt.unload_bound = to_duration(f[wUnloadBound]);
-    c.preempt.unloaded_ago = to_duration(f[wUnloadedAgo]);
+    w.candidate.name = w.name;
+    w.candidate.priority = static_cast<int>(f[wPriority].value_or(0));
 }
 
 Fields<kHostFields> flatten(const HostSample& h) {
     Fields<kHostFields> f;
-    f[hMemAvailable] = u(h.mem_available);
-    f[hSwapIn] = u(h.pswpin);
-    f[hSwapOut] = u(h.pswpout);
-    f[hSwapFree] = u(h.swap_free);
-    put_psi(f, hMemoryPsi, h.memory_pressure);
-    put_psi(f, hCpuPsi, h.cpu_pressure);
-    put_psi(f, hIoPsi, h.io_pressure);
-    f[hMemTotal] = u(h.mem_total);
-    f[hSwapTotal] = u(h.swap_total);
+    map_host(h, ToFields<kHostFields>{f});
     return f;
 }
 
 void unflatten(const Fields<kHostFields>& f, HostSample& h) {
-    h.mem_available = to_u(f[hMemAvailable]);
-    h.pswpin = to_u(f[hSwapIn]);
-    h.pswpout = to_u(f[hSwapOut]);
-    h.swap_free = to_u(f[hSwapFree]);
-    h.memory_pressure = get_psi(f, hMemoryPsi);
-    h.cpu_pressure = get_psi(f, hCpuPsi);
-    h.io_pressure = get_psi(f, hIoPsi);
-    h.mem_total = to_u(f[hMemTotal]);
-    h.swap_total = to_u(f[hSwapTotal]);
+    map_host(h, FromFields<kHostFields>{f});
 }
 
 // What the previous sample of one series (a worker, or the host) had.
@@ -492,7 +502,7 @@ Result<void> decode_trace_block(std::string_view block, std::vector<TraceEntry>&
             round.woken = *type == kWoken;
             if (!times()) return bad("a truncated time");
             round.time = time_of(time);
-            round.wall_ms = wall;
+            round.wall_ms = clamp_wall(wall);
             Fields<kHostFields> hf;
             uint64_t changed = 0;
             if (!get_fields(in, hf, host, changed)) return bad("malformed host fields");
@@ -536,7 +546,7 @@ Result<void> decode_trace_block(std::string_view block, std::vector<TraceEntry>&
             TraceEvent e;
             if (!times()) return bad("a truncated time");
             e.time = time_of(time);
-            e.wall_ms = wall;
+            e.wall_ms = clamp_wall(wall);
             auto kind = in.byte();
             if (!kind || *kind < 1 || *kind > 4) return bad("an unknown event kind");
             e.kind = static_cast<TraceEventKind>(*kind);

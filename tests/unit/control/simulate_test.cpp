@@ -158,6 +158,9 @@ TEST_F(SimulateTest, HostileFilesAndBrokenConfigurationsAreRefusedWithWhy) {
     EXPECT_THAT(r.err, HasSubstr("nothing was simulated"));
     EXPECT_EQ(ctl({"history", "--export", "x", "leaky"}).exit_code, 2);
     EXPECT_EQ(ctl({"history"}).exit_code, 2);
+    auto alone = ctl({"reload", "--simulate"});
+    EXPECT_EQ(alone.exit_code, 2);
+    EXPECT_THAT(alone.err, HasSubstr("--simulate goes with --dry-run"));
 }
 
 TEST_F(SimulateTest, ADaemonThatKeepsNoRecordingSaysSo) {

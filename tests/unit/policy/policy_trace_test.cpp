@@ -260,6 +260,8 @@ TEST(PolicyTraceTest, AnyCutOrFlippedByteIsAnErrorOrAValidTraceNeverACrash) {
     EXPECT_FALSE(decode_trace_file(std::string(kTraceMagic) + "\xff\xff\xff\xff\xff\xff"));
     EXPECT_FALSE(base64_decode("abc"));
     EXPECT_FALSE(base64_decode("ab!="));
+    EXPECT_FALSE(base64_decode("fm=="));  // bits the padding drops are set
+    EXPECT_EQ(base64_decode("Zm8="), "fo");
 }
 
 // ---- Replay ------------------------------------------------------------

@@ -74,6 +74,23 @@ class SharedTmpGuardTest : public SupervisorFixture {
         return paths ? *paths : none_;
     }
 
+    // Whether the worker's process has a file whose path ends with `path`
+    // open or mapped (its /proc fd links and maps).
+    bool holds(const std::string& worker, const std::string& path) const {
+        const Worker* w = supervisor_->find(worker);
+        if (!w || w->main_pid() <= 0) return false;
+        fs::path proc = "/proc/" + std::to_string(w->main_pid());
+        std::error_code ec;
+        for (const auto& fd : fs::directory_iterator(proc / "fd", ec)) {
+            auto target = fs::read_symlink(fd.path(), ec).string();
+            if (!ec && target.ends_with(path)) return true;
+        }
+        std::ifstream maps(proc / "maps");
+        for (std::string line; std::getline(maps, line);)
+            if (line.ends_with(path)) return true;
+        return false;
+    }
+
     std::unique_ptr<SharedTmpGuard> guard_;
     std::vector<std::string> created_;
     fs::path outside_tmp_;
@@ -88,6 +105,13 @@ TEST_F(SharedTmpGuardTest, ProtectsWhatASharingWorkerHoldsOpenOrMappedUntilItsRu
     run_until_event("opener", K::ready);
     run_until_event("mapper", K::ready);
     run_until_event("private", K::ready);
+    // These workers do not signal readiness: `ready` comes at their start,
+    // maybe before they opened or mapped their file. The scan is what is
+    // tested, not that race.
+    run_until([&] {
+        return holds("opener", open_path) && holds("mapper", mapped_path) &&
+               holds("private", private_path.substr(std::string("/tmp/").size()));
+    });
     scan();
 
     EXPECT_EQ(protected_of("opener"), std::set<std::string>{open_path});

@@ -3,7 +3,8 @@
 # so that its health endpoint stops answering (its kernel still accepts the
 # connection); the HTTP liveness probe fails three times in a row, the
 # worker is killed and restarted, and the journal says which probe failed
-# how. Guest time: ~60-90 s.
+# how. Then `infervisorctl simulate` replays the run to the daemon's own
+# decisions (what_if_agrees). Guest time: ~60-90 s.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -42,5 +43,6 @@ liveness_kills_a_hang() {
 	assert_contains "$(event_field spinner exited EXIT_REASON | head -n1)" \
 		"killed: liveness probe failed 3 times in a row" "the exit reason names the probe"
 	assert_contains "$(infervisorctl show spinner)" "killed: liveness probe failed" "show's last exit"
+	what_if_agrees spin
 }
 run_scenario liveness-probe-kills-a-hang liveness_kills_a_hang

@@ -17,6 +17,14 @@
 # rule then kills it: a worker that grows back after its resume is not
 # suspended again. Still no OOM kill, and steady untouched.
 #
+# After each daemon run, what if (issue 31): `infervisorctl simulate` with
+# the configuration the daemon ran (the shipped main file and these workers)
+# replays its recording to the same decisions at the same evaluations (as
+# nobody too, and through `reload --dry-run --simulate`); with near-the-cap's
+# headroom widened from 30s to 60s the replay acts on the leaker earlier than
+# the daemon did and says where it departs. The recordings are exported into the results (what_if_agrees:
+# tests/unit/policy/recorded_traces/leak-* come from them).
+#
 # Last, the peer on the same leak in the same boot: earlyoom (Debian's, with
 # its defaults) and no infervisord, the two programs started with the same
 # memory caps as transient systemd units (no swap cap: earlyoom has none to
@@ -162,7 +170,39 @@ leak_is_ended_by_the_daemon() { # LABEL [RULES]
 		"steady: worst gap between requests $(worst_gap_ms steady) ms (every 200 ms)," \
 		"memory stall $(((stall_after - stall_before) / 1000)) ms"
 	log "decision: $(ivd_journal INFERVISOR_WORKER=leaker INFERVISOR_EVENT=policy-action -o cat | head -n1)"
+	what_if_replays_the_run "$label"
 	systemctl stop infervisord
+}
+
+# what_if_replays_the_run LABEL: see the header.
+what_if_replays_the_run() {
+	local label=${1// /-} out
+	what_if_agrees "leak-$label"
+	# Every action the daemon's engine took on the leaker, the replay took
+	# too (resume_when's resumes are the planner's, not the engine's).
+	out=$(infervisorctl simulate --json --worker leaker)
+	assert_eq "$(event_field leaker policy-action RULE | grep -cvx resume_when)" \
+		"$(jq '[.items[] | select(.kind == "same")] | length' <<<"$out")" \
+		"the leaker's journaled actions that the replay took too"
+	[[ $label == shipped ]] || return 0
+	assert_cmd runuser -u nobody -- infervisorctl simulate --worker steady
+	# The same files through reload's preview: nothing changes, nothing departs.
+	out=$(infervisorctl reload --dry-run --simulate --json)
+	assert_eq "false null" "$(jq -r '"\(.applied) \(.simulation.diverged_at_usec)"' <<<"$out")" \
+		"reload --dry-run --simulate: applied, departure"
+
+	local wider=/run/vmtest-130-wider would real
+	rm -rf "$wider" && mkdir -p "$wider" && cp -r "$ivd_conf/infervisor.yaml" "$ivd_conf/workers.d" "$wider/"
+	sed -i 's/memory.headroom < 30s for 8s/memory.headroom < 60s for 8s/' "$wider/infervisor.yaml"
+	assert_contains "$(cat "$wider/infervisor.yaml")" "memory.headroom < 60s for 8s" "the changed threshold"
+	out=$(infervisorctl simulate --config "$wider" --json)
+	log "simulate, near-the-cap at 60s: $(jq -c '{same, would, not_taken, diverged_at_usec}' <<<"$out")"
+	infervisorctl simulate --config "$wider" | tail -n 5 | while read -r line; do log "  $line"; done
+	would=$(jq '[.items[] | select(.kind == "would" and .worker == "leaker" and .rule == "near-the-cap")][0].time_usec' <<<"$out")
+	real=$(jq '[.items[] | select(.kind == "not-taken" and .worker == "leaker")][0].time_usec' <<<"$out")
+	assert_cmd test "$would" != null
+	assert_cmd test "$would" -lt "$real"
+	assert_eq "$would" "$(jq .diverged_at_usec <<<"$out")" "the replay departs at the earlier kill"
 }
 
 # earlyoom_on_the_same_leak: infervisord stopped; the same two programs as

@@ -47,5 +47,6 @@ fast_load_is_never_killed() {
 	done
 	assert_cmd test "$(cat "$(worker_cgroup plain)/memory.peak")" -gt $((300 * 1048576))
 	log "plain's memory.peak: $(cat "$(worker_cgroup plain)/memory.peak")"
+	what_if_agrees model-load
 }
 run_scenario a-fast-model-load-is-never-killed-as-a-leak fast_load_is_never_killed

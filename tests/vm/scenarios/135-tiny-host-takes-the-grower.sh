@@ -125,6 +125,7 @@ the_grower_pays_not_the_steady_server() {
 		"MemAvailable at the kill $(event_field batch policy-action HOST_MEM_AVAILABLE_PCT | head -n1)%"
 	log "victim reason: $reason"
 	log "decision: $(ivd_journal INFERVISOR_WORKER=batch INFERVISOR_EVENT=policy-action -o cat | head -n1)"
+	what_if_agrees tiny-host
 	systemctl stop infervisord
 }
 run_scenario the-tiny-host-kills-the-growing-batch-job-not-the-steady-server the_grower_pays_not_the_steady_server

@@ -126,6 +126,7 @@ a_second_model_load_is_no_emergency() {
 	assert_eq "$server_pid" "$(main_pid server)" "server's pid"
 	assert_cmd kill -0 "$server_pid"
 	assert_eq 0 "$(kernel_oom_kills)" "kernel OOM kills"
+	what_if_agrees second-model-load
 	systemctl stop infervisord
 }
 run_scenario a-second-model-load-that-leaves-the-host-low-but-steady-is-left-alone a_second_model_load_is_no_emergency
