@@ -190,6 +190,7 @@ std::string simulate_text(const std::vector<TraceEntry>& trace, const Config& co
                     {"same", counts[0]},
                     {"would", counts[1]},
                     {"not_taken", counts[2]},
+                    {"phase_differences", r.phase_differences},
                     {"items", std::move(items)}};
         return dump_json(out, 2) + "\n";
     }
@@ -212,6 +213,11 @@ std::string simulate_text(const std::vector<TraceEntry>& trace, const Config& co
     }
     out += std::to_string(counts[0]) + " decision(s) as really, " + std::to_string(counts[1]) +
            " only in the replay, " + std::to_string(counts[2]) + " only really.";
+    if (r.first_phase_difference)
+        out += " The runs' phases differ from the daemon's at " +
+               std::to_string(r.phase_differences) + " sample(s), first " +
+               clock_time(r.first_phase_difference->wall_ms, false) + ": " +
+               r.first_phase_difference->worker + ": " + r.first_phase_difference->detail + ".";
     if (r.diverged_at_wall_ms)
         out += " The replay departs from what happened at " +
                clock_time(*r.diverged_at_wall_ms, false) + ".";

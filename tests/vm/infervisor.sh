@@ -183,16 +183,18 @@ require_torch() {
 # what_if_agrees NAME: `infervisorctl simulate` with the configuration the
 # daemon runs replays its recording to the same decisions at the same
 # evaluations (issue 31: none that only the replay or only the daemon took,
-# no departure), and the recording is exported into the results as
-# NAME/recording.trace beside the workers' files it ran with
-# (NAME/workers.d): tests/unit/policy/recorded_traces/ holds such exports.
+# no departure, every run's phase judged alike), and the recording is
+# exported into the results as NAME/recording.trace beside the workers'
+# files it ran with (NAME/workers.d): tests/unit/policy/recorded_traces/
+# holds such exports.
 what_if_agrees() {
 	local out
 	out=$(infervisorctl simulate --json)
-	log "simulate: $(jq -c '{rounds, same, would, not_taken, diverged_at_usec}' <<<"$out")"
+	log "simulate: $(jq -c '{rounds, same, would, not_taken, phase_differences, diverged_at_usec}' <<<"$out")"
 	assert_cmd test "$(jq .rounds <<<"$out")" -gt 0
 	assert_eq null "$(jq -c .diverged_at_usec <<<"$out")" "where the replay departs from the daemon (nowhere)"
 	assert_eq 0 "$(jq '.would + .not_taken' <<<"$out")" "decisions only the replay or only the daemon took"
+	assert_eq 0 "$(jq .phase_differences <<<"$out")" "samples whose phase the replay judged otherwise"
 	[[ -n ${VMTEST_RESULTS:-} ]] || return 0
 	mkdir -p "$VMTEST_RESULTS/$1/workers.d"
 	cp "$ivd_conf"/workers.d/*.yaml "$VMTEST_RESULTS/$1/workers.d/"

@@ -52,6 +52,7 @@ enum WorkerField : unsigned {
     wUnloadBound,
     wUnloadedAgo,
     wNoSuspend,  // a hash of the text; the text follows the masks when it changed
+    wPhase,      // 0 loading, 1 serving
     kWorkerFields
 };
 
@@ -231,6 +232,7 @@ Fields<kWorkerFields> flatten(const TraceWorker& w) {
     f[wPriority] = w.candidate.priority;
     const std::string& no_suspend = w.candidate.preempt.no_suspend;
     if (!no_suspend.empty()) f[wNoSuspend] = text_hash(no_suspend);
+    if (w.phase) f[wPhase] = *w.phase == WorkerPhase::serving ? 1 : 0;
     return f;
 }
 
@@ -244,6 +246,7 @@ void unflatten(const Fields<kWorkerFields>& f, TraceWorker& w) {
     }
     w.candidate.name = w.name;
     w.candidate.priority = static_cast<int>(f[wPriority].value_or(0));
+    if (f[wPhase]) w.phase = *f[wPhase] != 0 ? WorkerPhase::serving : WorkerPhase::loading;
 }
 
 Fields<kHostFields> flatten(const HostSample& h) {

@@ -40,6 +40,7 @@
 #include "base/result.h"
 #include "policy/samples.h"
 #include "policy/victim.h"
+#include "policy/worker_phase.h"
 
 namespace infervisor {
 
@@ -49,6 +50,9 @@ struct TraceWorker {
     std::string name;
     WorkerSample sample;  // read_errors are not kept
     WorkerCandidate candidate;
+    // The phase the daemon's engine judged the run in at this sample (the
+    // replay computes its own and says where they differ).
+    std::optional<WorkerPhase> phase;
 };
 
 struct TraceRound {

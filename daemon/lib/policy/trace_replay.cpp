@@ -113,6 +113,17 @@ ReplayResult replay_trace(const std::vector<TraceEntry>& trace, PolicyEngine& en
         for (const auto& w : round.workers) {
             for (auto& d : engine.evaluate(w.name, w.sample, round.time))
                 simulated.push_back(item_of(d, round.wall_ms));
+            auto phase = engine.phase_of(w.name);
+            if (w.phase && phase && *phase != *w.phase && result.phase_differences++ == 0)
+                result.first_phase_difference =
+                    ReplayItem{ReplayItem::Kind::happened,
+                               round.wall_ms,
+                               w.name,
+                               "",
+                               "",
+                               false,
+                               "the replay judges the run " + std::string(phase_name(*phase)) +
+                                   ", the daemon judged it " + std::string(phase_name(*w.phase))};
             WorkerCandidate c = w.candidate;
             c.name = w.name;
             if (setup.adjust_candidate) setup.adjust_candidate(c);

@@ -10,6 +10,9 @@
 // action, dry run). The first round where they differ is the divergence:
 // from there on the samples are what happened after the real decisions,
 // not after the simulated ones, and every item after it says so.
+// Each worker's phase after each sample is compared with the one the daemon
+// recorded (phase_differences): a changed sample_interval or start_timeout
+// moves the end of a load, and with it when growth rules may act.
 // What the engine does not decide is shown as it was: resume_when, the
 // steps a suspension or unload that freed nothing went on to, a run's end.
 #pragma once
@@ -46,6 +49,10 @@ struct ReplayResult {
     size_t rounds = 0;
     int64_t first_wall_ms = 0, last_wall_ms = 0;  // of the rounds replayed
     std::optional<int64_t> diverged_at_wall_ms;
+    // Samples where the replay judged a run's phase (loading, serving)
+    // otherwise than the daemon had, and the first of them.
+    size_t phase_differences = 0;
+    std::optional<ReplayItem> first_phase_difference;  // kind happened; detail says how
 };
 
 struct ReplaySetup {

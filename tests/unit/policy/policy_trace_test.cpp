@@ -76,6 +76,7 @@ TraceWorker full_worker() {
     w.candidate.preempt.resumed_ago = 60s;
     w.candidate.preempt.unload_bound = 35s;
     w.candidate.preempt.unloaded_ago = 90s;
+    w.phase = WorkerPhase::serving;
     return w;
 }
 
@@ -199,6 +200,7 @@ TEST(PolicyTraceTest, EveryFieldTheEngineReadsRoundTripsAndAnAbsentOneStaysAbsen
             EXPECT_EQ(got.workers[k].candidate.is_protected,
                       want.workers[k].candidate.is_protected);
             expect_same(got.workers[k].candidate.preempt, want.workers[k].candidate.preempt);
+            EXPECT_EQ(got.workers[k].phase, want.workers[k].phase);
         }
     }
     const auto& e = std::get<TraceEvent>(decoded[2]);
@@ -328,8 +330,9 @@ std::vector<TraceEntry> record_live(const Config& config, std::vector<Decision>&
         if (leaky_alive)
             round.workers.push_back(sample_of("leaky", 300 + 10 * std::max(0.0, t - 10), 10));
         std::vector<WorkerCandidate> candidates;
-        for (const auto& w : round.workers) {
+        for (auto& w : round.workers) {
             for (auto& d : engine.evaluate(w.name, w.sample, round.time)) decided.push_back(d);
+            w.phase = engine.phase_of(w.name);
             candidates.push_back(w.candidate);
         }
         round.host.time = at(t);
@@ -386,6 +389,7 @@ TEST(TraceReplayTest, ALiveRecordingReplayedWithTheShippedRulesDecidesTheSameAtT
     const ReplayItem* kill = find_item(r, ReplayItem::Kind::same, live.front().rule);
     ASSERT_NE(kill, nullptr);
     EXPECT_EQ(kill->worker, "leaky");
+    EXPECT_EQ(r.phase_differences, 0u);
     const ReplayItem* exit = find_item(r, ReplayItem::Kind::happened, "");
     ASSERT_NE(exit, nullptr);
     EXPECT_EQ(exit->detail, "killed by SIGKILL (rule 'near-the-cap')");
@@ -421,6 +425,30 @@ TEST(TraceReplayTest, AWiderThresholdActsEarlierAndTheReplaySaysWhereItDeparts) 
     const ReplayItem* not_taken = find_item(r2, ReplayItem::Kind::not_taken, "near-the-cap");
     ASSERT_NE(not_taken, nullptr);
     EXPECT_EQ(r2.diverged_at_wall_ms, not_taken->wall_ms);
+}
+
+TEST(TraceReplayTest, APhaseJudgedOtherwiseThanTheDaemonDidIsCountedAndNamed) {
+    Config shipped = load_shipped();
+    std::vector<Decision> live;
+    auto trace = record_live(shipped, live);
+    // The daemon (here: the recording) said "loading" where the engine,
+    // given the same samples, says "serving": as after a changed settle.
+    size_t flipped = 0;
+    for (auto& entry : trace)
+        if (auto* round = std::get_if<TraceRound>(&entry))
+            for (auto& w : round->workers)
+                if (w.name == "steady" && w.phase == WorkerPhase::serving && flipped < 3) {
+                    w.phase = WorkerPhase::loading;
+                    ++flipped;
+                }
+    ASSERT_EQ(flipped, 3u);
+    PolicyEngine engine = engine_for(shipped);
+    ReplayResult r = replay_trace(trace, engine);
+    EXPECT_EQ(r.phase_differences, 3u);
+    ASSERT_TRUE(r.first_phase_difference.has_value());
+    EXPECT_EQ(r.first_phase_difference->worker, "steady");
+    EXPECT_EQ(r.first_phase_difference->detail,
+              "the replay judges the run serving, the daemon judged it loading");
 }
 
 TEST(TraceReplayTest, SinceStartsTheEngineEmptyThere) {
