@@ -114,6 +114,7 @@ ReplayResult replay_trace(const std::vector<TraceEntry>& trace, PolicyEngine& en
             for (auto& d : engine.evaluate(w.name, w.sample, round.time))
                 simulated.push_back(item_of(d, round.wall_ms));
             auto phase = engine.phase_of(w.name);
+            if (w.phase && phase) ++result.phases_compared;
             if (w.phase && phase && *phase != *w.phase && result.phase_differences++ == 0)
                 result.first_phase_difference =
                     ReplayItem{ReplayItem::Kind::happened,

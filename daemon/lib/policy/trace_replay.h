@@ -51,6 +51,7 @@ struct ReplayResult {
     std::optional<int64_t> diverged_at_wall_ms;
     // Samples where the replay judged a run's phase (loading, serving)
     // otherwise than the daemon had, and the first of them.
+    size_t phases_compared = 0;  // samples with a recorded phase
     size_t phase_differences = 0;
     std::optional<ReplayItem> first_phase_difference;  // kind happened; detail says how
 };

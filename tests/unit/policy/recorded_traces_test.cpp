@@ -83,6 +83,8 @@ TEST(RecordedTracesTest, EachRecordedRunReplaysToTheDaemonsOwnDecisions) {
         ReplayResult r = replay(run, source_root() / "etc/infervisor.yaml");
         EXPECT_GT(r.rounds, 10u);
         EXPECT_FALSE(r.diverged_at_wall_ms.has_value());
+        EXPECT_EQ(r.phase_differences, 0u) << r.first_phase_difference->detail;
+        EXPECT_GT(r.phases_compared, 0u) << "a recording without the daemon's phases";
         std::vector<std::string> same;
         for (const auto& item : r.items) {
             EXPECT_NE(item.kind, ReplayItem::Kind::would) << "only the replay: " << describe(item);
