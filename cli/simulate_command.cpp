@@ -129,13 +129,11 @@ std::optional<std::vector<TraceEntry>> read_trace(CliContext& ctx, const std::st
 }
 
 void run_simulate(CliContext& ctx, const SimulateArgs& args) {
-    if (!args.from.empty() || ctx.hosts.empty()) {
-        // fine: a file, or this host's daemon
-    } else if (ctx.refuses_hosts("simulate",
-                                 "this machine's configuration (export the remote recording with "
-                                 "`-H HOST history --export FILE`, then `simulate --from FILE`)")) {
+    // The configuration and any --from file are this machine's.
+    if (ctx.refuses_hosts("simulate",
+                          "this machine's configuration (export the remote recording with "
+                          "`-H HOST history --export FILE`, then `simulate --from FILE`)"))
         return;
-    }
     auto report =
         simulation_report(ctx, args.config, args.from, args.since, args.workers, ctx.json);
     if (!report) return;

@@ -158,6 +158,9 @@ TEST_F(SimulateTest, HostileFilesAndBrokenConfigurationsAreRefusedWithWhy) {
     EXPECT_THAT(r.err, HasSubstr("nothing was simulated"));
     EXPECT_EQ(ctl({"history", "--export", "x", "leaky"}).exit_code, 2);
     EXPECT_EQ(ctl({"history"}).exit_code, 2);
+    auto remote = run_ctl({"-H", "gpu-a", "simulate", "--config", config80.string()});
+    EXPECT_EQ(remote.exit_code, 2);
+    EXPECT_THAT(remote.err, HasSubstr("-H HOST history --export FILE"));
     auto alone = ctl({"reload", "--simulate"});
     EXPECT_EQ(alone.exit_code, 2);
     EXPECT_THAT(alone.err, HasSubstr("--simulate goes with --dry-run"));
