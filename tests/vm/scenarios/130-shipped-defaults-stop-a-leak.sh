@@ -198,11 +198,10 @@ what_if_replays_the_run() {
 	out=$(infervisorctl simulate --config "$wider" --json)
 	log "simulate, near-the-cap at 60s: $(jq -c '{same, would, not_taken, diverged_at_usec}' <<<"$out")"
 	infervisorctl simulate --config "$wider" | tail -n 5 | while read -r line; do log "  $line"; done
-	would=$(jq '[.items[] | select(.kind == "would" and .worker == "leaker" and .rule == "near-the-cap")][0].time_usec' <<<"$out")
-	real=$(jq '[.items[] | select(.kind == "not-taken" and .worker == "leaker")][0].time_usec' <<<"$out")
-	assert_cmd test "$would" != null
-	assert_cmd test "$would" -lt "$real"
-	assert_eq "$would" "$(jq .diverged_at_usec <<<"$out")" "the replay departs at the earlier kill"
+	# A leak this fast can cross 60s and 30s of headroom within one sample:
+	# the replay acts no later than the daemon did, on the leaker, by that rule.
+	assert_eq 0 "$(jq .not_taken <<<"$out")" "the daemon's kills the wider rule would not take"
+	assert_cmd test "$(jq '[.items[] | select((.kind == "would" or .kind == "same") and .worker == "leaker" and .rule == "near-the-cap")] | length' <<<"$out")" -ge 1
 }
 
 # earlyoom_on_the_same_leak: infervisord stopped; the same two programs as
