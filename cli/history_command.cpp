@@ -10,6 +10,8 @@
 #include "commands.h"
 #include "control/varlink_message.h"
 #include "history_chart.h"
+#include "history_json.h"
+#include "metrics/worker_history.h"
 #include "policy/policy_trace.h"
 #include "trace_fetch.h"
 
@@ -56,22 +58,27 @@ void run_history(CliContext& ctx, const HistoryArgs& args) {
     }
     if (args.name.empty())
         return ctx.fail(kUsage, "history: give a worker's NAME, or --export FILE");
+    // A name the daemon does not know is an error (WorkerNotFound), not an
+    // empty chart.
     auto client = ctx.connect();
-    if (!client) return;
-    auto reply = ctx.call(*client, "io.infervisor.supervisor.History",
-                          {{"name", args.name}, {"limit", args.samples}});
-    if (!reply) return;
+    if (!client || !ctx.call(*client, "io.infervisor.supervisor.Get", {{"name", args.name}}))
+        return;
+    // The samples are those the daemon recorded for its policy (the Trace
+    // call): its one copy of them, derived here (metrics/worker_history.h).
+    auto trace = fetch_trace(ctx);
+    if (!trace) return;
+    const nlohmann::json history =
+        history_to_json(history_from_trace(*trace, args.name, static_cast<size_t>(args.samples)));
     if (ctx.json) {
-        std::cout << dump_json(reply->parameters) << std::endl;
+        std::cout << dump_json(history) << std::endl;
         return;
     }
     if (args.csv) {
-        std::cout << history_csv(reply->parameters);
+        std::cout << history_csv(history);
         return;
     }
     ChartSize size{(args.width > 0 ? args.width : terminal_width()) - 10, args.height};
-    for (const auto& line : draw_history(args.name, reply->parameters, size))
-        std::cout << line << '\n';
+    for (const auto& line : draw_history(args.name, history, size)) std::cout << line << '\n';
 }
 
 }  // namespace
@@ -92,7 +99,8 @@ void add_history_command(CLI::App& app, CliContext& ctx) {
     add_count_option(cmd, "--height", args->height, "Rows of the memory chart (default 10)", 3,
                      100);
     cmd->footer(
-        "The daemon keeps `metrics: history` of samples (default 1h) per worker.\n"
+        "The daemon records `metrics: history` (default 1h) of its policy's samples of every\n"
+        "worker and the host; this draws one worker's from that recording.\n"
         "Examples:\n  infervisorctl history llama\n"
         "  infervisorctl history llama --csv > llama.csv\n"
         "  infervisorctl history --export incident.trace   (for simulate --from)");

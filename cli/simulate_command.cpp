@@ -117,15 +117,7 @@ std::optional<std::vector<TraceEntry>> read_trace(CliContext& ctx, const std::st
         }
         return std::move(*trace);
     }
-    auto blocks = fetch_trace_blocks(ctx);
-    if (!blocks) return std::nullopt;
-    std::vector<TraceEntry> trace;
-    for (const auto& b : *blocks)
-        if (auto r = decode_trace_block(b, trace); !r) {
-            ctx.fail(kFailure, "the daemon's recording: " + r.error().message());
-            return std::nullopt;
-        }
-    return trace;
+    return fetch_trace(ctx);
 }
 
 void run_simulate(CliContext& ctx, const SimulateArgs& args) {

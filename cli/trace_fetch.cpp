@@ -47,4 +47,16 @@ std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx) {
     }
 }
 
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx) {
+    auto blocks = fetch_trace_blocks(ctx);
+    if (!blocks) return std::nullopt;
+    std::vector<TraceEntry> trace;
+    for (const auto& b : *blocks)
+        if (auto r = decode_trace_block(b, trace); !r) {
+            ctx.fail(kFailure, "the daemon's recording: " + r.error().message());
+            return std::nullopt;
+        }
+    return trace;
+}
+
 }  // namespace infervisor::cli

@@ -1,6 +1,6 @@
 // The daemon's recording of its policy engine's input (the Trace call,
 // metrics/trace_recorder.h), fetched block by block, for `simulate` and
-// `history --export`.
+// `history` (with --export, the blocks as they are).
 #pragma once
 
 #include <optional>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli_context.h"
+#include "policy/policy_trace.h"
 
 namespace infervisor::cli {
 
@@ -15,5 +16,7 @@ namespace infervisor::cli {
 // empty with a failure recorded in `ctx` when the daemon cannot be asked,
 // keeps no recording, or answers with something malformed.
 std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx);
+// The same, decoded; empty with a failure recorded when a block does not decode.
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx);
 
 }  // namespace infervisor::cli

@@ -340,7 +340,6 @@ void Daemon::make_services() {
     control_ = std::make_unique<ControlService>(
         *ctx_, *supervisor_,
         [this](ChangeMode mode, SupervisorApi::ReloadDone done) { reload(mode, std::move(done)); },
-        [this](const std::string& name) { return metrics_->history(name); },
         [this](uint64_t from) { return policy_->trace().read(from, kTraceChunkBytes); });
     userdb_ = std::make_unique<UserDbServer>(io_, paths_);
     for (Service* s :

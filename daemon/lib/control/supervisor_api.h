@@ -32,7 +32,6 @@
 
 #include "base/config_texts.h"
 #include "control/peer_credentials.h"
-#include "metrics/history_ring.h"
 #include "metrics/trace_recorder.h"
 #include "view/worker_view.h"
 
@@ -112,14 +111,6 @@ struct DrainOutcome {
         std::string how;  // "checkpointed, then stopped", "stopped", ...
     };
     std::vector<Step> steps;
-};
-
-// `infervisorctl history`: a worker's recent samples (metrics/history_ring.h)
-// and the policy actions on it, oldest first.
-struct WorkerHistory {
-    uint64_t interval_usec = 0;  // sample_interval
-    std::vector<HistoryPoint> points;
-    std::vector<HistoryAction> actions;
 };
 
 // One published checkpoint of a worker, as `infervisorctl checkpoints`
@@ -210,15 +201,9 @@ class SupervisorApi {
     // The newest events that match `query`, oldest first (the daemon keeps
     // a ring of the last ones, control/event_ring.h).
     virtual std::vector<ControlEvent> recent_events(const EventQuery& query) const = 0;
-    // The newest `limit` samples of the worker's history; empty when no
-    // such worker is configured.
-    virtual std::optional<WorkerHistory> history(const std::string& /*name*/,
-                                                 std::size_t /*limit*/) const {
-        return std::nullopt;
-    }
     // The recording of the policy engine's input (metrics/trace_recorder.h)
-    // from block `from` on, for `infervisorctl simulate` and `history
-    // --export`; empty when the daemon keeps none.
+    // from block `from` on, for `infervisorctl simulate` and `history`
+    // (with --export too); empty when the daemon keeps none.
     virtual std::optional<TraceRecorder::Chunk> trace(uint64_t /*from*/) const {
         return std::nullopt;
     }

@@ -10,7 +10,6 @@
 
 #include "base/base64.h"
 #include "control/call_parameters.h"
-#include "control/history_json.h"
 #include "control/status_json.h"
 #include "control/varlink_errors.h"
 #include "control/varlink_interfaces.h"
@@ -26,8 +25,6 @@ constexpr int64_t kMaxEventsPerCall = 10000;
 // As many as a configuration may have (config/config_limits.h, kMaxWorkers):
 // every event of a subscription is held against the list.
 constexpr std::size_t kMaxWorkersPerQuery = 1024;
-// About 250 bytes of JSON each: a reply stays under 1 MiB.
-constexpr int64_t kMaxHistoryPerCall = 3600;
 // As many checkpoints as a worker's store may hold (checkpoint_store.h).
 constexpr std::size_t kMaxCheckpointsPerCall = 1024;
 
@@ -146,7 +143,6 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"io.infervisor.supervisor.Validate", {false, &VarlinkService::validate}},
         {"io.infervisor.supervisor.RecentEvents", {false, &VarlinkService::recent_events}},
         {"io.infervisor.supervisor.Subscribe", {false, &VarlinkService::subscribe}},
-        {"io.infervisor.supervisor.History", {false, &VarlinkService::history}},
         {"io.infervisor.supervisor.Trace", {false, &VarlinkService::trace}},
         {"io.infervisor.supervisor.Drain", {true, &VarlinkService::drain}},
         {"io.infervisor.supervisor.HostState", {false, &VarlinkService::host_state}},
@@ -446,18 +442,6 @@ void VarlinkService::recent_events(const VarlinkCall& call, const Sink& sink) {
     json events = json::array();
     for (const auto& e : supervisor_.recent_events(*query)) events.push_back(to_json(e));
     sink->reply({{"events", std::move(events)}}, false);
-}
-
-void VarlinkService::history(const VarlinkCall& call, const Sink& sink) {
-    CallParameters params(call.parameters);
-    std::string name;
-    std::optional<int64_t> limit;
-    params.string("name", name, true);
-    params.optional_integer("limit", limit, 1, kMaxHistoryPerCall);
-    if (rejected(params, sink)) return;
-    auto h = supervisor_.history(name, static_cast<std::size_t>(limit.value_or(1800)));
-    if (!h) return sink->fail(err::kWorkerNotFound, {{"name", name}});
-    sink->reply(history_to_json(*h), false);
 }
 
 void VarlinkService::trace(const VarlinkCall& call, const Sink& sink) {

@@ -88,7 +88,6 @@ class VarlinkService {
     void validate(const VarlinkCall& call, const Sink& sink);
     void recent_events(const VarlinkCall& call, const Sink& sink);
     void subscribe(const VarlinkCall& call, const Sink& sink);
-    void history(const VarlinkCall& call, const Sink& sink);
     void trace(const VarlinkCall& call, const Sink& sink);
 
     SupervisorApi& supervisor_;

@@ -59,16 +59,9 @@ void psi_samples(Exposition& out, bool totals, std::optional<std::string_view> w
 
 }  // namespace
 
-SupervisorMetrics::SupervisorMetrics(size_t history_points) : history_points_(history_points) {}
-
-void SupervisorMetrics::set_history_points(size_t points) {
-    history_points_ = points;
-    for (auto& [name, w] : workers_) w.history.set_capacity(points);
-}
-
 SupervisorMetrics::PerWorker& SupervisorMetrics::worker(const std::string& name) {
     auto it = workers_.find(name);
-    if (it == workers_.end()) it = workers_.emplace(name, PerWorker(history_points_)).first;
+    if (it == workers_.end()) it = workers_.emplace(name, PerWorker{}).first;
     return it->second;
 }
 
@@ -82,7 +75,7 @@ void SupervisorMetrics::set_workers(std::vector<WorkerView> workers) {
     for (const auto& v : views_) worker(v.name);
 }
 
-void SupervisorMetrics::record_round(const EvaluationRound& round, int64_t realtime_ms) {
+void SupervisorMetrics::record_round(const EvaluationRound& round) {
     ++rounds_;
     last_evaluation_ = round.evaluation_time;
     last_lateness_ = round.tick_lateness;
@@ -90,41 +83,12 @@ void SupervisorMetrics::record_round(const EvaluationRound& round, int64_t realt
     host_ = round.host;
     for (auto& [name, w] : workers_) w.last.reset();
     for (const SampledWorker& s : round.workers) {
-        PerWorker& w = worker(s.name);
-        const WorkerSample& now = s.sample;
-        HistoryPoint p;
-        p.time_ms = realtime_ms;
-        p.memory_kib = to_kib(now.memory_current);
-        p.memory_max_kib = to_kib(now.memory_max);
-        p.memory_high_kib = to_kib(now.memory_high);
-        p.swap_kib = to_kib(now.swap_current);
-        if (now.memory_pressure) {
-            p.memory_some_avg10 = to_centi_percent(now.memory_pressure->some.avg10);
-            if (now.memory_pressure->full)
-                p.memory_full_avg10 = to_centi_percent(now.memory_pressure->full->avg10);
-        }
-        if (s.growth_percent_per_min) {
-            p.growth_known = true;
-            p.growth_pct_per_min = static_cast<float>(*s.growth_percent_per_min);
-        }
-        const auto& before = w.previous;
-        if (before && before->swapin_pages && now.swapin_pages &&
-            *now.swapin_pages >= *before->swapin_pages && now.time > before->time &&
-            now.started_at == before->started_at)
-            p.swap_in_pages_per_s =
-                static_cast<float>(static_cast<double>(*now.swapin_pages - *before->swapin_pages) /
-                                   seconds(std::chrono::duration_cast<std::chrono::microseconds>(
-                                       now.time - before->time)));
-        w.history.add(p);
-        w.previous = now;
-        w.previous->read_errors.clear();
-        w.last = s;
+        worker(s.name).last = s;
     }
 }
 
 void SupervisorMetrics::record_action(const std::string& worker_name, const std::string& rule,
-                                      const std::string& action, bool dry_run,
-                                      int64_t realtime_ms) {
+                                      const std::string& action) {
     if (worker_name.empty()) {
         ++host_actions_[{rule, action}];
         return;
@@ -132,7 +96,6 @@ void SupervisorMetrics::record_action(const std::string& worker_name, const std:
     // A worker not listed yet is added; set_workers() drops it if it is not configured.
     PerWorker& w = worker(worker_name);
     ++w.actions[{rule, action}];
-    w.history.add_action({realtime_ms, rule, action, dry_run});
 }
 
 void SupervisorMetrics::record_oom_kill(const std::string& name) {
@@ -217,11 +180,6 @@ void SupervisorMetrics::set_extras(const std::string& name, std::optional<uint64
     if (it == workers_.end() || !it->second.last) return;
     it->second.last->sample.memory_peak = memory_peak;
     it->second.last->sample.pids_current = pids_current;
-}
-
-const HistoryRing* SupervisorMetrics::history(const std::string& name) const {
-    auto it = workers_.find(name);
-    return it == workers_.end() ? nullptr : &it->second.history;
 }
 
 std::string SupervisorMetrics::render(const DaemonStats& daemon) const {

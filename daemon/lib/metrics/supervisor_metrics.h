@@ -43,7 +43,6 @@
 #include <vector>
 
 #include "metrics/evaluation_round.h"
-#include "metrics/history_ring.h"
 #include "view/worker_view.h"
 
 namespace infervisor {
@@ -87,18 +86,15 @@ struct DaemonStats {
 
 class SupervisorMetrics {
   public:
-    explicit SupervisorMetrics(size_t history_points = 1800);
-
-    // Points kept per worker from now on (see HistoryRing).
-    void set_history_points(size_t points);
     // The configured workers, in order, as they look now (their name, state,
     // restarts and last exit are rendered; their use comes from the rounds);
-    // history and counters of workers no longer configured are dropped.
+    // counters of workers no longer configured are dropped.
     void set_workers(std::vector<WorkerView> workers);
-    // One round; `realtime_ms` is the wall-clock time of the round.
-    void record_round(const EvaluationRound& round, int64_t realtime_ms);
+    // One round: the workers' and the host's use as the rules saw it.
+    void record_round(const EvaluationRound& round);
+    // A policy action (counted per worker, rule and action).
     void record_action(const std::string& worker, const std::string& rule,
-                       const std::string& action, bool dry_run, int64_t realtime_ms);
+                       const std::string& action);
 
     // A run of the worker ended by an OOM kill (the `oom-killed` event): the
     // cgroup and its memory.events are gone by the next scrape, so the daemon
@@ -126,20 +122,16 @@ class SupervisorMetrics {
                     std::optional<uint64_t> pids_current);
 
     std::string render(const DaemonStats& daemon) const;
-    const HistoryRing* history(const std::string& worker) const;
     size_t rounds() const { return rounds_; }
 
   private:
     struct PerWorker {
-        explicit PerWorker(size_t points) : history(points) {}
         std::optional<SampledWorker> last;  // from the newest round, while running
-        std::optional<WorkerSample> previous;
         std::map<std::pair<std::string, std::string>, uint64_t> actions;  // (rule, action)
         uint64_t oom_kills = 0;
         std::optional<CheckpointCounts> checkpoints;  // from the first one on
         std::optional<SuspensionCounts> suspensions;
         std::optional<AdmissionCounts> admissions;
-        HistoryRing history;
     };
     PerWorker& worker(const std::string& name);
     void render_workers(class Exposition& out) const;
@@ -150,7 +142,6 @@ class SupervisorMetrics {
     void render_host(Exposition& out) const;
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 
-    size_t history_points_;
     std::vector<WorkerView> views_;
     std::map<std::string, PerWorker> workers_;
     std::map<std::pair<std::string, std::string>, uint64_t> host_actions_;

@@ -53,6 +53,7 @@ enum WorkerField : unsigned {
     wUnloadedAgo,
     wNoSuspend,  // a hash of the text; the text follows the masks when it changed
     wPhase,      // 0 loading, 1 serving
+    wGrowth,     // memory.growth, hundredths of a percent per minute
     kWorkerFields
 };
 
@@ -121,6 +122,14 @@ int64_t text_hash(std::string_view text) {
 
 // The kernel writes PSI averages with two decimals: kept exactly.
 int64_t centi(double percent) { return std::llround(percent * 100); }
+// A figure of the daemon's own (memory.growth), not the kernel's: NaN is
+// none and the rest is clamped to +-10^12 % a minute, within llround's
+// range; a decoded one is clamped the same, so that it encodes back alike.
+constexpr int64_t kMaxCentiGrowth = int64_t{100'000'000'000'000};
+std::optional<int64_t> centi_clamped(double percent) {
+    if (std::isnan(percent)) return std::nullopt;
+    return centi(std::clamp(percent, -1e12, 1e12));
+}
 
 template <size_t N>
 void put_psi(Fields<N>& f, unsigned at, const std::optional<PsiReading>& psi) {
@@ -233,6 +242,7 @@ Fields<kWorkerFields> flatten(const TraceWorker& w) {
     const std::string& no_suspend = w.candidate.preempt.no_suspend;
     if (!no_suspend.empty()) f[wNoSuspend] = text_hash(no_suspend);
     if (w.phase) f[wPhase] = *w.phase == WorkerPhase::serving ? 1 : 0;
+    if (w.growth_percent_per_min) f[wGrowth] = centi_clamped(*w.growth_percent_per_min);
     return f;
 }
 
@@ -247,6 +257,10 @@ void unflatten(const Fields<kWorkerFields>& f, TraceWorker& w) {
     w.candidate.name = w.name;
     w.candidate.priority = static_cast<int>(f[wPriority].value_or(0));
     if (f[wPhase]) w.phase = *f[wPhase] != 0 ? WorkerPhase::serving : WorkerPhase::loading;
+    if (f[wGrowth])
+        w.growth_percent_per_min = static_cast<double>(std::clamp<int64_t>(
+                                       *f[wGrowth], -kMaxCentiGrowth, kMaxCentiGrowth)) /
+                                   100;
 }
 
 Fields<kHostFields> flatten(const HostSample& h) {

@@ -53,6 +53,10 @@ struct TraceWorker {
     // The phase the daemon's engine judged the run in at this sample (the
     // replay computes its own and says where they differ).
     std::optional<WorkerPhase> phase;
+    // The daemon's memory.growth at this sample (PolicyEngine::
+    // growth_percent_per_min), for `infervisorctl history`; a replay
+    // computes its own.
+    std::optional<double> growth_percent_per_min;
 };
 
 struct TraceRound {

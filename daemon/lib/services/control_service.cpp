@@ -9,12 +9,10 @@ namespace infervisor {
 
 ControlService::ControlService(WorkerContext& ctx, Supervisor& supervisor,
                                SupervisorService::ReloadFunction reload,
-                               SupervisorService::HistorySource history,
                                SupervisorService::TraceSource trace)
     : ctx_(ctx),
       supervisor_(supervisor),
       reload_(std::move(reload)),
-      history_(std::move(history)),
       trace_(std::move(trace)),
       recorder_(ctx.events) {}
 
@@ -29,7 +27,6 @@ void ControlService::start() {
     running_ = true;
     server_.reset();  // it refers to the service
     service_ = std::make_unique<SupervisorService>(ctx_, supervisor_, recorder_.ring(), reload_);
-    service_->set_history_source(history_);
     service_->set_trace_source(trace_);
     ControlServerOptions options;
     options.path = control_socket_path(ctx_.paths);

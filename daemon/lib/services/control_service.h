@@ -18,8 +18,7 @@ namespace infervisor {
 class ControlService final : public Service {
   public:
     ControlService(WorkerContext& ctx, Supervisor& supervisor,
-                   SupervisorService::ReloadFunction reload,
-                   SupervisorService::HistorySource history, SupervisorService::TraceSource trace);
+                   SupervisorService::ReloadFunction reload, SupervisorService::TraceSource trace);
     ~ControlService() override;
 
     std::string_view name() const override { return "control socket"; }
@@ -33,7 +32,6 @@ class ControlService final : public Service {
     WorkerContext& ctx_;
     Supervisor& supervisor_;
     SupervisorService::ReloadFunction reload_;
-    SupervisorService::HistorySource history_;
     SupervisorService::TraceSource trace_;
     EventRecorder recorder_;  // from the construction on: the events of start-up too
     std::string control_group_;

@@ -69,10 +69,9 @@ void MetricsCollector::start() {
 
 void MetricsCollector::apply() {
     const MetricsSettings& wanted = wanted_;
-    size_t points = static_cast<size_t>(wanted.history / sample_interval_);
-    metrics_.set_history_points(std::max<size_t>(points, 1));
-    bool observe = wanted.exported() || points > 0;
-    if (observe)
+    // The rounds feed only what is exported (`infervisorctl history` reads
+    // the policy's recording instead, metrics/worker_history.h).
+    if (wanted.exported())
         policy_.set_round_observer([this](const EvaluationRound& r) { on_round(r); });
     else
         policy_.set_round_observer({});
@@ -122,7 +121,7 @@ std::optional<boost::asio::ip::tcp::endpoint> MetricsCollector::listening() cons
 
 void MetricsCollector::on_round(const EvaluationRound& round) {
     if (workers_changed()) gather_views();
-    metrics_.record_round(round, realtime_ms());
+    metrics_.record_round(round);
     rendered_.reset();
     if (settings_.textfile.empty()) return;
     // Due once textfile_interval has passed, give or take half a round (the
@@ -158,20 +157,6 @@ void MetricsCollector::gather_views() {
     metrics_.set_workers(std::move(views));
 }
 
-std::optional<WorkerHistory> MetricsCollector::history(const std::string& worker) const {
-    bool configured = false;
-    for (const Worker* w : supervisor_.workers()) configured = configured || w->name() == worker;
-    if (!configured) return std::nullopt;
-    WorkerHistory h;
-    h.interval_usec = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(sample_interval_).count());
-    if (const HistoryRing* ring = metrics_.history(worker)) {
-        h.points = ring->points();
-        h.actions.assign(ring->actions().begin(), ring->actions().end());
-    }
-    return h;
-}
-
 std::shared_ptr<const std::string> MetricsCollector::text() {
     if (!rendered_) {
         ++renders_;
@@ -205,8 +190,7 @@ void MetricsCollector::on_event(const Event& e) {
             metrics_.record_oom_kill(e.worker);
             break;
         case EventKind::policy_action:
-            metrics_.record_action(e.worker, field(e, "RULE"), field(e, "ACTION"),
-                                   field(e, "DRY_RUN") == "1", at);
+            metrics_.record_action(e.worker, field(e, "RULE"), field(e, "ACTION"));
             break;
         case EventKind::checkpoint_written:
             metrics_.record_checkpoint(e.worker, true, seconds_field(e, "CHECKPOINT_SECONDS"),

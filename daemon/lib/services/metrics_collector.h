@@ -3,20 +3,18 @@
 // workers' state from the Supervisor and policy actions, OOM kills,
 // checkpoints and suspensions from the event bus, and hands the text to the
 // outputs the `metrics:` settings name: a file for node_exporter's textfile
-// collector and/or the HTTP listener. It also keeps each worker's history
-// ring for `infervisorctl history`.
+// collector and/or the HTTP listener. (`infervisorctl history` reads the
+// policy's recording, metrics/worker_history.h, not these.)
 //
 // Cost (issue 15: the idle bench must not grow by more than 10 % CPU): a
-// round only records its samples (history and the values of the next
-// render); the text is rendered only when someone reads it — a scrape, or
-// the textfile when it is due (textfile_interval, not every round) — and at
-// most once per round. Only then are the workers' views gathered (view_of,
+// round only records its samples (the values of the next render); the text is rendered only when
+// someone reads it — a scrape, or the textfile when it is due (textfile_interval, not every round)
+// — and at most once per round. Only then are the workers' views gathered (view_of,
 // supervise/worker_view_of.h, as the control socket's; without its cgroup
 // reads) and memory.peak and pids.current (which the policy does not use)
 // read.
 //
-// With no output and history: 0 it does not even observe the rounds (no
-// cost).
+// With no output it does not even observe the rounds (no cost).
 #pragma once
 
 #include <memory>
@@ -42,7 +40,7 @@ class MetricsCollector final : public Service {
 
     std::string_view name() const override { return "metrics"; }
     // Takes `metrics:` (at start and on reload); while running, applies it at
-    // once: outputs opened, moved or closed, history length.
+    // once: outputs opened, moved or closed.
     void configure(const Config& config) override;
     // Opens the configured outputs and records every policy round. A
     // listener that cannot bind is logged, not fatal.
@@ -51,8 +49,6 @@ class MetricsCollector final : public Service {
     void stop() override;
 
     const SupervisorMetrics& metrics() const { return metrics_; }
-    // A configured worker's history (for the control socket).
-    std::optional<WorkerHistory> history(const std::string& worker) const;
     // The exposition as of the last round (rendered now if not yet).
     std::shared_ptr<const std::string> text();
     // Where the HTTP listener listens, when it does (tests).
@@ -68,7 +64,7 @@ class MetricsCollector final : public Service {
     void apply();  // wanted_ and sample_interval_, while running
     void write_textfile();
     void open_listener(const MetricsSettings& settings);
-    // The configured workers' names changed: history of workers gone is dropped.
+    // The configured workers' names changed: counters of workers gone are dropped.
     bool workers_changed() const;
     // The workers' views (view_of, without the cgroup reads: the rounds have
     // the use), and memory.peak/pids.current, as of now.

@@ -276,8 +276,9 @@ void PolicyRunner::evaluate_now() {
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
                               w->spec().is_protected, std::move(facts)});
         if (tracing)
-            traced.workers.push_back(
-                {w->name(), sample, candidates.back(), engine_.phase_of(w->name())});
+            traced.workers.push_back({w->name(), sample, candidates.back(),
+                                      engine_.phase_of(w->name()),
+                                      engine_.growth_percent_per_min(w->name())});
         if (observer_)
             round.workers.push_back(
                 {w->name(), std::move(sample), engine_.growth_percent_per_min(w->name())});

@@ -147,15 +147,6 @@ std::optional<WorkerDetail> SupervisorService::get_worker(const std::string& nam
     return std::nullopt;
 }
 
-std::optional<WorkerHistory> SupervisorService::history(const std::string& name,
-                                                        std::size_t limit) const {
-    if (!history_) return std::nullopt;
-    auto h = history_(name);
-    if (h && h->points.size() > limit)
-        h->points.erase(h->points.begin(), h->points.end() - static_cast<long>(limit));
-    return h;
-}
-
 std::optional<TraceRecorder::Chunk> SupervisorService::trace(uint64_t from) const {
     if (!trace_) return std::nullopt;
     return trace_(from);

@@ -37,10 +37,6 @@ class SupervisorService final : public SupervisorApi {
     std::vector<WorkerView> list_workers() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
-    std::optional<WorkerHistory> history(const std::string& name, std::size_t limit) const override;
-    // Where history() comes from (the daemon's MetricsCollector).
-    using HistorySource = std::function<std::optional<WorkerHistory>(const std::string&)>;
-    void set_history_source(HistorySource source) { history_ = std::move(source); }
     std::optional<TraceRecorder::Chunk> trace(uint64_t from) const override;
     // Where trace() comes from (the daemon's PolicyRunner).
     using TraceSource = std::function<TraceRecorder::Chunk(uint64_t from)>;
@@ -82,7 +78,6 @@ class SupervisorService final : public SupervisorApi {
     Supervisor& supervisor_;
     const EventRing& recent_;
     ReloadFunction reload_;
-    HistorySource history_;
     TraceSource trace_;
     ConfigLoadRunner checks_;
     ConfigCheckHelper check_helper_ = default_check_helper();

@@ -1,11 +1,13 @@
-// `infervisorctl simulate` and `history --export`, the real binary against
-// the Trace call of a ControlServer (a FakeSupervisor's recording) and on
-// exported files: a recording of a leak whose live decision the replay with
-// the same rules finds again, a wider threshold that acts earlier and says
-// where the replay departs, hostile files and configurations refused.
+// `infervisorctl simulate` and `history` (with --export too), the real
+// binary against the Trace call of a ControlServer (a FakeSupervisor's
+// recording) and on exported files: a recording of a leak whose live
+// decision the replay with the same rules finds again, a wider threshold
+// that acts earlier and says where the replay departs, hostile files and
+// configurations refused; the worker's history drawn from the same recording.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "ctl_process.h"
@@ -81,7 +83,10 @@ class SimulateTest : public ::testing::Test {
     void SetUp() override {
         blocks = leak_recording(killed_at);
         ASSERT_GT(killed_at, 0);
-        server.on_loop([&](testing::FakeSupervisor& fake) { fake.trace_blocks = blocks; });
+        server.on_loop([&](testing::FakeSupervisor& fake) {
+            fake.trace_blocks = blocks;
+            fake.add_worker("leaky", "backoff");
+        });
         config80 = dir.write("eighty.yaml", config_with(80));
         config70 = dir.write("seventy.yaml", config_with(70));
     }
@@ -166,9 +171,50 @@ TEST_F(SimulateTest, HostileFilesAndBrokenConfigurationsAreRefusedWithWhy) {
     EXPECT_THAT(alone.err, HasSubstr("--simulate goes with --dry-run"));
 }
 
+// `history` draws the worker's samples and the decisions on it from the
+// recording; the daemon keeps no second copy.
+TEST_F(SimulateTest, HistoryShowsTheRecordedSamplesAndDecisions) {
+    auto r = ctl({"history", "leaky", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto reply = nlohmann::json::parse(r.out);
+    const size_t rounds = static_cast<size_t>(killed_at / 2) + 1;  // every 2 s from 0
+    ASSERT_EQ(reply["samples"].size(), rounds);
+    EXPECT_EQ(reply["interval_usec"], 2'000'000);
+    EXPECT_EQ(reply["samples"][0]["time_usec"], 1'796'000'000'000'000);
+    EXPECT_EQ(reply["samples"][0]["memory_current"], 300 * MiB);
+    EXPECT_EQ(reply["samples"][0]["memory_max"], 1 * GiB);
+    EXPECT_TRUE(reply["samples"][0]["memory_high"].is_null());
+    ASSERT_EQ(reply["actions"].size(), 1u);
+    EXPECT_EQ(reply["actions"][0]["rule"], "big");
+    EXPECT_EQ(reply["actions"][0]["action"], "kill");
+
+    r = ctl({"history", "leaky", "--json", "-n", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    reply = nlohmann::json::parse(r.out);
+    ASSERT_EQ(reply["samples"].size(), 3u);
+    EXPECT_EQ(reply["actions"].size(), 1u);  // the kill came at the newest sample
+
+    r = ctl({"history", "leaky", "--csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(static_cast<size_t>(std::count(r.out.begin(), r.out.end(), '\n')), rounds + 1);
+    r = ctl({"history", "leaky", "--width", "80"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("leaky"));
+}
+
+TEST_F(SimulateTest, HistoryOfAWorkerTheDaemonDoesNotKnowIsAnError) {
+    auto r = ctl({"history", "nope"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.err, HasSubstr("nope"));
+    EXPECT_EQ(r.out, "");
+}
+
 TEST_F(SimulateTest, ADaemonThatKeepsNoRecordingSaysSo) {
     server.on_loop([](testing::FakeSupervisor& fake) { fake.trace_blocks.reset(); });
     auto r = ctl({"simulate", "--config", config80.string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("keeps no recording"));
+    r = ctl({"history", "leaky"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.err, HasSubstr("keeps no recording"));
 }

@@ -62,12 +62,12 @@ inline void feed_example(SupervisorMetrics& m) {
         round.host.mem_total = 1u << 30;
         round.evaluation_time = std::chrono::microseconds(350);
         round.tick_lateness = std::chrono::microseconds(1200);
-        m.record_round(round, 1'700'000'000'000 + 2000 * i);
+        m.record_round(round);
     }
-    m.record_action("leaky", "growth", "kill", false, 1'700'000'004'500);
-    m.record_action("leaky", "growth", "kill", false, 1'700'000'004'600);
-    m.record_action("leaky", "pressure", "throttle", true, 1'700'000'004'700);
-    m.record_action("", "host-pressure", "log", false, 1'700'000'004'800);
+    m.record_action("leaky", "growth", "kill");
+    m.record_action("leaky", "growth", "kill");
+    m.record_action("leaky", "pressure", "throttle");
+    m.record_action("", "host-pressure", "log");
     m.record_oom_kill("leaky");
     // leaky: a requested checkpoint (1.5 s), one of its own, a timeout; a restore.
     m.record_checkpoint("leaky", true, 1.5, 4096, 1'700'000'001'000);

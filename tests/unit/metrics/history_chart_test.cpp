@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "control/history_json.h"
+#include "history_json.h"
 
 namespace infervisor {
 namespace {

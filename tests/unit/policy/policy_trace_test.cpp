@@ -77,6 +77,7 @@ TraceWorker full_worker() {
     w.candidate.preempt.unload_bound = 35s;
     w.candidate.preempt.unloaded_ago = 90s;
     w.phase = WorkerPhase::serving;
+    w.growth_percent_per_min = -12.34;  // shrinking: a negative figure
     return w;
 }
 
@@ -201,6 +202,8 @@ TEST(PolicyTraceTest, EveryFieldTheEngineReadsRoundTripsAndAnAbsentOneStaysAbsen
                       want.workers[k].candidate.is_protected);
             expect_same(got.workers[k].candidate.preempt, want.workers[k].candidate.preempt);
             EXPECT_EQ(got.workers[k].phase, want.workers[k].phase);
+            EXPECT_EQ(got.workers[k].growth_percent_per_min,
+                      want.workers[k].growth_percent_per_min);
         }
     }
     const auto& e = std::get<TraceEvent>(decoded[2]);

@@ -11,8 +11,9 @@
 #    the worker's statistics files open (read with pread at each sample), so
 #    it raised its descriptor limit, and the worker has the unit's.
 #  - Requests give their memory back: with 20 workers and metrics on, three
-#    rounds of a config check (as nobody), a status of every worker and a
-#    metrics scrape leave the daemon's RSS within 1 MiB of where it was.
+#    rounds of a config check (as nobody), a status of every worker, a
+#    metrics scrape and a worker's history (as nobody: the daemon sends its
+#    whole recording) leave the daemon's RSS within 1 MiB of where it was.
 set -euo pipefail
 source "${BASH_SOURCE[0]%/*}/../lib.sh"
 source "${BASH_SOURCE[0]%/*}/../infervisor.sh"
@@ -85,6 +86,7 @@ requests_give_their_memory_back() {
 		setpriv --reuid=65534 --regid=65534 --clear-groups infervisorctl config check "$main_config" >/dev/null
 		infervisorctl --no-pager status --json >/dev/null
 		curl -sf http://127.0.0.1:9816/metrics >/dev/null
+		setpriv --reuid=65534 --regid=65534 --clear-groups infervisorctl history w01 --json >/dev/null
 	}
 	assert_cmd one_round
 	settle_rss "$pid"
@@ -94,7 +96,7 @@ requests_give_their_memory_back() {
 	settle_rss "$pid"
 	after=$(status_kib "$pid" VmRSS)
 	footprint_report "$pid" "infervisord (this build), 20 workers, metrics on, after 4 rounds of requests"
-	log "VmRSS before 3 rounds of config check + status --json + metrics scrape: $before KiB, after: $after KiB"
+	log "VmRSS before 3 rounds of config check + status --json + metrics scrape + history: $before KiB, after: $after KiB"
 	assert_cmd test "$after" -le $((before + 1024))
 }
 

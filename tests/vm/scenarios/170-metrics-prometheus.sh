@@ -112,6 +112,12 @@ prometheus_sees_a_leak_stopped_by_a_rule() {
 	local json
 	json=$(setpriv --reuid=65534 --regid=65534 --clear-groups infervisorctl history leaker --json)
 	assert_cmd test "$(jq '.samples | length' <<<"$json")" -ge 5
+	# Drawn from the policy's recording: its interval, and the growth the
+	# rule judged (memory.growth, known once the window is filled).
+	# (the median gap between ticks: 1s give or take the timer's jitter)
+	assert_eq true "$(jq '.interval_usec >= 900000 and .interval_usec <= 1100000' <<<"$json")" \
+		"history's sample interval is about 1s: $(jq .interval_usec <<<"$json")"
+	assert_cmd test "$(jq '[.samples[] | select(.memory_growth_percent_per_min != null)] | length' <<<"$json")" -ge 1
 	assert_eq kill "$(jq -r '.actions[-1].action' <<<"$json")" "history's last action"
 	assert_eq leak "$(jq -r '.actions[-1].rule' <<<"$json")" "history's last rule"
 	infervisorctl history leaker --csv >"$VMTEST_RESULTS/170-history.csv"

@@ -1,4 +1,4 @@
-#include "control/history_json.h"
+#include "history_json.h"
 
 namespace infervisor {
 
