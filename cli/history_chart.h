@@ -1,5 +1,5 @@
-// The terminal drawing of `infervisorctl history NAME`: the reply of the
-// History method (io.infervisor.supervisor.varlink) as lines of text.
+// The terminal drawing of `infervisorctl history NAME`: the history's JSON
+// (history_json.h, as --json prints it) as lines of text.
 //
 //   memory  a column chart, one column per time slice (the slice's highest
 //           sample), scaled to memory.max (or the highest sample), with

@@ -3,8 +3,9 @@
 // and resident memory. The same loop as infervisord: Supervisor, PolicyRunner
 // with the rules of a config file (by default the shipped one) sampling every
 // sample_interval, per-worker PSI triggers and memory.events watches, and the
-// work-dir monitor, and the metrics (history rings; the textfile and HTTP
-// outputs when the config turns them on). Not a test: it asserts nothing and reports figures.
+// work-dir monitor, the policy's recording (what `history` and `simulate`
+// read), and the metrics (the textfile and HTTP outputs when the config
+// turns them on). Not a test: it asserts nothing and reports figures.
 // Goal on real hardware (issue 5): under 0.5 % of one core and 16 MiB RSS
 // with 20 idle workers.
 //
