@@ -15,10 +15,14 @@ constexpr size_t kMaxBlocks = 100'000;
 std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx) {
     auto client = ctx.connect();
     if (!client) return std::nullopt;
+    return fetch_trace_blocks(ctx, *client);
+}
+
+std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx, VarlinkClient& client) {
     std::vector<std::string> blocks;
     uint64_t from = 0;
     for (;;) {
-        auto reply = ctx.call(*client, "io.infervisor.supervisor.Trace", {{"from", from}});
+        auto reply = ctx.call(client, "io.infervisor.supervisor.Trace", {{"from", from}});
         if (!reply) return std::nullopt;
         const auto& p = reply->parameters;
         if (!p.value("recording", false)) {
@@ -48,7 +52,13 @@ std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx) {
 }
 
 std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx) {
-    auto blocks = fetch_trace_blocks(ctx);
+    auto client = ctx.connect();
+    if (!client) return std::nullopt;
+    return fetch_trace(ctx, *client);
+}
+
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client) {
+    auto blocks = fetch_trace_blocks(ctx, client);
     if (!blocks) return std::nullopt;
     std::vector<TraceEntry> trace;
     for (const auto& b : *blocks)

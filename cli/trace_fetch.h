@@ -16,7 +16,11 @@ namespace infervisor::cli {
 // empty with a failure recorded in `ctx` when the daemon cannot be asked,
 // keeps no recording, or answers with something malformed.
 std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx);
-// The same, decoded; empty with a failure recorded when a block does not decode.
+// The same over a connection already open (with -H, a second connect()
+// would end the first ssh session and start another).
+std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx, VarlinkClient& client);
+// The blocks decoded; empty with a failure recorded when one does not decode.
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client);
 std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx);
 
 }  // namespace infervisor::cli

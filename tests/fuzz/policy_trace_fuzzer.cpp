@@ -5,7 +5,8 @@
 //
 // Whatever the bytes, decoding may not crash or read out of bounds, and:
 //  - a trace that decodes, written again block by block, decodes to as many
-//    entries with the same times (the encoder takes what the decoder gives);
+//    entries with the same times and the same workers' growth figures (the
+//    encoder takes what the decoder gives, clamped alike);
 //  - base64 that decodes encodes back to the same text.
 #include <cstdint>
 #include <cstdlib>
@@ -33,9 +34,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<TraceEntry> again;
     if (!decode_trace_block(writer.bytes(), again)) std::abort();
     if (again.size() != entries->size()) std::abort();
-    for (size_t i = 0; i < again.size(); ++i)
+    for (size_t i = 0; i < again.size(); ++i) {
         if (entry_time(again[i]) != entry_time((*entries)[i]) ||
             entry_wall_ms(again[i]) != entry_wall_ms((*entries)[i]))
             std::abort();
+        const auto* round = std::get_if<TraceRound>(&(*entries)[i]);
+        const auto* round_again = std::get_if<TraceRound>(&again[i]);
+        if (!round != !round_again) std::abort();
+        if (!round) continue;
+        if (round->workers.size() != round_again->workers.size()) std::abort();
+        for (size_t k = 0; k < round->workers.size(); ++k)
+            if (round->workers[k].growth_percent_per_min !=
+                round_again->workers[k].growth_percent_per_min)
+                std::abort();
+    }
     return 0;
 }

@@ -61,12 +61,20 @@ WorkerHistory history_from_trace(const std::vector<TraceEntry>& trace, std::stri
                                  size_t limit) {
     WorkerHistory h;
     h.interval_usec = median_tick_usec(trace);
+    // The actions as journaled (every policy-action, whoever decided it);
+    // a recording that has none of them (an older one) has the engine's
+    // decisions at least.
+    bool journaled = std::any_of(trace.begin(), trace.end(), [](const TraceEntry& entry) {
+        const auto* event = std::get_if<TraceEvent>(&entry);
+        return event && event->kind == TraceEventKind::action;
+    });
+    const TraceEventKind marked = journaled ? TraceEventKind::action : TraceEventKind::decision;
     const TraceWorker* previous = nullptr;
     TimePoint previous_time{};
     std::vector<HistoryAction> actions;
     for (const auto& entry : trace) {
         if (const auto* event = std::get_if<TraceEvent>(&entry)) {
-            if (event->kind == TraceEventKind::decision && event->worker == worker)
+            if (event->kind == marked && event->worker == worker)
                 actions.push_back({event->wall_ms, event->rule, event->action, event->dry_run});
             continue;
         }

@@ -51,7 +51,10 @@ struct WorkerHistory {
 };
 
 // The newest `limit` samples of `worker` in `trace` (in time order, as
-// decoded) and the daemon's decisions on it since the first of them.
+// decoded) and the policy actions on it since the first of them: every
+// journaled one (TraceEventKind::action: the rules', resume_when's, the
+// suspension ladder's, the watchdog's), or in a recording without those
+// the engine's decisions.
 WorkerHistory history_from_trace(const std::vector<TraceEntry>& trace, std::string_view worker,
                                  size_t limit);
 

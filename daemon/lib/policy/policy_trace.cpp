@@ -122,12 +122,12 @@ int64_t text_hash(std::string_view text) {
 
 // The kernel writes PSI averages with two decimals: kept exactly.
 int64_t centi(double percent) { return std::llround(percent * 100); }
-// A figure of the daemon's own (memory.growth), not the kernel's: NaN is
-// none and the rest is clamped to +-10^12 % a minute, within llround's
+// A figure of the daemon's own (memory.growth), not the kernel's: NaN and
+// infinities are none and the rest is clamped to +-10^12 % a minute, within llround's
 // range; a decoded one is clamped the same, so that it encodes back alike.
 constexpr int64_t kMaxCentiGrowth = int64_t{100'000'000'000'000};
 std::optional<int64_t> centi_clamped(double percent) {
-    if (std::isnan(percent)) return std::nullopt;
+    if (!std::isfinite(percent)) return std::nullopt;
     return centi(std::clamp(percent, -1e12, 1e12));
 }
 
@@ -565,7 +565,7 @@ Result<void> decode_trace_block(std::string_view block, std::vector<TraceEntry>&
             e.time = time_of(time);
             e.wall_ms = clamp_wall(wall);
             auto kind = in.byte();
-            if (!kind || *kind < 1 || *kind > 4) return bad("an unknown event kind");
+            if (!kind || *kind < 1 || *kind > 5) return bad("an unknown event kind");
             e.kind = static_cast<TraceEventKind>(*kind);
             auto worker = name();
             auto rule = in.string(kMaxTraceName);

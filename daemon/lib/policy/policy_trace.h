@@ -71,7 +71,12 @@ enum class TraceEventKind : uint8_t {
     started = 1,   // a run began: the engine forgets the worker's past
     resumed = 2,   // thawed: the engine forgets it and discounts thrashing
     exited = 3,    // a run ended; text says how ("killed by the kernel's OOM killer")
-    decision = 4,  // a policy-action: rule, action, dry_run, text (the result)
+    decision = 4,  // the engine's decision in the round before: rule, action, dry_run, reason
+    // A policy action as the daemon journaled it (policy-action), whoever
+    // decided it: the engine's rules, resume_when, the suspension ladder's
+    // next step, the watchdog. What `infervisorctl history` marks; a replay
+    // passes over it (the engine's own are its decisions).
+    action = 5,
 };
 
 struct TraceEvent {

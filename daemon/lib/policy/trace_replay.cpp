@@ -76,6 +76,9 @@ ReplayResult replay_trace(const std::vector<TraceEntry>& trace, PolicyEngine& en
     for (const auto& entry : trace) {
         if (setup.since_wall_ms && entry_wall_ms(entry) < *setup.since_wall_ms) continue;
         if (const auto* e = std::get_if<TraceEvent>(&entry)) {
+            // What was journaled is the history's; the engine's decisions
+            // are compared above.
+            if (e->kind == TraceEventKind::action) continue;
             switch (e->kind) {
                 case TraceEventKind::decision:
                     // The engine's decisions follow their round; resume_when
@@ -93,6 +96,7 @@ ReplayResult replay_trace(const std::vector<TraceEntry>& trace, PolicyEngine& en
                     engine.resumed(e->time);
                     break;
                 case TraceEventKind::exited:
+                case TraceEventKind::action:
                     break;
             }
             flush();

@@ -73,6 +73,11 @@ void PolicyRunner::on_event(const Event& e) {
             sample_files_.erase(e.worker);
             engine_scrapes_.close(e.worker);
             return;
+        case EventKind::policy_action:
+            // Every action as journaled, the engine's and the others' alike
+            // (resume_when, the ladder, the watchdog): what `history` marks.
+            record_action(e);
+            return;
         case EventKind::resumed:
             // Its memory comes back from swap: not growth, not host thrashing
             // (but running out is still running out: policy_engine.h).
@@ -312,6 +317,17 @@ void PolicyRunner::record(TraceEventKind kind, const std::string& worker, std::s
         e.dry_run = decision->dry_run;
     }
     trace_.add(e);
+}
+
+void PolicyRunner::record_action(const Event& e) {
+    if (!trace_.keeping()) return;
+    TraceEvent traced{ctx_.clock.now(), wall_ms_now(), TraceEventKind::action, e.worker};
+    for (const auto& [key, value] : e.fields) {
+        if (key == "RULE") traced.rule = value;
+        if (key == "ACTION") traced.action = value;
+        if (key == "DRY_RUN") traced.dry_run = value == "1";
+    }
+    trace_.add(traced);
 }
 
 void PolicyRunner::note_preemption(const Decision& d) {

@@ -160,6 +160,8 @@ class PolicyRunner final : public Service {
     // A trace event at this moment (wall time from the system clock).
     void record(TraceEventKind kind, const std::string& worker, std::string text,
                 const Decision* decision = nullptr);
+    // A policy-action event (its RULE, ACTION, DRY_RUN) into the recording.
+    void record_action(const Event& e);
     // Expires with the runner: posted handlers check it first.
     std::shared_ptr<char> alive_ = std::make_shared<char>();
 };

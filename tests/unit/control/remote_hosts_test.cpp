@@ -6,10 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
 #include "ctl_process.h"
+#include "policy/policy_trace.h"
 #include "server_fixture.h"
 #include "support/temp_dir.h"
 
@@ -62,6 +64,30 @@ TEST_F(RemoteHosts, OneHostIsReachedThroughSshAndTheBridgeAsSystemctlDoes) {
     server.on_loop([](FakeSupervisor& fake) {
         EXPECT_THAT(fake.actions, ::testing::ElementsAre("stop llama"));
     });
+}
+
+// history asks Get, then the recording, over one connection: one ssh
+// session (a second would end the first and ask for a login again).
+TEST_F(RemoteHosts, HistoryOnAHostIsOneSshSession) {
+    TraceBlockWriter block;
+    for (int i = 0; i < 3; ++i) {
+        TraceRound round;
+        round.time = TimePoint(std::chrono::seconds(100 + 2 * i));
+        round.wall_ms = 1'796'000'000'000 + 2000 * i;
+        TraceWorker llama;
+        llama.name = "llama";
+        llama.sample.memory_current = uint64_t{100} << 20;
+        round.workers.push_back(llama);
+        block.add(round);
+    }
+    server.on_loop([&](FakeSupervisor& fake) { fake.trace_blocks = {block.take()}; });
+    auto r = ctl({"-H", "gpu-a", "history", "llama", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto reply = nlohmann::json::parse(r.out);
+    EXPECT_EQ(reply["samples"].size(), 3u);
+    EXPECT_EQ(reply["samples"][0]["memory_current"], uint64_t{100} << 20);
+    const std::string log = ssh_log();
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
 }
 
 TEST_F(RemoteHosts, AHostThatDoesNotAnswerOrHasNoDaemonSaysSo) {

@@ -132,6 +132,25 @@ TEST(WorkerHistoryTest, TheGrowthFigureSurvivesTheEncoding) {
     EXPECT_EQ(h.actions.size(), 1u);
 }
 
+// The daemon journals every action it takes, whoever decided it: the
+// history marks those (a resume_when resume, a watchdog kill), not only the
+// engine's decisions, each once.
+TEST(WorkerHistoryTest, TheJournaledActionsAreMarkedWhoeverDecidedThem) {
+    std::vector<TraceEntry> trace = example();
+    auto journaled = [](double t, const std::string& rule, const std::string& action) {
+        return TraceEvent{at(t), wall(t), TraceEventKind::action, "leaky", rule, action};
+    };
+    trace.insert(trace.begin() + 6, journaled(3.1, "growth", "throttle"));  // after its decision
+    trace.push_back(journaled(4.5, "watchdog", "kill"));
+    trace.push_back(journaled(4.6, "resume_when", "resume"));
+    WorkerHistory h = history_from_trace(trace, "leaky", 1800);
+    ASSERT_EQ(h.actions.size(), 3u);
+    EXPECT_EQ(h.actions[0].action, "throttle");
+    EXPECT_FALSE(h.actions[0].dry_run);  // as journaled
+    EXPECT_EQ(h.actions[1].rule, "watchdog");
+    EXPECT_EQ(h.actions[2].rule, "resume_when");
+}
+
 TEST(WorkerHistoryTest, CompactUnits) {
     EXPECT_EQ(to_kib(std::nullopt), HistoryPoint::kNone);
     EXPECT_EQ(to_kib(2048), 2u);

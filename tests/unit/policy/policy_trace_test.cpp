@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -226,6 +227,37 @@ TEST(PolicyTraceTest, EveryFieldTheEngineReadsRoundTripsAndAnAbsentOneStaysAbsen
 
 // A steady worker (its CPU time moving, its memory wobbling a page) costs
 // a few bytes a sample: an hour of 20 workers at 2s stays well under 1 MiB.
+// The growth figure is the daemon's own: what is not a number is none,
+// the rest clamped, and what decodes encodes back the same.
+TEST(PolicyTraceTest, GrowthFiguresOutOfRangeAreClampedOrNone) {
+    const double inputs[] = {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e300, -1e300, 0.004, -0.006};
+    // 0.004 %/min is 0 in hundredths: recorded as 0, not as none.
+    const std::optional<double> expected[] = {std::nullopt, std::nullopt, std::nullopt, 1e12,
+                                              -1e12,        0.0,          -0.01};
+    TraceBlockWriter writer;
+    for (size_t i = 0; i < std::size(inputs); ++i) {
+        TraceRound round{at(2.0 * i), wall(2.0 * i), false, {}, {}};
+        TraceWorker w;
+        w.name = "w";
+        w.growth_percent_per_min = inputs[i];
+        round.workers.push_back(w);
+        writer.add(round);
+    }
+    TraceEvent journaled{at(20), wall(20), TraceEventKind::action, "w", "watchdog", "kill"};
+    writer.add(journaled);
+    std::vector<TraceEntry> decoded;
+    ASSERT_TRUE(decode_trace_block(writer.bytes(), decoded));
+    ASSERT_EQ(decoded.size(), std::size(inputs) + 1);
+    for (size_t i = 0; i < std::size(inputs); ++i) {
+        const auto& got = std::get<TraceRound>(decoded[i]).workers.at(0).growth_percent_per_min;
+        EXPECT_EQ(got, expected[i]) << "input " << inputs[i];
+    }
+    const auto& event = std::get<TraceEvent>(decoded.back());
+    EXPECT_EQ(event.kind, TraceEventKind::action);
+    EXPECT_EQ(event.rule, "watchdog");
+    EXPECT_EQ(event.action, "kill");
+}
+
 TEST(PolicyTraceTest, ASteadyWorkerCostsAFewBytesASample) {
     TraceBlockWriter writer;
     TraceWorker w = full_worker();
@@ -397,6 +429,38 @@ TEST(TraceReplayTest, ALiveRecordingReplayedWithTheShippedRulesDecidesTheSameAtT
     ASSERT_NE(exit, nullptr);
     EXPECT_EQ(exit->detail, "killed by SIGKILL (rule 'near-the-cap')");
     EXPECT_GT(exit->wall_ms, kill->wall_ms);
+}
+
+// The daemon journals each action it takes (TraceEventKind::action, what
+// `history` marks), its engine's and the others' (a watchdog's kill): the
+// replay passes over them and decides as it did without them.
+TEST(TraceReplayTest, JournaledActionsChangeNothingInTheReplay) {
+    Config shipped = load_shipped();
+    std::vector<Decision> live;
+    auto trace = record_live(shipped, live);
+    std::vector<TraceEntry> journaled;
+    for (const auto& entry : trace) {
+        journaled.push_back(entry);
+        const auto* e = std::get_if<TraceEvent>(&entry);
+        if (!e || e->kind != TraceEventKind::decision) continue;
+        TraceEvent action = *e;
+        action.kind = TraceEventKind::action;
+        journaled.push_back(action);
+        action.rule = "watchdog";
+        journaled.push_back(action);
+    }
+    ASSERT_GT(journaled.size(), trace.size());
+    PolicyEngine plain = engine_for(shipped), with_actions = engine_for(shipped);
+    ReplayResult a = replay_trace(trace, plain);
+    ReplayResult b = replay_trace(journaled, with_actions);
+    ASSERT_EQ(a.items.size(), b.items.size());
+    for (size_t i = 0; i < a.items.size(); ++i) {
+        EXPECT_EQ(a.items[i].kind, b.items[i].kind);
+        EXPECT_EQ(a.items[i].rule, b.items[i].rule);
+        EXPECT_EQ(a.items[i].wall_ms, b.items[i].wall_ms);
+    }
+    EXPECT_EQ(a.rounds, b.rounds);
+    EXPECT_FALSE(b.diverged_at_wall_ms.has_value());
 }
 
 TEST(TraceReplayTest, AWiderThresholdActsEarlierAndTheReplaySaysWhereItDeparts) {

@@ -54,6 +54,37 @@ class MetricsCollectorTest : public SupervisorFixture {
     std::unique_ptr<MetricsCollector> collector_;
 };
 
+// With nothing exported the metrics do not even see the rounds; the
+// policy's recording (what `history` and `simulate` read) has them, and
+// every journaled policy action, whoever decided it.
+TEST_F(MetricsCollectorTest, WithNothingExportedOnlyThePolicysRecordingKeepsTheRounds) {
+    apply(config({counter("count")}));
+    run_until_event("count", K::ready);
+    policy_->evaluate_now();
+    policy_->evaluate_now();
+    EXPECT_EQ(collector_->metrics().rounds(), 0u);
+    ctx_->events.emit(Event{K::policy_action,
+                            "count",
+                            "watchdog: no WATCHDOG=1 for 5s; killing the worker",
+                            {{"RULE", "watchdog"}, {"ACTION", "kill"}, {"DRY_RUN", "0"}}});
+    std::vector<TraceEntry> trace;
+    for (const auto& block : policy_->trace().read(0, 1u << 20).blocks)
+        ASSERT_TRUE(decode_trace_block(block.bytes, trace));
+    size_t rounds = 0, actions = 0;
+    for (const auto& entry : trace) {
+        if (const auto* round = std::get_if<TraceRound>(&entry)) {
+            rounds += !round->workers.empty() && round->workers[0].name == "count";
+        } else if (const auto& e = std::get<TraceEvent>(entry); e.kind == TraceEventKind::action) {
+            ++actions;
+            EXPECT_EQ(e.worker, "count");
+            EXPECT_EQ(e.rule, "watchdog");
+            EXPECT_EQ(e.action, "kill");
+        }
+    }
+    EXPECT_GE(rounds, 2u);
+    EXPECT_EQ(actions, 1u);
+}
+
 TEST_F(MetricsCollectorTest, TheTextfileIsWrittenAfterTheFirstRoundThenOnlyWhenDue) {
     apply(with_textfile(2s, 10min));
     run_until_event("count", K::ready);
