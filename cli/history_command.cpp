@@ -65,7 +65,7 @@ void run_history(CliContext& ctx, const HistoryArgs& args) {
         return;
     // The samples are those the daemon recorded for its policy (the Trace
     // call): its one copy of them, derived here (metrics/worker_history.h).
-    auto trace = fetch_trace(ctx, *client);
+    auto trace = fetch_trace(ctx, *client, args.name);
     if (!trace) return;
     const nlohmann::json history =
         history_to_json(history_from_trace(*trace, args.name, static_cast<size_t>(args.samples)));

@@ -57,15 +57,24 @@ std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx) {
     return fetch_trace(ctx, *client);
 }
 
-std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client) {
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client,
+                                                   const std::string& only_worker) {
     auto blocks = fetch_trace_blocks(ctx, client);
     if (!blocks) return std::nullopt;
-    std::vector<TraceEntry> trace;
-    for (const auto& b : *blocks)
-        if (auto r = decode_trace_block(b, trace); !r) {
+    std::vector<TraceEntry> trace, block_entries;
+    for (const auto& b : *blocks) {
+        block_entries.clear();
+        if (auto r = decode_trace_block(b, block_entries); !r) {
             ctx.fail(kFailure, "the daemon's recording: " + r.error().message());
             return std::nullopt;
         }
+        for (auto& entry : block_entries) {
+            if (auto* round = std::get_if<TraceRound>(&entry); round && !only_worker.empty())
+                std::erase_if(round->workers,
+                              [&](const TraceWorker& w) { return w.name != only_worker; });
+            trace.push_back(std::move(entry));
+        }
+    }
     return trace;
 }
 

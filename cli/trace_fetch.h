@@ -20,7 +20,12 @@ std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx);
 // would end the first ssh session and start another).
 std::optional<std::vector<std::string>> fetch_trace_blocks(CliContext& ctx, VarlinkClient& client);
 // The blocks decoded; empty with a failure recorded when one does not decode.
-std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client);
+// With `only_worker`, the rounds keep that worker's samples alone, block by
+// block as they are decoded: a decoded sample (some 900 bytes) is about 80
+// times its encoded size, so a 4 MiB recording of many workers is not held
+// whole.
+std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx, VarlinkClient& client,
+                                                   const std::string& only_worker = {});
 std::optional<std::vector<TraceEntry>> fetch_trace(CliContext& ctx);
 
 }  // namespace infervisor::cli

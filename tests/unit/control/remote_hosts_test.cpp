@@ -77,6 +77,10 @@ TEST_F(RemoteHosts, HistoryOnAHostIsOneSshSession) {
         TraceWorker llama;
         llama.name = "llama";
         llama.sample.memory_current = uint64_t{100} << 20;
+        TraceWorker other = llama;  // another worker's samples are left out
+        other.name = "embed";
+        other.sample.memory_current = uint64_t{7} << 20;
+        round.workers.push_back(other);
         round.workers.push_back(llama);
         block.add(round);
     }
