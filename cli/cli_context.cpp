@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 
@@ -32,10 +33,15 @@ std::optional<VarlinkClient> CliContext::connect() {
             return std::nullopt;
         }
         tunnel_.emplace(std::move(*tunnel));
-        return VarlinkClient::over(tunnel_->take_client_end());
+        auto client = VarlinkClient::over(tunnel_->take_client_end());
+        client.set_timeout(answer_timeout);
+        return client;
     }
     auto client = VarlinkClient::connect(socket);
-    if (client) return std::move(*client);
+    if (client) {
+        client->set_timeout(answer_timeout);
+        return std::move(*client);
+    }
     fail_transport(client.error());
     return std::nullopt;
 }
@@ -74,6 +80,11 @@ void CliContext::fail(int code, const std::string& what) {
 }
 
 void CliContext::fail_transport(const Error& error) {
+    if (error.code == ETIMEDOUT && answer_timeout) {
+        if (!tunnel_) return fail(kFailure, "no answer within " + answer_timeout_text);
+        tunnel_->terminate();
+        return fail(kNotRunning, hosts.front() + ": no answer within " + answer_timeout_text);
+    }
     if (tunnel_) {
         // The connection ended: ssh's exit status says why (the bridge's own
         // codes, or 255 for ssh's failure), and both have said so on stderr.

@@ -30,6 +30,11 @@ struct CliContext {
     bool use_pager = true;  // --no-pager clears it
     bool legend = true;     // --no-legend clears it: tables without their header line
     int exit_code = kSuccess;
+    // A reading command's --timeout: each call's answer is awaited this
+    // long (with -H, ssh's connection included); past it the command says
+    // "no answer within <answer_timeout_text>" and ends ssh. None: no limit.
+    std::optional<Duration> answer_timeout;
+    std::string answer_timeout_text;
 
     // Long output (status, show, events, logs) goes through the pager from
     // here on when stdout is a terminal (see pager.h). Call before printing.

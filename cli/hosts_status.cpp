@@ -1,12 +1,15 @@
 #include "hosts_status.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
@@ -28,6 +31,7 @@ struct HostRun {
     pid_t pid = -1;
     UniqueFd out, err;  // memfds: the child's whole stdout and stderr
     int exit_code = 255;
+    bool timed_out = false;  // killed at the deadline
 };
 
 UniqueFd memfd(const char* name) { return UniqueFd(::memfd_create(name, MFD_CLOEXEC)); }
@@ -68,9 +72,49 @@ bool spawn_one(HostRun& run, const std::vector<std::string>& names) {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, run.out.get(), STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, run.err.get(), STDERR_FILENO);
-    int rc = ::posix_spawn(&run.pid, "/proc/self/exe", &actions, nullptr, args.data(), env.data());
+    // A process group of its own, so that the deadline ends its ssh too.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    int rc =
+        ::posix_spawn(&run.pid, "/proc/self/exe", &actions, &attributes, args.data(), env.data());
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return rc == 0;
+}
+
+// Reaps each run as it ends; at the deadline, kills what is left (each
+// run's process group: infervisorctl and its ssh) and marks it timed out.
+// A status is one short exchange, so looking every 20 ms costs nothing.
+void wait_for_runs(std::vector<HostRun>& runs, Duration limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        bool waiting = false;
+        for (auto& run : runs) {
+            if (run.pid <= 0) continue;
+            int status = 0;
+            pid_t done = ::waitpid(run.pid, &status, WNOHANG);
+            if (done == 0) {
+                waiting = true;
+                continue;
+            }
+            if (done == run.pid) run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+            run.pid = 0;  // reaped (or gone: ECHILD)
+        }
+        if (!waiting) return;
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        ::usleep(20'000);
+    }
+    for (auto& run : runs) {
+        if (run.pid <= 0) continue;
+        ::kill(-run.pid, SIGKILL);
+        while (::waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        run.pid = 0;
+        run.timed_out = true;
+        run.exit_code = kNotRunning;
+    }
 }
 
 // Why a host did not answer, for its row: the last line ssh or the remote
@@ -94,19 +138,16 @@ std::string why_no_answer(const std::string& text) {
 
 }  // namespace
 
-void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names, TableWidth width) {
+void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names, TableWidth width,
+                         const HostsDeadline& deadline) {
     std::vector<HostRun> runs(ctx.hosts.size());
+    std::vector<bool> spawned(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
         runs[i].host = ctx.hosts[i];
-        if (!spawn_one(runs[i], names)) runs[i].pid = -1;
+        spawned[i] = spawn_one(runs[i], names);
+        if (!spawned[i]) runs[i].pid = -1;
     }
-    for (auto& run : runs) {
-        if (run.pid <= 0) continue;
-        int status = 0;
-        while (::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-    }
+    wait_for_runs(runs, deadline.limit);
     json answers = json::array();
     bool all_answered = true;
     std::ostringstream table;
@@ -114,7 +155,8 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
     size_t host_width = 4;  // "HOST"
     for (const auto& run : runs) host_width = std::max(host_width, run.host.size());
     bool header_done = false;
-    for (auto& run : runs) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+        HostRun& run = runs[i];
         std::string out = run.out ? read_all(run.out.get()) : "";
         std::string err = run.err ? read_all(run.err.get()) : "";
         json reply = json::parse(out, nullptr, false);
@@ -124,9 +166,12 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
         std::string pad(host_width - std::min(host_width, run.host.size()) + 2, ' ');
         if (!answered) {
             all_answered = false;
-            std::string why = run.pid <= 0 ? "could not run infervisorctl" : why_no_answer(err);
+            std::string why = !spawned[i]     ? "could not run infervisorctl"
+                              : run.timed_out ? "no answer within " + deadline.text
+                                              : why_no_answer(err);
             answers.push_back({{"host", run.host}, {"error", why}, {"exit_code", run.exit_code}});
-            table << printable(run.host) << pad << "(no answer: " << printable(why) << ")\n";
+            table << printable(run.host) << pad << (run.timed_out ? "(" : "(no answer: ")
+                  << printable(why) << ")\n";
             continue;
         }
         answers.push_back({{"host", run.host},

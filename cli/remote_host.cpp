@@ -67,8 +67,13 @@ std::vector<std::string> ssh_argv(const RemoteHost& host, const std::string& ssh
     // As systemd runs ssh for systemctl -H (bus_set_address_system_remote;
     // its test-bus-address.c: "ssh -xT -p 123 -- user@host
     // systemd-stdio-bridge"), with BatchMode when several hosts go at once.
+    // A host that goes away mid-command ends the command rather than hang
+    // it: ssh gives up on a connection (and the banner exchange) after 10 s,
+    // and on a host that stops answering its keepalives after 3 x 5 s.
     std::vector<std::string> argv = {ssh, "-xT"};
     if (batch) argv.insert(argv.end(), {"-o", "BatchMode=yes"});
+    argv.insert(argv.end(), {"-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o",
+                             "ServerAliveCountMax=3"});
     if (host.port) argv.insert(argv.end(), {"-p", std::to_string(*host.port)});
     argv.insert(argv.end(),
                 {"--", host.user.empty() ? host.host : host.user + "@" + host.host, kStdioBridge});

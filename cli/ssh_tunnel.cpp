@@ -58,4 +58,9 @@ int SshTunnel::wait() {
     return *status_;
 }
 
+void SshTunnel::terminate() {
+    if (pid_ > 0 && !status_) ::kill(pid_, SIGTERM);
+    wait();
+}
+
 }  // namespace infervisor::cli

@@ -29,6 +29,9 @@ class SshTunnel {
     // exit status: the remote command's (the bridge: 4 daemon not running,
     // 5 permission denied), or 255 when ssh itself failed.
     int wait();
+    // Ends ssh now (SIGTERM) and reaps it: for a host that did not answer
+    // in time, whose ssh would otherwise wait for it on EOF.
+    void terminate();
 
   private:
     SshTunnel(pid_t pid, UniqueFd client) : pid_(pid), client_(std::move(client)) {}

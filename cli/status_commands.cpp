@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/units.h"
 #include "commands.h"
 #include "control/status_json.h"
 #include "hosts_status.h"
@@ -16,7 +17,8 @@ using nlohmann::json;
 
 struct StatusArgs {
     std::vector<std::string> names;
-    std::string output;  // "" or "wide"
+    std::string output;   // "" or "wide"
+    std::string timeout;  // --timeout: "" is none (30s for each of several hosts)
 };
 
 constexpr std::size_t kEventsPerWorker = 5;
@@ -51,9 +53,22 @@ bool host_drained(VarlinkClient& client) {
 }
 
 void run_status(CliContext& ctx, const StatusArgs& args) {
-    if (ctx.hosts.size() > 1)
+    if (!args.timeout.empty()) {
+        auto parsed = parse_duration(args.timeout);
+        if (!parsed || *parsed <= Duration::zero())
+            return ctx.fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" +
+                                        args.timeout + "'");
+        ctx.answer_timeout = *parsed;
+        ctx.answer_timeout_text = args.timeout;
+    }
+    if (ctx.hosts.size() > 1) {
+        HostsDeadline deadline{
+            ctx.answer_timeout.value_or(kHostsTimeout),
+            args.timeout.empty() ? format_duration(kHostsTimeout) : args.timeout};
         return run_status_on_hosts(ctx, args.names,
-                                   args.output == "wide" ? TableWidth::wide : TableWidth::narrow);
+                                   args.output == "wide" ? TableWidth::wide : TableWidth::narrow,
+                                   deadline);
+    }
     auto client = ctx.connect();
     if (!client) return;
     auto reply = ctx.call(*client, "io.infervisor.supervisor.List");
@@ -128,6 +143,9 @@ void add_status_commands(CLI::App& app, CliContext& ctx) {
                      "'wide': the table with every column (HIGH, SWAP, PROBES, LAST EXIT) "
                      "and each state's reason")
         ->check(CLI::IsMember({"wide"}));
+    status->add_option("--timeout", args->timeout,
+                       "How long to wait for the daemon's answer, ssh's connection included "
+                       "(none by default; with several -H, each host's: 30s by default)");
     status->footer(
         "Without NAMEs: a table that fits 80 columns, then a line for each worker whose\n"
         "state has a reason or whose probes do not pass. With NAMEs: each worker's state,\n"

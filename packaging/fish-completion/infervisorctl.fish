@@ -48,6 +48,7 @@ complete -c infervisorctl -n '__fish_seen_subcommand_from events logs' -s D -l d
 complete -c infervisorctl -n '__fish_seen_subcommand_from events' -l hostname -x -d "With -D: only this host's events"
 complete -c infervisorctl -n '__fish_seen_subcommand_from top' -s i -l iterations -x -d 'Stop after N redraws'
 complete -c infervisorctl -n '__fish_seen_subcommand_from status top' -s o -l output -x -a wide -d 'Every column'
+complete -c infervisorctl -n '__fish_seen_subcommand_from status' -l timeout -x -d 'Wait at most this long for the answer (per host with several -H)'
 complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l dry-run -d 'Say what would change; apply nothing'
 complete -c infervisorctl -n '__fish_seen_subcommand_from reload' -l simulate -d 'With --dry-run: what its rules would have done over the last hour'
 complete -c infervisorctl -n '__fish_seen_subcommand_from remove-workdir' -s y -l yes -d 'Delete without asking'

@@ -5,6 +5,7 @@
 // named down*). The ssh leg itself is VM 180's (a real sshd).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,9 @@ class RemoteHosts : public ::testing::Test {
                           "case \"$host\" in *down*)\n"
                           "  echo \"ssh: connect to host $host port 22: Connection refused\" >&2\n"
                           "  exit 255;;\n"
+                          "*hang*)  # connected, and never a word: a host frozen mid-command\n"
+                          "  echo $$ > \"$HANG_PID\"\n"
+                          "  exec sleep 600;;\n"
                           "esac\n"
                           "exec \"$TEST_BRIDGE\" --socket \"$TEST_SOCKET\"\n");
         std::filesystem::permissions(ssh_, std::filesystem::perms::owner_all);
@@ -42,11 +46,27 @@ class RemoteHosts : public ::testing::Test {
         CtlOptions options;
         options.env = {{"INFERVISOR_SSH", ssh_.string()},
                        {"SSH_LOG", (dir_.path() / "ssh.log").string()},
+                       {"HANG_PID", (dir_.path() / "hang.pid").string()},
                        {"TEST_BRIDGE", bridge ? bridge : ""},
                        {"TEST_SOCKET", socket.empty() ? server.socket_path().string() : socket}};
         return run_ctl(args, options);
     }
     std::string ssh_log() { return slurp(dir_.path() / "ssh.log"); }
+    // Whether the hanging host's stand-in (its pid in hang.pid) has ended:
+    // gone, or a zombie its new parent has not reaped yet.
+    bool hang_ended() {
+        std::string pid = slurp(dir_.path() / "hang.pid");
+        while (!pid.empty() && pid.back() == '\n') pid.pop_back();
+        if (pid.empty()) return false;
+        for (int i = 0; i < 500; ++i) {  // up to 5 s for the kill to land
+            std::string stat = slurp("/proc/" + pid + "/stat");
+            auto close = stat.rfind(')');
+            if (stat.empty() || (close != std::string::npos && stat.substr(close + 2, 1) == "Z"))
+                return true;
+            ::usleep(10'000);
+        }
+        return false;
+    }
 
     ServerFixture server;
     TempDir dir_;
@@ -57,10 +77,12 @@ TEST_F(RemoteHosts, OneHostIsReachedThroughSshAndTheBridgeAsSystemctlDoes) {
     auto r = ctl({"-H", "gpu-a", "status"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("llama"));
-    EXPECT_THAT(ssh_log(), ::testing::MatchesRegex("-xT -- gpu-a /.*/infervisor-stdio-bridge\n"));
+    EXPECT_THAT(ssh_log(), ::testing::MatchesRegex("-xT -o ConnectTimeout=10 -o "
+                                                   "ServerAliveInterval=5 -o ServerAliveCountMax=3 "
+                                                   "-- gpu-a /.*/infervisor-stdio-bridge\n"));
     auto port = ctl({"--host", "root@gpu-b:2222", "stop", "llama"});
     EXPECT_EQ(port.exit_code, 0) << port.err;
-    EXPECT_THAT(ssh_log(), HasSubstr("-xT -p 2222 -- root@gpu-b /"));
+    EXPECT_THAT(ssh_log(), HasSubstr("ServerAliveCountMax=3 -p 2222 -- root@gpu-b /"));
     server.on_loop([](FakeSupervisor& fake) {
         EXPECT_THAT(fake.actions, ::testing::ElementsAre("stop llama"));
     });
@@ -117,7 +139,7 @@ TEST_F(RemoteHosts, StatusOnSeveralHostsIsOneTableWithARowForAHostThatIsDown) {
     EXPECT_THAT(r.out,
                 HasSubstr("down-b  (no answer: ssh: connect to host down-b port 22: Connection "
                           "refused)"));
-    EXPECT_THAT(ssh_log(), HasSubstr("-xT -o BatchMode=yes -- gpu-a /"));
+    EXPECT_THAT(ssh_log(), HasSubstr("-xT -o BatchMode=yes -o ConnectTimeout=10 "));
     auto json = nlohmann::json::parse(ctl({"--json", "-H", "gpu-a", "-H", "down-b", "status"}).out);
     ASSERT_EQ(json["hosts"].size(), 2u);
     EXPECT_EQ(json["hosts"][0]["host"], "gpu-a");
@@ -126,6 +148,25 @@ TEST_F(RemoteHosts, StatusOnSeveralHostsIsOneTableWithARowForAHostThatIsDown) {
     EXPECT_EQ(json["hosts"][1]["exit_code"], 4);
     auto all_up = ctl({"-H", "gpu-a", "-H", "gpu-c", "status"});
     EXPECT_EQ(all_up.exit_code, 0) << all_up.err;
+}
+
+// A host that connects and then never answers (frozen mid-command, or its
+// daemon hangs): its row says so once its time is up, the others are
+// shown, and nothing of it is left running. One -H alone: the same, said.
+TEST_F(RemoteHosts, AHostThatNeverAnswersIsARowOnceItsTimeIsUpAndIsEnded) {
+    auto r = ctl({"-H", "gpu-a", "-H", "hang-b", "status", "--timeout", "1s"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("\ngpu-a   llama"));
+    EXPECT_THAT(r.out, HasSubstr("\nhang-b  (no answer within 1s)"));
+    EXPECT_TRUE(hang_ended()) << "the hanging host's ssh was left running";
+    std::filesystem::remove(dir_.path() / "hang.pid");
+    auto one = ctl({"-H", "hang-a", "status", "--timeout", "1s"});
+    EXPECT_EQ(one.exit_code, 4);
+    EXPECT_THAT(one.err, HasSubstr("infervisorctl: hang-a: no answer within 1s"));
+    EXPECT_TRUE(hang_ended()) << "the hanging host's ssh was left running";
+    auto bad = ctl({"-H", "gpu-a", "-H", "gpu-b", "status", "--timeout", "soon"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_THAT(bad.err, HasSubstr("--timeout: expected a duration such as 30s"));
 }
 
 TEST_F(RemoteHosts, AChangeOnSeveralHostsIsRefusedAndNothingIsDone) {
