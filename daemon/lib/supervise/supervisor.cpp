@@ -217,7 +217,12 @@ void Supervisor::retire(const std::string& name) {
     auto node = workers_.extract(name);
     Worker* worker = node.mapped().get();
     retiring_.insert(std::move(node));
-    worker->stop([this, name] {
+    // Changed, not removed: it comes back, and its slots with it.
+    auto stop = [worker, comes_back = desired_.count(name) > 0](Worker::Done done) {
+        if (comes_back) return worker->stop_saving_slots("a reload that changes it", done);
+        worker->stop(std::move(done));
+    };
+    stop([this, name] {
         // Destroy later: we are inside the worker's own callback.
         boost::asio::post(ctx_.io, [this, name] {
             auto retired = retiring_.extract(name);
@@ -392,7 +397,7 @@ void Supervisor::stop_all(std::function<void()> done) {
         if (--*remaining == 0) all_down();
     };
     if (*remaining == 0) return all_down();
-    for (auto& [name, worker] : workers_) worker->stop(finish);
+    for (auto& [name, worker] : workers_) worker->stop_saving_slots("the daemon's stop", finish);
     for (auto& [name, worker] : retiring_) worker->stop(finish);
 }
 

@@ -78,15 +78,26 @@ void Worker::drain_stop(std::function<void(const std::string& how)> done) {
     bool checkpoints_work = spec_.checkpoint.method != CheckpointMethod::cooperative ||
                             checkpoints_.last_answer_took() ||
                             spec_.checkpoint.interval > Duration::zero();
-    if (live() && state_ == WorkerState::running && checkpoints_work) {
+    if (checkpoints_work) return checkpoint_then_stop("infervisorctl drain", std::move(done));
+    stop([done] { done("stopped"); });
+}
+
+void Worker::stop_saving_slots(const std::string& trigger, Done done) {
+    if (spec_.checkpoint.method != CheckpointMethod::llama_server) return stop(std::move(done));
+    checkpoint_then_stop(trigger, [done](const std::string&) {
+        if (done) done();
+    });
+}
+
+void Worker::checkpoint_then_stop(const std::string& trigger,
+                                  std::function<void(const std::string& how)> done) {
+    if (live() && state_ == WorkerState::running) {
         auto then_stop = [this, done](const WorkerCheckpoints::Outcome& o) {
             std::string how = o.published ? "checkpointed, then stopped"
                                           : "stopped (its checkpoint failed: " + o.detail + ")";
             stop([done, how] { done(how); });
         };
-        if (checkpoints_.request("infervisorctl drain", "stopping the worker", then_stop, true,
-                                 true))
-            return;
+        if (checkpoints_.request(trigger, "stopping the worker", then_stop, true, true)) return;
     }
     stop([done] { done("stopped"); });
 }

@@ -270,7 +270,7 @@ void WorkerCheckpoints::run_ended() {
     signaller_ = nullptr;
     restoring_ = false;
     ready_ = false;
-    if (llama_) llama_->cancel();
+    if (llama_) llama_->run_ended();
     restore_timer_->cancel();
     periodic_timer_->cancel();
     if (pending_) finish({false, false, "the run ended"});
@@ -1005,9 +1005,9 @@ void WorkerCheckpoints::on_llama_restored(const StoredCheckpoint& from, TimePoin
                                      {"OPERATION", "restore"},
                                      {"LAST_CHECKPOINT", last_good()}});
         return emit_(EventKind::checkpoint_failed,
-                     "llama-server could not restore the slots of " + checkpoint + ": " +
-                         restored.result.error().message() + "; restored " + counts +
-                         " before; it goes on with those",
+                     "llama-server could not restore every slot of " + checkpoint + " (" +
+                         restored.result.error().message() + "); restored " + counts +
+                         "; it goes on with those",
                      std::move(fields));
     }
     double seconds = seconds_between(started_at, clock_.now());

@@ -33,6 +33,11 @@ void WorkerLlamaSlots::cancel() {
     op_.reset();
 }
 
+void WorkerLlamaSlots::run_ended() {
+    cancel();
+    run_server_.reset();
+}
+
 void WorkerLlamaSlots::exchange(HttpRequest request, std::function<void(HttpAnswer)> next) {
     uint64_t generation = generation_;
     exchange_ = start_http_exchange(io_, std::move(request), op_->server.timeout,
@@ -75,6 +80,14 @@ void WorkerLlamaSlots::save(Server server, std::function<void(Result<LlamaRecord
             if (!examined)
                 return end_save(plain_error("the model file could not be examined: " +
                                             examined.error().message()));
+            if (!run_server_) run_server_ = identity;
+            if (auto changed = llama_record_differences(*run_server_, identity); !changed.empty()) {
+                std::string what;
+                for (const auto& d : changed) what += (what.empty() ? "" : "; ") + d;
+                return end_save(
+                    plain_error("the server is not the one this run started with: " + what +
+                                "; its slots would be restored into another model"));
+            }
             op_->record.server = std::move(identity);
             const Server& ours = op_->server;
             exchange(llama_slots_request(ours.engine, ours.bearer), [this](HttpAnswer listed) {
@@ -141,6 +154,7 @@ void WorkerLlamaSlots::restore(Server server, LlamaRecord record, UniqueFd from,
             return end_restore();
         }
         examine_model(*props, [this](LlamaServerIdentity now, Result<void> examined) {
+            if (!run_server_ && examined) run_server_ = now;
             auto& differences = op_->outcome.differences;
             differences = llama_record_differences(op_->record.server, now);
             for (auto& d : differences)
@@ -174,13 +188,15 @@ void WorkerLlamaSlots::restore_slots(size_t i) {
              [this, i, id](HttpAnswer answer) {
                  unlink_restore_file();
                  auto restored = parse_llama_slot_result(answer, SlotAction::restore);
-                 if (!restored) {
+                 if (restored) {
+                     ++op_->outcome.slots;
+                     op_->outcome.tokens += restored->tokens;
+                 } else if (op_->outcome.result) {
                      op_->outcome.result = plain_error("slot " + std::to_string(id) + ": " +
                                                        restored.error().message());
-                     return end_restore();
                  }
-                 ++op_->outcome.slots;
-                 op_->outcome.tokens += restored->tokens;
+                 // One slot the server could not take (fewer --parallel
+                 // slots now, a full KV cache) does not cost the others.
                  restore_slots(i + 1);
              });
 }

@@ -22,9 +22,18 @@
 // descriptor from the sealed checkpoint into the staging dir (linkat between
 // the two dir descriptors, no path followed; the server reads restore files
 // only from its --slot-save-path), POST /slots/ID?action=restore, and the
-// link is removed again (only if the name still is that link). The files
+// link is removed again (only if the name still is that link). A slot the
+// server refuses is counted out and the next one is restored all the same;
+// the first refusal is the outcome's error. The files
 // are root's and readable by the worker (checkpoint_seal.h), so the server
 // can read the link and not change it.
+//
+// The server of a run: the identity first found in it (by the restore at
+// its start, else by its first save) is kept until run_ended(). A save
+// whose server differs from it (the model file replaced under the running
+// server, say, before a stop's save) fails rather than record the new
+// file for the old weights: its slots would be restored into another model.
+// A file replaced before the run's first save or restore is not seen.
 //
 // Contract: event-loop thread only; one operation at a time (a second one
 // cancels the first). `done` is called exactly once per operation, on the
@@ -75,6 +84,8 @@ class WorkerLlamaSlots {
     WorkerLlamaSlots& operator=(const WorkerLlamaSlots&) = delete;
 
     void save(Server server, std::function<void(Result<LlamaRecord>)> done);
+    // The run ended: what follows is another server (cancels any operation).
+    void run_ended();
     // `from`: the sealed checkpoint's dir; `staging`: the server's
     // --slot-save-path (both opened O_DIRECTORY|O_NOFOLLOW by the caller).
     void restore(Server server, LlamaRecord record, UniqueFd from, UniqueFd staging,
@@ -89,6 +100,8 @@ class WorkerLlamaSlots {
     void save_slots(std::vector<LlamaSlot> slots, size_t i);
     void restore_slots(size_t i);
     void end_save(Result<LlamaRecord> result);
+    // The run's server as first found (see above); empty until then.
+    std::optional<LlamaServerIdentity> run_server_;
     void end_restore();
     // Removes the link restore_slots made in the staging dir, if it is there.
     void unlink_restore_file();

@@ -151,7 +151,7 @@ class LlamaCheckpoints : public ::testing::Test {
                            R"({"id":1,"n_ctx":4096,"speculative":false,"is_processing":false}])");
         for (int id : {0, 1}) {
             std::string file = "slot-" + std::to_string(id) + ".bin";
-            uint64_t tokens = id == 0 ? 1745 : 0;
+            uint64_t tokens = id == 0 ? 1745 : tokens1_;
             if (seen.line == "POST /slots/" + std::to_string(id) + "?action=save") {
                 if (!save_answer_.empty()) return save_answer_;
                 // As the server: into its --slot-save-path, as the worker.
@@ -163,6 +163,13 @@ class LlamaCheckpoints : public ::testing::Test {
                                         R"(,"n_written":)" + std::to_string(tokens + 4) +
                                         R"(,"timings":{"save_ms":1.5}})");
             }
+            if (seen.line == "POST /slots/" + std::to_string(id) + "?action=restore" &&
+                restore_fails_for_ == id)
+                // tools/server/server.cpp, handle_slots_action restore: a
+                // file llama_state_seq_load_file read nothing from.
+                return S::json(400, R"({"error":{"code":400,"message":"Unable to restore slot, )"
+                                    R"(no available space in KV cache or invalid slot save )"
+                                    R"(file","type":"invalid_request_error"}})");
             if (seen.line == "POST /slots/" + std::to_string(id) + "?action=restore") {
                 // The server reads its --slot-save-path + filename: the
                 // daemon's link to the sealed file.
@@ -234,7 +241,9 @@ class LlamaCheckpoints : public ::testing::Test {
     Paths paths_;
     fs::path model_;
     std::string build_ = "b6800-1f5accb8";
-    std::string save_answer_;  // non-empty: every save is answered so
+    std::string save_answer_;     // non-empty: every save is answered so
+    uint64_t tokens1_ = 0;        // slot 1's tokens (slot 0 holds 1745)
+    int restore_fails_for_ = -1;  // the slot whose restore the server refuses
     bool restore_saw_link_ = false;
     asio::io_context io_;
     FakeClock clock_;
@@ -424,6 +433,35 @@ TEST_F(LlamaCheckpoints, TheNextRunRestoresTheSlotsThatHeldTokensOnceReady) {
     checkpoint_once(*wc);
 }
 
+// A slot the server refuses to restore does not cost the next one: both
+// are asked for, the one it took is counted, and the refusal is journaled.
+TEST_F(LlamaCheckpoints, ASlotTheServerRefusesDoesNotStopTheRestoreOfTheOthers) {
+    FakeLlamaServer server(io_, [this](const Seen& s) { return llama(s); });
+    tokens1_ = 310;
+    auto wc = checkpoints(server);
+    start_run(*wc);
+    checkpoint_once(*wc);
+    wc->run_ended();
+    restore_fails_for_ = 0;
+    size_t before = server.seen().size();
+    start_run(*wc);
+    run_until([&] { return last(EventKind::checkpoint_failed) != nullptr; });
+
+    std::vector<std::string> all = server.lines();
+    std::vector<std::string> lines(all.begin() + long(before), all.end());
+    EXPECT_THAT(lines, ElementsAre("GET /props", "POST /slots/0?action=restore",
+                                   "POST /slots/1?action=restore"));
+    const Emitted* failed = last(EventKind::checkpoint_failed);
+    EXPECT_EQ(failed->field("REASON"), "engine-error");
+    EXPECT_EQ(failed->field("SLOTS_RESTORED"), "1");
+    EXPECT_EQ(failed->field("TOKENS_RESTORED"), "310");
+    EXPECT_THAT(failed->message,
+                HasSubstr("could not restore every slot of checkpoint 1 (slot 0: "));
+    EXPECT_THAT(failed->message, HasSubstr("Unable to restore slot"));
+    EXPECT_THAT(failed->message, HasSubstr("restored 1 of 2 slots (310 tokens)"));
+    EXPECT_TRUE(fs::is_empty(staging())) << "no restore link is left";
+}
+
 TEST_F(LlamaCheckpoints, AServerOfAnotherBuildIsNotRestoredInto) {
     FakeLlamaServer server(io_, [this](const Seen& s) { return llama(s); });
     auto wc = checkpoints(server);
@@ -463,6 +501,40 @@ TEST_F(LlamaCheckpoints, AChangedModelFileIsNotRestoredInto) {
     EXPECT_EQ(failed->field("REASON"), "engine-mismatch");
     EXPECT_THAT(failed->field("DIFFERENCES"),
                 HasSubstr("the model file " + model_.string() + " changed (26 bytes"));
+}
+
+// The model file replaced under the running server (a new download at the
+// same path): a save records it no more, since the slots hold the old
+// weights' cells and the file recorded is what a restore is compared with.
+// The next run, which loads the new file, saves again.
+TEST_F(LlamaCheckpoints, AModelFileReplacedUnderTheRunningServerFailsItsSave) {
+    FakeLlamaServer server(io_, [this](const Seen& s) { return llama(s); });
+    auto wc = checkpoints(server);
+    start_run(*wc);
+    checkpoint_once(*wc);
+
+    dir_.write("models/q.gguf", "GGUF other weights, longer");
+    std::optional<WorkerCheckpoints::Outcome> outcome;
+    ASSERT_TRUE(wc->request("the daemon's stop", "stopping the worker",
+                            [&](const auto& o) { outcome = o; }));
+    run_until([&] { return outcome.has_value(); });
+    EXPECT_FALSE(outcome->published);
+    const Emitted* failed = last(EventKind::checkpoint_failed);
+    ASSERT_NE(failed, nullptr);
+    EXPECT_EQ(failed->field("REASON"), "engine-error");
+    EXPECT_EQ(failed->field("TRIGGER"), "the daemon's stop");
+    EXPECT_THAT(failed->message, HasSubstr("not the one this run started with: the model file " +
+                                           model_.string() + " changed"));
+    EXPECT_FALSE(fs::exists(published(2)));
+
+    wc->run_ended();
+    start_run(*wc);  // checkpoint 1 is refused (engine-mismatch): this run is the new file's
+    run_until([&] {
+        const Emitted* e = last(EventKind::checkpoint_failed);
+        return e && e->field("REASON") == "engine-mismatch";
+    });
+    checkpoint_once(*wc);
+    EXPECT_TRUE(fs::exists(published(2)));
 }
 
 TEST_F(LlamaCheckpoints, ACheckpointIsRefusedUntilTheServerIsReady) {

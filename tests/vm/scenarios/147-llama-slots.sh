@@ -12,9 +12,11 @@
 #     and the next completion of each conversation takes every restored
 #     token from the cache (timings.cache_n) and evaluates only the new ones
 #     (timings.prompt_n); the restore links are gone from staging.
-#  2. The model file changes (size, mtime) and the worker is killed: the
-#     restart refuses the checkpoint (checkpoint-failed REASON=engine-mismatch)
-#     and the worker serves clean (nothing from the cache).
+#  2. The model file changes (size, mtime) and a reload changes the worker:
+#     the daemon's save before the stop is refused (the server's file is not
+#     the one its run loaded), the restart refuses the checkpoint
+#     (checkpoint-failed REASON=engine-mismatch) and the worker serves clean
+#     (nothing from the cache).
 #  3. A stuck server (/health 200, tokens flat, a request in flight and more
 #     waiting) is killed by `engine.rate(llamacpp:tokens_predicted_total) == 0
 #     and engine.llamacpp:requests_processing > 0 for 15s`, and parked.
@@ -176,11 +178,22 @@ another_model_is_refused() {
 	next0=$(cat "$conversation_file")
 	restored_before=$(event_count llama checkpoint-restored)
 	failed_before=$(event_count llama checkpoint-failed)
-	# Another model at the same path: another size and mtime.
+	# Another model at the same path (another size and mtime), then a
+	# reload that changes the worker: the daemon saves the slots before it
+	# stops the worker for the change, but the save is refused, since the
+	# server's model file is no longer the one this run loaded; the restart
+	# refuses the earlier checkpoint, which was of the old file.
 	printf 'another model, other weights: the checkpoint does not fit it\n' >"$model"
-	kill -9 "$(main_pid llama)"
-	wait_until 900 has_events llama checkpoint-failed $((failed_before + 1))
+	sed -i 's/memory: {max: 1G}/memory: {max: 1100M}/' "$ivd_conf/workers.d/llama.yaml"
+	systemctl reload infervisord
+	wait_until 900 has_events llama checkpoint-failed $((failed_before + 2))
+	local save_refused
+	save_refused=$(ivd_journal INFERVISOR_WORKER=llama INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n2 | head -n1)
+	log "save refused: $save_refused"
 	log "refused: $(ivd_journal INFERVISOR_WORKER=llama INFERVISOR_EVENT=checkpoint-failed -o cat | tail -n1)"
+	assert_eq "a reload that changes it" "$(event_field llama checkpoint-failed TRIGGER | tail -n1)" \
+		"the reload's save"
+	assert_contains "$save_refused" "not the one this run started with"
 	assert_eq engine-mismatch "$(event_field llama checkpoint-failed REASON | tail -n1)" "reason"
 	wait_until 900 has_events llama ready 3
 	# Clean: nothing of the old conversation is in the cache.
