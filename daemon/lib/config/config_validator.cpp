@@ -48,6 +48,7 @@ class WorkerChecker {
         check_probes();
         check_engine();
         check_llama_checkpoint();
+        check_llama_metrics();
         check_vllm_sleep();
         check_engine_rules();
     }
@@ -237,6 +238,40 @@ class WorkerChecker {
         else if (!same(*given))
             fail("command", "checkpoint method llama-server: --slot-save-path is '" + *given +
                                 "'; it must be '" + staging + "' (the worker's staging dir)");
+        // A multimodal server refuses every slot action (501, "This feature
+        // is not supported by multimodal"; tools/server/server.cpp): every
+        // checkpoint would fail. (A model pulled with -hf may bring its
+        // projector along unseen here: then the journal says so at the
+        // first checkpoint.)
+        if (auto flag = command_option({"--mmproj", "-mm", "--mmproj-url", "-mmu"}))
+            fail("command", "checkpoint method llama-server: the command passes '" + *flag +
+                                "', and a multimodal llama-server refuses to save or restore "
+                                "slots (501): remove it, or use another checkpoint method");
+    }
+
+    // The first of `names` the command passes (as NAME VALUE or NAME=VALUE).
+    std::optional<std::string> command_option(std::initializer_list<std::string_view> names) const {
+        const auto& argv = spec_.command;
+        for (size_t i = 1; i < argv.size(); ++i)
+            for (std::string_view name : names)
+                if (argv[i] == name || (argv[i].starts_with(name) && argv[i].size() > name.size() &&
+                                        argv[i][name.size()] == '='))
+                    return std::string(name);
+        return std::nullopt;
+    }
+
+    // engine.metrics on a llama-server: the server exposes /metrics only
+    // with --metrics (501 otherwise), and every scrape would fail. A warning:
+    // the command may be a wrapper that adds the flag.
+    void check_llama_metrics() {
+        if (!spec_.engine || spec_.engine->kind != EngineKind::llama_server ||
+            !spec_.engine->metrics)
+            return;
+        if (!command_option({"--metrics"}))
+            warn("command",
+                 "engine.metrics is set, but the command does not pass '--metrics': llama-server "
+                 "answers its metrics endpoint with 501 without it, and the rules on engine.* "
+                 "would never be true");
     }
 
     // `suspend: {method: vllm-sleep}`: the daemon speaks to the server

@@ -64,6 +64,41 @@ TEST(LlamaCheckpointConfig, TheServersAddressAndReadinessAreRequired) {
     EXPECT_TRUE(notify.ok()) << notify.errors.format();
 }
 
+// A multimodal server answers every slot action with 501: refused here,
+// in either spelling of the flag, rather than at every checkpoint.
+TEST(LlamaCheckpointConfig, AMultimodalServerIsRefused) {
+    std::string args = std::string(", --slot-save-path, ") + kStaging;
+    for (std::string flag : {", --mmproj, /m/mmproj.gguf", ", -mm, /m/mmproj.gguf",
+                             ", --mmproj-url=https://h/mmproj.gguf"}) {
+        auto loaded = load_config_text(llama_worker(args + flag, kEngine + kProbe), "l.yaml");
+        EXPECT_THAT(loaded.errors.format(), HasSubstr("a multimodal llama-server refuses to save "
+                                                      "or restore slots (501)"))
+            << flag;
+    }
+    // --mmproj-offload and --no-mmproj are other flags.
+    auto other = load_config_text(llama_worker(args + ", --no-mmproj", kEngine + kProbe), "l.yaml");
+    EXPECT_TRUE(other.ok()) << other.errors.format();
+}
+
+// engine.metrics on a llama-server without --metrics: a warning (a wrapper
+// script may add the flag), at config check.
+TEST(LlamaCheckpointConfig, MetricsWithoutTheServersFlagAreAWarning) {
+    std::string args = std::string(", --slot-save-path, ") + kStaging;
+    const std::string metrics = "    engine: {kind: llama-server, port: 8080, metrics: /metrics}\n";
+    auto without = load_config_text(llama_worker(args, metrics + kProbe), "l.yaml");
+    EXPECT_TRUE(without.ok()) << without.errors.format();
+    auto said = [](const LoadedConfig& loaded) {
+        for (const auto& w : loaded.errors.warnings())
+            if (w.message.find("the command does not pass '--metrics'") != std::string::npos)
+                return true;
+        return false;
+    };
+    EXPECT_TRUE(said(without));
+    auto with = load_config_text(llama_worker(args + ", --metrics", metrics + kProbe), "l.yaml");
+    EXPECT_TRUE(with.ok()) << with.errors.format();
+    EXPECT_FALSE(said(with));
+}
+
 TEST(LlamaCheckpointConfig, OtherMethodsNeedNoneOfIt) {
     auto loaded = load_config_text(
         "workers:\n  - name: w\n    command: [/bin/true]\n    memory: {max: 64M}\n"
