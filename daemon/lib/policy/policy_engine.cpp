@@ -112,8 +112,25 @@ void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
     st.last = s;
 }
 
+namespace {
+
+// A checkpoint that would hold up the end of a run the memory cannot wait
+// for: a kill instead, saying why (see PolicyEngine::evaluate).
+void kill_if_no_time_to_checkpoint(Decision& d, std::optional<Duration> runs_out_in,
+                                   std::optional<Duration> last_took, const std::string& what) {
+    if (d.action != Action::checkpoint || d.then == Then::keep_running || !d.for_memory) return;
+    std::string why = why_no_time_to_checkpoint(runs_out_in, last_took, what);
+    if (why.empty()) return;
+    d.action = Action::kill;
+    d.reason += "; killed without its checkpoint: " + why;
+    add_measurement(d.measurements, "CHECKPOINT_SKIPPED", why);
+}
+
+}  // namespace
+
 std::vector<Decision> PolicyEngine::evaluate(const std::string& worker, const WorkerSample& sample,
-                                             TimePoint now) {
+                                             TimePoint now,
+                                             std::optional<Duration> checkpoint_took) {
     WorkerState& st = state_of(worker);
     track(st, sample);
     const WorkerInputs in = inputs_of(st, sample, now);
@@ -131,6 +148,8 @@ std::vector<Decision> PolicyEngine::evaluate(const std::string& worker, const Wo
         add_cause(d.measurements, rule, readings, due->held);
         add_worker_context(d.measurements, sample, growth, &rule, now);
         add_phase(d.measurements, st.phase, now);
+        kill_if_no_time_to_checkpoint(d, memory_headroom(sample, in.recent_growth_bytes_per_min),
+                                      checkpoint_took, "it runs out of memory.max");
         out.push_back(std::move(d));
     }
     return out;
@@ -228,6 +247,10 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         add_host_context(d.measurements, in);
         if (victim) aim_at(d, *victim, rule, now);
         if (victim && d.action == Action::preempt) take_gentlest_step(d, victim->view, in);
+        if (victim && !d.ladder)
+            kill_if_no_time_to_checkpoint(
+                d, host_mem_headroom(in.sample, in.mem_available_change_per_minute),
+                victim->view.preempt.checkpoint_took, "the host runs out");
         if (victim &&
             (d.action == Action::kill || d.action == Action::checkpoint ||
              d.action == Action::suspend || d.action == Action::unload) &&

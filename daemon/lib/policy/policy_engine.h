@@ -112,8 +112,15 @@ class PolicyEngine {
     // rate and no pressure (see above).
     void resumed(TimePoint now);
 
+    // `checkpoint_took`: how long the worker's last checkpoint took (as
+    // PreemptFacts says). A memory rule's checkpoint before a kill, restart
+    // or park becomes a plain kill when memory.headroom is under twice that
+    // (why_no_time_to_checkpoint): an emergency is never held up by a slow
+    // save. Host rules do the same with host.mem.headroom and the victim's
+    // facts.
     std::vector<Decision> evaluate(const std::string& worker, const WorkerSample& sample,
-                                   TimePoint now);
+                                   TimePoint now,
+                                   std::optional<Duration> checkpoint_took = std::nullopt);
     std::vector<Decision> evaluate_host(const HostSample& sample,
                                         const std::vector<WorkerCandidate>& candidates,
                                         TimePoint now);

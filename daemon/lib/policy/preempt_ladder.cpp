@@ -27,10 +27,7 @@ std::string why_not_suspend(const PreemptFacts& facts, const PreemptContext& c) 
 // Why no checkpoint is taken; "" when one can be.
 std::string why_not_checkpoint(const PreemptFacts& facts, const PreemptContext& c) {
     if (!facts.checkpoint_took) return "no checkpoint of it has completed";
-    if (c.host_headroom && *c.host_headroom < 2 * *facts.checkpoint_took)
-        return "the host runs out in " + format_duration(*c.host_headroom) +
-               ", its last checkpoint took " + format_duration(*facts.checkpoint_took);
-    return "";
+    return why_no_time_to_checkpoint(c.host_headroom, facts.checkpoint_took, "the host runs out");
 }
 
 std::string suspend_reason(const PreemptContext& c) {
@@ -54,6 +51,13 @@ PreemptStep choose_beyond_unload(const PreemptFacts& facts, const PreemptContext
 }
 
 }  // namespace
+
+std::string why_no_time_to_checkpoint(std::optional<Duration> runs_out_in,
+                                      std::optional<Duration> last_took, const std::string& what) {
+    if (!runs_out_in || !last_took || *runs_out_in >= 2 * *last_took) return "";
+    return what + " in " + format_duration(*runs_out_in) + ", its last checkpoint took " +
+           format_duration(*last_took);
+}
 
 PreemptChoice choose_preempt_step(const PreemptFacts& facts, const PreemptContext& c) {
     PreemptStep beyond = choose_beyond_unload(facts, c);

@@ -67,6 +67,14 @@ struct PreemptFacts {
     std::optional<Duration> unloaded_ago = std::nullopt;
 };
 
+// Whether a checkpoint before a kill fits in the time left: `runs_out_in`
+// (memory.headroom or host.mem.headroom; empty: not running out) at least
+// twice `last_took` (the last checkpoint's time; empty: not known). "" when
+// it fits or nothing says otherwise, else why not, with `what` first:
+// "the host runs out in 9s, its last checkpoint took 6s".
+std::string why_no_time_to_checkpoint(std::optional<Duration> runs_out_in,
+                                      std::optional<Duration> last_took, const std::string& what);
+
 // The victim's and the host's numbers at the decision.
 struct PreemptContext {
     std::optional<uint64_t> victim_anon;         // memory.stat anon, else memory.current

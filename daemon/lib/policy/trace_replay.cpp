@@ -115,7 +115,8 @@ ReplayResult replay_trace(const std::vector<TraceEntry>& trace, PolicyEngine& en
         in_round = true;
         std::vector<WorkerCandidate> candidates;
         for (const auto& w : round.workers) {
-            for (auto& d : engine.evaluate(w.name, w.sample, round.time))
+            for (auto& d :
+                 engine.evaluate(w.name, w.sample, round.time, w.candidate.preempt.checkpoint_took))
                 simulated.push_back(item_of(d, round.wall_ms));
             auto phase = engine.phase_of(w.name);
             if (w.phase && phase) ++result.phases_compared;

@@ -271,13 +271,14 @@ void PolicyRunner::evaluate_now() {
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
         engine_scrapes_.take(w->name(), sample, interval_);
-        for (auto& d : engine_.evaluate(w->name(), sample, now)) decisions.push_back(std::move(d));
-        if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
-            supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
-                                                   engine_.serving_baseline(w->name()));
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);
         facts.unload_bound = w->unload_bound();
+        for (auto& d : engine_.evaluate(w->name(), sample, now, facts.checkpoint_took))
+            decisions.push_back(std::move(d));
+        if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
+            supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
+                                                   engine_.serving_baseline(w->name()));
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
                               w->spec().is_protected, std::move(facts)});
         if (tracing)
