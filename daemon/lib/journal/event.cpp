@@ -69,6 +69,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::engine_series_absent, "engine-series-absent", "7c80720f0fa445b19ee1b4b21c18d2e8",
      LOG_WARNING},
     {EventKind::models_unloaded, "models-unloaded", "a5cf527b5a844c9f89c8816187b64f1f", LOG_NOTICE},
+    {EventKind::engine_metrics_failed, "engine-metrics-failed", "be335c05629d421cb52cbb9acc0e63d2",
+     LOG_WARNING},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -53,11 +53,12 @@ enum class EventKind {
     checkpoint_deleted,    // an operator deleted checkpoints (infervisorctl checkpoints --delete)
     engine_series_absent,  // a series a worker's rules name is not in its metrics (once per run)
     models_unloaded,       // its server was asked to unload its models (the preempt ladder)
+    engine_metrics_failed,  // its metrics endpoint did not answer usably (once per run)
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::models_unloaded;
+inline constexpr EventKind kLastEventKind = EventKind::engine_metrics_failed;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

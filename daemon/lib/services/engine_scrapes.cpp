@@ -70,6 +70,14 @@ void EngineScrapes::ended(const std::string& worker, const std::string& target,
     if (!e.ok && !it->second.failing)
         spdlog::warn("{}: engine metrics {}: {}; engine.* comparisons are false until it answers",
                      worker, target, e.error);
+    if (!e.ok && !it->second.failure_journaled) {
+        it->second.failure_journaled = true;
+        ctx_.events.emit(Event{EventKind::engine_metrics_failed,
+                               worker,
+                               "engine metrics " + target + ": " + e.error +
+                                   "; the rules on engine.* cannot act until it answers",
+                               {{"ENGINE_METRICS", target}, {"ERROR", e.error}}});
+    }
     if (e.ok && it->second.failing)
         spdlog::info("{}: engine metrics {} answer again", worker, target);
     it->second.failing = !e.ok;

@@ -340,6 +340,27 @@ TEST_F(PolicyRunnerTest, TheStuckRuleOnTheWorkersOwnMetricsKillsIt) {
     run_until([&] { return supervisor_->find("llama")->state() == WorkerState::parked; });
 }
 
+// A metrics endpoint that refuses every scrape (here: the server wants a
+// key the worker's engine does not name) leaves the rules on it unable to
+// act: journaled once per run, with the server's answer.
+TEST_F(PolicyRunnerTest, AMetricsEndpointThatFailsIsJournaledOncePerRun) {
+    StuckLlamaServer server(io_);
+    WorkerSpec spec = example("llama", {});
+    spec.engine =
+        EngineSpec{.kind = EngineKind::llama_server, .port = server.port(), .metrics = "/metrics"};
+    start(with_rule(spec,
+                    "[{name: stuck, when: 'engine.llamacpp:requests_processing > 0 for 0s', "
+                    "action: kill}]"));
+    run_until_event("llama", K::engine_metrics_failed);
+    run_until([&] { return server.refused() >= 3; });
+    const Event* failed = last("llama", K::engine_metrics_failed);
+    EXPECT_EQ(field(*failed, "ENGINE_METRICS"), "/metrics");
+    EXPECT_THAT(field(*failed, "ERROR"), HasSubstr("401"));
+    EXPECT_THAT(failed->message, HasSubstr("the rules on engine.* cannot act until it answers"));
+    EXPECT_EQ(count("llama", K::engine_metrics_failed), 1u) << "once per run";
+    EXPECT_EQ(count("llama", K::policy_action), 0u);
+}
+
 // Issue 29: an Ollama worker picked by a host rule's `preempt` has its
 // models unloaded first (the server keeps running), and with them gone the
 // ladder stops there. With nothing loaded the unload frees nothing: the
