@@ -112,6 +112,9 @@ std::string format_persisted_worker(const PersistedWorker& w) {
     line("suspended_since_ms", optional_time(w.suspended_since));
     line("suspended_memory", w.suspended_memory ? std::to_string(*w.suspended_memory) : "-");
     line("suspended_starting", w.suspended_starting ? "1" : "0");
+    // Only when said: a file without it reads as an older daemon's.
+    if (w.suspended_engine_slept)
+        line("suspended_engine_slept", *w.suspended_engine_slept ? "1" : "0");
     line("checkpoint_path", w.checkpoint ? w.checkpoint->path : "");
     line("checkpoint_bytes",
          w.checkpoint && w.checkpoint->bytes ? std::to_string(*w.checkpoint->bytes) : "-");
@@ -217,6 +220,11 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
         auto value = flag(*starting);
         if (!value) return bad("invalid suspended_starting");
         w.suspended_starting = *value;
+    }
+    if (auto slept = get("suspended_engine_slept")) {
+        auto value = flag(*slept);
+        if (!value) return bad("invalid suspended_engine_slept");
+        w.suspended_engine_slept = *value;
     }
     if (auto path = get("checkpoint_path"); path && !path->empty()) {
         auto at = time("checkpoint_at_ms");

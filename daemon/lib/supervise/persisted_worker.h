@@ -82,6 +82,10 @@ struct PersistedWorker {
     std::optional<TimePoint> suspended_since;
     std::optional<uint64_t> suspended_memory;
     bool suspended_starting = false;
+    // With `suspend: {method: vllm-sleep}`: whether the engine went to sleep
+    // before the freeze (a resume wakes it only then); empty when not said
+    // (an older daemon's file: a resume asks for the wake anyway).
+    std::optional<bool> suspended_engine_slept;
     std::optional<ParkedCheckpoint> checkpoint;  // state parked: see above
 
     bool operator==(const PersistedWorker&) const = default;

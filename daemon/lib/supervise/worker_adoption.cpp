@@ -43,6 +43,7 @@ PersistedWorker Worker::persisted() const {
         p.suspended_since = suspension_.since();
         p.suspended_memory = suspension_.memory_before();
         p.suspended_starting = run_ && run_->resume_to == WorkerState::starting;
+        p.suspended_engine_slept = suspension_.engine_asleep();
     }
     return p;
 }
@@ -171,9 +172,9 @@ bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
             spdlog::warn("{}: its limits could not be written back: {}", spec_.name,
                          r.error().message());
     };
-    auto adopted = suspension_.adopt(cgroup(), std::move(trigger),
-                                     p.suspended_since.value_or(ctx_.clock.now()),
-                                     p.suspended_memory, configured, suspend_engine_step());
+    auto adopted = suspension_.adopt(
+        cgroup(), std::move(trigger), p.suspended_since.value_or(ctx_.clock.now()),
+        p.suspended_memory, configured, suspend_engine_step(), p.suspended_engine_slept);
     if (!adopted) {
         spdlog::warn(
             "{}: adopted suspended, but cannot keep it frozen ({}); it runs with its "

@@ -137,7 +137,7 @@ Result<void> WorkerSuspension::freeze() {
 
 Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
                                      std::optional<uint64_t> memory_before, RestoreLimits restore,
-                                     EngineStep step) {
+                                     EngineStep step, std::optional<bool> engine_slept) {
     if (active()) return plain_error("already suspended (" + trigger_ + ")");
     if (auto r = dir.set_frozen(true); !r) return r;
     dir_ = dir;
@@ -148,10 +148,15 @@ Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, 
     saved_high_.reset();
     saved_swap_max_.reset();
     restore_configured_ = std::move(restore);
-    slept_ = static_cast<bool>(step.after);
+    slept_ = static_cast<bool>(step.after) && engine_slept.value_or(true);
     step_ = std::move(step);
     phase_ = Phase::suspended;
     return {};
+}
+
+std::optional<bool> WorkerSuspension::engine_asleep() const {
+    if (!active() || !step_.after) return std::nullopt;
+    return slept_;
 }
 
 // cgroup.freeze takes effect once every task has reached the freezer: polled,

@@ -126,11 +126,14 @@ class WorkerSuspension {
     // have thawed it meanwhile) and nothing is reclaimed or journaled; a
     // resume runs `restore` instead of writing saved values back. Fails
     // when already active or cgroup.freeze cannot be written.
-    // With `step`, its resume runs step.after too (whether the earlier
-    // image's `before` succeeded is not persisted).
+    // With `step`, its resume runs step.after too when `engine_slept` says
+    // the earlier image's `before` succeeded, or does not say.
     Result<void> adopt(const CgroupDir& dir, std::string trigger, TimePoint since,
                        std::optional<uint64_t> memory_before, RestoreLimits restore,
-                       EngineStep step = {});
+                       EngineStep step = {}, std::optional<bool> engine_slept = std::nullopt);
+    // With an engine step, when active: whether its `before` succeeded (the
+    // engine sleeps); empty otherwise.
+    std::optional<bool> engine_asleep() const;
     // `finished` runs once the worker has been thawed. Fails when not active.
     Result<void> resume(std::string trigger, Finished finished);
     // The run is ending (stop, kill, exit): limits written back, thawed so

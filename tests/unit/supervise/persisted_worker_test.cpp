@@ -39,6 +39,7 @@ PersistedWorker full() {
     w.suspended_since = t0 + 7s;
     w.suspended_memory = 123456789;
     w.suspended_starting = true;
+    w.suspended_engine_slept = false;
     w.checkpoint =
         ParkedCheckpoint{"/var/lib/infervisor/checkpoints/llama-7b/0000000004", 4096, t0 + 3s};
     return w;
@@ -126,8 +127,9 @@ TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
     EXPECT_FALSE(back->suspended_since.has_value());
     EXPECT_FALSE(back->suspended_memory.has_value());
     EXPECT_FALSE(back->suspended_starting);
-    for (const char* bad :
-         {"suspended_since_ms=soon\n", "suspended_memory=-5\n", "suspended_starting=yes\n"}) {
+    EXPECT_FALSE(back->suspended_engine_slept.has_value()) << "not said: a wake is asked for";
+    for (const char* bad : {"suspended_since_ms=soon\n", "suspended_memory=-5\n",
+                            "suspended_starting=yes\n", "suspended_engine_slept=2\n"}) {
         auto garbled = parse_persisted_worker(older + bad);
         EXPECT_FALSE(garbled.ok()) << bad;
     }

@@ -195,6 +195,17 @@ class VllmSleep : public ::testing::Test {
         run_until([&] { return outcome.has_value(); });
         return outcome.value_or(WorkerSuspension::Outcome{});
     }
+    // A suspension a next daemon image adopts (the cgroup frozen already),
+    // told by the state file whether the engine slept.
+    std::unique_ptr<WorkerSuspension> suspend_then_adopt(const FakeVllmServer& server,
+                                                         std::optional<bool> engine_slept) {
+        auto s = suspension();
+        EXPECT_TRUE(s->adopt(
+                         dir(), "infervisorctl", clock_.now(), std::nullopt, [] {}, step(server),
+                         engine_slept)
+                        .ok());
+        return s;
+    }
     WorkerSuspension::Outcome resume(WorkerSuspension& s) {
         std::optional<WorkerSuspension::Outcome> outcome;
         EXPECT_TRUE(s.resume("infervisorctl", [&](const WorkerSuspension::Outcome& o) {
@@ -288,6 +299,34 @@ TEST_F(VllmSleep, ASleepRefusedBecauseDevModeIsOffStillFreezesAndTheJournalSaysW
     EXPECT_EQ(freeze(), "0");
     EXPECT_THAT(server->lines(), ElementsAre("POST /sleep?level=1"));
     EXPECT_EQ(last(EventKind::resumed).field("ENGINE_WAKE"), "(absent)");
+}
+
+// Across a daemon's re-execution: the next image adopts the suspension
+// with what the state file says of the sleep. After a failed sleep its
+// resume asks for no wake (vLLM without dev mode would answer 404, and
+// the journal would say the engine sleeps on); after a sleep, or when an
+// older daemon's file does not say, it asks.
+TEST_F(VllmSleep, AnAdoptedSuspensionWakesTheEngineOnlyIfItSlept) {
+    auto refusing = serve([](const std::string&) { return not_found(); });
+    auto first = suspension();
+    suspend(*first, *refusing);
+    ASSERT_EQ(first->engine_asleep(), std::optional<bool>(false));  // what is persisted
+    auto slept = suspend_then_adopt(*refusing, false);
+    EXPECT_FALSE(slept->engine_asleep().value_or(true));
+    resume(*slept);
+    EXPECT_THAT(refusing->lines(), ElementsAre("POST /sleep?level=1")) << "no wake asked";
+    EXPECT_EQ(last(EventKind::resumed).field("ENGINE_WAKE"), "(absent)");
+
+    for (std::optional<bool> said : {std::optional<bool>(true), std::optional<bool>()}) {
+        sleeping_ = true;
+        auto server = serve([this](const std::string& line) { return vllm(line); });
+        auto adopted = suspend_then_adopt(*server, said);
+        EXPECT_EQ(adopted->engine_asleep(), std::optional<bool>(true));
+        resume(*adopted);
+        EXPECT_THAT(server->lines(), ElementsAre("POST /wake_up", "GET /is_sleeping"))
+            << (said ? "slept" : "not said");
+        EXPECT_FALSE(sleeping_);
+    }
 }
 
 TEST_F(VllmSleep, ASleepThatIsSaidDoneButDidNotHappenIsAFailedSleep) {
