@@ -399,8 +399,9 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::freeze:
             return worker.freeze();
         case Action::suspend:
-            if (d.ladder) return worker.suspend(rule_trigger(d.rule), ladder_goes_on(d));
-            return worker.suspend(rule_trigger(d.rule));
+            if (d.ladder)
+                return worker.suspend(rule_trigger(d.rule), ladder_goes_on(d), d.for_memory);
+            return worker.suspend(rule_trigger(d.rule), {}, d.for_memory);
         case Action::checkpoint:
             if (d.for_memory && d.then != Then::keep_running)
                 worker.expect_memory_room(d.scope == RuleScope::host);

@@ -141,7 +141,12 @@ class Worker {
     // its memory pushed out, state `suspended` until resume(); the watchdog
     // and start timeout pause meanwhile. `trigger` says who asked ("rule
     // 'x'", "infervisorctl"). `finished` as for WorkerSuspension.
-    Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {});
+    // `for_memory`: a rule acting for memory asks (PolicyRunner): a
+    // vllm-sleep of level 1 is then not asked for, since it moves the
+    // weights into host memory (pinned, which no reclaim can push out),
+    // charged to the worker: more of what runs short.
+    Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {},
+                         bool for_memory = false);
     // Thaws a suspended worker back to the state it was suspended in.
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
     // The engine's part of a suspension (spec_.suspend), or none.

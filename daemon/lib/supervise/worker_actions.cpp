@@ -121,7 +121,8 @@ Result<std::vector<StoredCheckpoint>> Worker::delete_checkpoints(
     return deleted;
 }
 
-Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished) {
+Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished finished,
+                             bool for_memory) {
     if (state_ == WorkerState::suspended) return plain_error("already suspended");
     if (!live() || (state_ != WorkerState::running && state_ != WorkerState::starting))
         return plain_error("not running");
@@ -131,8 +132,13 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
         if (state_ == WorkerState::suspended) persist();
         if (finished) finished(o);
     };
+    auto step = suspend_engine_step();
+    if (for_memory && step.before && spec_.suspend.level == 1)
+        step.skipped =
+            "for memory: level 1 would move the weights into host memory, pinned and charged to "
+            "the worker";
     if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed),
-                                     suspend_engine_step());
+                                     std::move(step));
         !r)
         return r;
     run_->resume_to = state_;

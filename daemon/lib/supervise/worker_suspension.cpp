@@ -75,6 +75,13 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
     slept_ = false;
     engine_fields_.clear();
     memory_before_sleep_ = step_.before ? memory_current(dir) : std::nullopt;
+    if (!step_.skipped.empty()) {
+        engine_fields_ = {{"SUSPEND_METHOD", step_.name},
+                          {"ENGINE_SLEEP", "skipped"},
+                          {"ENGINE_SLEEP_SKIPPED", step_.skipped}};
+        step_.before = nullptr;
+        step_.after = nullptr;
+    }
     if (!step_.before) {
         if (auto r = freeze(); !r) {
             trigger_.clear();
@@ -155,7 +162,7 @@ Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, 
 }
 
 std::optional<bool> WorkerSuspension::engine_asleep() const {
-    if (!active() || !step_.after) return std::nullopt;
+    if (!active() || step_.name.empty()) return std::nullopt;
     return slept_;
 }
 
@@ -255,7 +262,9 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
                   " pushed out with " + std::string(to_string(r.method)) + " in " +
                   seconds_text(r.seconds) + "s" + (r.error.empty() ? "" : " (" + r.error + ")");
     std::string engine;
-    if (!engine_fields_.empty())
+    if (!step_.skipped.empty())
+        engine = "; " + step_.name + " not asked for (" + step_.skipped + "): a plain freeze";
+    else if (!engine_fields_.empty())
         engine = slept_ ? "; " + step_.name + ": the engine sleeps"
                         : "; " + step_.name + " failed, a plain freeze instead: " +
                               field_value(engine_fields_, "ENGINE_SLEEP_ERROR");

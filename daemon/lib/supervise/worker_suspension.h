@@ -90,6 +90,9 @@ class WorkerSuspension {
     // drops the one in flight (its callback then never runs).
     struct EngineStep {
         std::string name;  // the method, e.g. "vllm-sleep" (SUSPEND_METHOD)
+        // Non-empty: the step is not taken, for this reason (a plain
+        // freeze; the suspended event says ENGINE_SLEEP=skipped and why).
+        std::string skipped;
         std::function<void(std::function<void(Result<void>)>)> before;
         std::function<void(std::function<void(Result<void>)>)> after;
         std::function<void()> cancel;

@@ -465,7 +465,7 @@ class VllmSleepWorker : public SupervisorFixture {
   protected:
     std::string vllm(const std::string& line) {
         using S = FakeVllmServer;
-        if (line == "POST /sleep?level=1") sleeping_ = true;
+        if (line.starts_with("POST /sleep?level=")) sleeping_ = true;
         if (line == "POST /wake_up") sleeping_ = false;
         if (line == "GET /is_sleeping")
             return S::reply(
@@ -516,6 +516,58 @@ TEST_F(VllmSleepWorker, AWorkerWithSuspendMethodVllmSleepSleepsBeforeItsFreeze) 
     EXPECT_FALSE(sleeping_);
     EXPECT_EQ(field(*last("v", EventKind::resumed), "ENGINE_WAKE"), "ok");
     EXPECT_EQ(w->state(), WorkerState::running);
+}
+
+// A suspension for memory (a host rule's, or a rule on the worker's own
+// memory) does not ask for a level-1 sleep: it would move the weights into
+// host memory, pinned and charged to the worker, which is what runs short.
+// A plain freeze, said; no wake at the resume. Level 2 (the weights
+// discarded) is still asked for.
+TEST_F(VllmSleepWorker, ASuspensionForMemoryAsksForNoLevelOneSleep) {
+    for (int level : {1, 2}) {
+        sleeping_ = false;
+        FakeVllmServer server(
+            io_, [this](const std::string& line) { return vllm(line); },
+            [](std::string line) {
+                return VllmSeen{std::move(line), "", 0};
+            });
+        std::string name = "v" + std::to_string(level);
+        WorkerSpec spec = example(name, {});
+        spec.engine = EngineSpec{};
+        spec.engine->kind = EngineKind::vllm;
+        spec.engine->port = server.port();
+        spec.suspend.method = SuspendMethod::vllm_sleep;
+        spec.suspend.level = level;
+        supervisor_->apply(config({spec}));
+        run_until_event(name, EventKind::started);
+        Worker* w = supervisor_->find(name);
+        std::optional<WorkerSuspension::Outcome> suspended;
+        ASSERT_TRUE(w->suspend(
+                         "rule 'low'", [&](const auto& o) { suspended = o; }, true)
+                        .ok());
+        run_until([&] { return suspended.has_value(); });
+        EXPECT_TRUE(suspended->ok) << suspended->detail;
+        const Event& e = *last(name, EventKind::suspended);
+        if (level == 1) {
+            EXPECT_TRUE(server.seen().empty());
+            EXPECT_EQ(field(e, "SUSPEND_METHOD"), "vllm-sleep");
+            EXPECT_EQ(field(e, "ENGINE_SLEEP"), "skipped");
+            EXPECT_THAT(field(e, "ENGINE_SLEEP_SKIPPED"),
+                        HasSubstr("level 1 would move the weights into host memory"));
+            EXPECT_THAT(e.message, HasSubstr("vllm-sleep not asked for (for memory: level 1"));
+        } else {
+            EXPECT_THAT(server.lines(), ElementsAre("POST /sleep?level=2", "GET /is_sleeping"));
+            EXPECT_EQ(field(e, "ENGINE_SLEEP"), "ok");
+        }
+        std::optional<WorkerSuspension::Outcome> resumed;
+        ASSERT_TRUE(w->resume("infervisorctl", [&](const auto& o) { resumed = o; }).ok());
+        run_until([&] { return resumed.has_value(); });
+        if (level == 1) {
+            EXPECT_TRUE(server.seen().empty()) << "no wake for a sleep not asked for";
+        }
+        w->stop();
+        run_until([&] { return w->state() == WorkerState::stopped; });
+    }
 }
 
 TEST_F(VllmSleepWorker, AWorkerWithoutTheMethodIsFrozenWithoutAsking) {
