@@ -11,6 +11,7 @@
 #include "cgroup/cgroup_limits.h"
 #include "process/pidfd.h"
 #include "supervise/worker.h"
+#include "supervise/worker_credentials.h"
 
 namespace infervisor {
 
@@ -156,9 +157,7 @@ Result<std::string> Worker::engine_bearer() const {
     auto it = spec_.credentials.find(spec_.engine->api_key);
     if (it == spec_.credentials.end())
         return plain_error("no credential '" + spec_.engine->api_key + "' for engine.api_key");
-    auto key = read_regular_file(it->second, 4096, "an api_key credential");
-    if (!key) return key.error();
-    return std::string(trim(*key));
+    return read_credential_secret(it->second);
 }
 
 std::optional<Duration> Worker::unload_bound() const {

@@ -14,6 +14,7 @@
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "checkpoint/checkpoint_config.h"
+#include "supervise/worker_credentials.h"
 
 namespace infervisor {
 
@@ -880,9 +881,9 @@ Result<WorkerLlamaSlots::Server> WorkerCheckpoints::llama_server() const {
         return plain_error("the worker has no 'engine: {kind: llama-server}'");
     WorkerLlamaSlots::Server server{*engine_, {}, "/", spec_.timeout};
     if (api_key_file_) {
-        auto key = read_regular_file(*api_key_file_, 4096, "an api_key credential");
+        auto key = read_credential_secret(*api_key_file_);
         if (!key) return key.error();
-        server.bearer = std::string(trim(*key));
+        server.bearer = std::move(*key);
     }
     // The model path /props names is the server's: looked up through its root.
     if (lookup_)
