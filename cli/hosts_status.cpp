@@ -49,13 +49,15 @@ std::string read_all(int fd) {
     return text;
 }
 
-// This binary, asked for one host's status as JSON.
-bool spawn_one(HostRun& run, const std::vector<std::string>& names) {
+// This binary, asked for one host's status as JSON, within `timeout` (it
+// ends its own ssh then, also when this process is gone: Ctrl-C does not
+// reach a process group of its own).
+bool spawn_one(HostRun& run, const std::vector<std::string>& names, const std::string& timeout) {
     run.out = memfd("status-out");
     run.err = memfd("status-err");
     if (!run.out || !run.err) return false;
     std::vector<std::string> argv = {"infervisorctl", "--json", "--no-pager", "-H",
-                                     run.host,        "status"};
+                                     run.host,        "status", "--timeout",  timeout};
     argv.insert(argv.end(), names.begin(), names.end());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
@@ -84,11 +86,12 @@ bool spawn_one(HostRun& run, const std::vector<std::string>& names) {
     return rc == 0;
 }
 
-// Reaps each run as it ends; at the deadline, kills what is left (each
-// run's process group: infervisorctl and its ssh) and marks it timed out.
-// A status is one short exchange, so looking every 20 ms costs nothing.
+// Reaps each run as it ends; past the deadline (each run's own --timeout,
+// plus a grace for it to say so), kills what is left (each run's process
+// group: infervisorctl and its ssh) and marks it timed out. A status is one
+// short exchange, so looking every 20 ms costs nothing.
 void wait_for_runs(std::vector<HostRun>& runs, Duration limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
+    const auto deadline = std::chrono::steady_clock::now() + limit + std::chrono::seconds(5);
     for (;;) {
         bool waiting = false;
         for (auto& run : runs) {
@@ -109,12 +112,21 @@ void wait_for_runs(std::vector<HostRun>& runs, Duration limit) {
     for (auto& run : runs) {
         if (run.pid <= 0) continue;
         ::kill(-run.pid, SIGKILL);
-        while (::waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
+        int status = 0;
+        while (::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
         }
         run.pid = 0;
-        run.timed_out = true;
-        run.exit_code = kNotRunning;
+        // It may have ended on its own just before the kill.
+        bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        run.timed_out = killed;
+        run.exit_code = killed ? kNotRunning : WIFEXITED(status) ? WEXITSTATUS(status) : 255;
     }
+}
+
+// The run's own --timeout passed: it says "HOST: no answer within D".
+bool said_no_answer_in_time(const std::string& err) {
+    return err.find("infervisorctl: ") != std::string::npos &&
+           err.find(": no answer within ") != std::string::npos;
 }
 
 // Why a host did not answer, for its row: the last line ssh or the remote
@@ -144,7 +156,7 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
     std::vector<bool> spawned(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
         runs[i].host = ctx.hosts[i];
-        spawned[i] = spawn_one(runs[i], names);
+        spawned[i] = spawn_one(runs[i], names, deadline.text);
         if (!spawned[i]) runs[i].pid = -1;
     }
     wait_for_runs(runs, deadline.limit);
@@ -159,6 +171,7 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
         HostRun& run = runs[i];
         std::string out = run.out ? read_all(run.out.get()) : "";
         std::string err = run.err ? read_all(run.err.get()) : "";
+        if (run.exit_code == kNotRunning && said_no_answer_in_time(err)) run.timed_out = true;
         json reply = json::parse(out, nullptr, false);
         // status's own 3 (a named worker not running) is still an answer.
         bool answered = (run.exit_code == 0 || run.exit_code == kWorkerNotRunning) &&

@@ -23,12 +23,17 @@ struct StatusArgs {
 
 constexpr std::size_t kEventsPerWorker = 5;
 
-// The daemon's recent events, oldest first; none when it cannot say. One
-// call, however many workers are shown.
-std::vector<ControlEvent> recent_events(VarlinkClient& client) {
+// The daemon's recent events, oldest first; none when it cannot say (an
+// error reply). One call, however many workers are shown. The connection
+// failed (or --timeout passed): said, and nullopt.
+std::optional<std::vector<ControlEvent>> recent_events(CliContext& ctx, VarlinkClient& client) {
     auto reply = client.call("io.infervisor.supervisor.RecentEvents", {{"limit", 1000}});
     std::vector<ControlEvent> events;
-    if (!reply || !reply->error.empty()) return events;
+    if (!reply) {
+        ctx.fail_transport(reply.error());
+        return std::nullopt;
+    }
+    if (!reply->error.empty()) return events;
     for (const auto& item : reply->parameters.value("events", json::array()))
         events.push_back(event_from_json(item));
     return events;
@@ -46,10 +51,15 @@ std::vector<ControlEvent> events_of(const std::vector<ControlEvent>& events,
 }
 
 // Whether the daemon says the host is drained (infervisorctl drain); an
-// older daemon without HostState says nothing, which reads as no.
-bool host_drained(VarlinkClient& client) {
+// older daemon without HostState says nothing, which reads as no. The
+// connection failed (or --timeout passed): said, and nullopt.
+std::optional<bool> host_drained(CliContext& ctx, VarlinkClient& client) {
     auto reply = client.call("io.infervisor.supervisor.HostState", json::object());
-    return reply && reply->error.empty() && reply->parameters.value("drained", false);
+    if (!reply) {
+        ctx.fail_transport(reply.error());
+        return std::nullopt;
+    }
+    return reply->error.empty() && reply->parameters.value("drained", false);
 }
 
 void run_status(CliContext& ctx, const StatusArgs& args) {
@@ -86,8 +96,14 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     // Named workers: a block each (with its events), as `systemctl status
     // UNIT`; else the table and, under it, what the table has no room for.
     std::vector<ControlEvent> events;
-    if (!ctx.json && !args.names.empty()) events = recent_events(*client);
-    const bool drained = host_drained(*client);
+    if (!ctx.json && !args.names.empty()) {
+        auto recent = recent_events(ctx, *client);
+        if (!recent) return;
+        events = std::move(*recent);
+    }
+    auto is_drained = host_drained(ctx, *client);
+    if (!is_drained) return;
+    const bool drained = *is_drained;
     ctx.page();
     if (!ctx.json && drained)
         std::cout << "The host is drained (infervisorctl drain): no worker starts until "
@@ -121,14 +137,17 @@ void run_show(CliContext& ctx, const std::string& name) {
     if (!client) return;
     auto reply = ctx.call(*client, "io.infervisor.supervisor.Get", {{"name", name}});
     if (!reply) return;
-    ctx.page();
     if (ctx.json) {
+        ctx.page();
         std::cout << dump_json(reply->parameters, 2) << "\n";
         return;
     }
     WorkerDetail detail{worker_view_from_json(reply->parameters.value("worker", json())),
                         reply->parameters.value("spec", json::object())};
-    print_worker_detail(std::cout, detail, events_of(recent_events(*client), name), ctx.colour);
+    auto events = recent_events(ctx, *client);
+    if (!events) return;
+    ctx.page();
+    print_worker_detail(std::cout, detail, events_of(*events, name), ctx.colour);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ void EngineScrapes::take(const std::string& worker, WorkerSample& sample, Durati
     auto it = scrapes_.find(worker);
     if (it == scrapes_.end()) return;
     MetricsScrape& scrape = *it->second.scrape;
+    it->second.ready = sample.ready_at.has_value();
     if (auto reading = scrape.reading(interval))
         sample.engine = EngineReading{reading->time, std::move(reading->series)};
     scrape.begin(interval / 2);
@@ -70,7 +71,7 @@ void EngineScrapes::ended(const std::string& worker, const std::string& target,
     if (!e.ok && !it->second.failing)
         spdlog::warn("{}: engine metrics {}: {}; engine.* comparisons are false until it answers",
                      worker, target, e.error);
-    if (!e.ok && !it->second.failure_journaled) {
+    if (!e.ok && it->second.ready && !it->second.failure_journaled) {
         it->second.failure_journaled = true;
         ctx_.events.emit(Event{EventKind::engine_metrics_failed,
                                worker,

@@ -14,8 +14,9 @@
 // scrape does not show is journaled once per run and series
 // (engine-series-absent, SERIES=, ENGINE_METRICS=); a scrape that fails
 // after one that did not is logged with why, and so is the recovery; the
-// run's first failure is journaled too (engine-metrics-failed,
-// ENGINE_METRICS=, ERROR=), since the rules on it then never act. What
+// run's first failure once it is ready (a server still loading may refuse)
+// is journaled too (engine-metrics-failed, ENGINE_METRICS=, ERROR=), since
+// the rules on it then never act. What
 // a scrape reads is kept for the rules only: nothing of it goes to our own
 // /metrics.
 #pragma once
@@ -55,6 +56,7 @@ class EngineScrapes {
         std::unique_ptr<MetricsScrape> scrape;
         bool failing = false;            // the last scrape failed (logged once until it recovers)
         bool failure_journaled = false;  // engine-metrics-failed said for this run
+        bool ready = false;              // the run is ready (a server still loading may not answer)
     };
     void ended(const std::string& worker, const std::string& target,
                const MetricsScrape::Ended& ended);

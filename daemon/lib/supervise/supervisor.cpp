@@ -397,7 +397,10 @@ void Supervisor::stop_all(std::function<void()> done) {
         if (--*remaining == 0) all_down();
     };
     if (*remaining == 0) return all_down();
-    for (auto& [name, worker] : workers_) worker->stop_saving_slots("the daemon's stop", finish);
+    // Within the unit's TimeoutStopSec (2 min): a save of at most 1 min,
+    // then stop_timeout (30s by default).
+    for (auto& [name, worker] : workers_)
+        worker->stop_saving_slots("the daemon's stop", finish, kSaveBeforeDaemonStop);
     for (auto& [name, worker] : retiring_) worker->stop(finish);
 }
 

@@ -46,8 +46,11 @@ class Supervisor {
     void apply(const Config& config);
 
     // Stops every worker; `done` runs when all are down. Their state files go
-    // too: the next daemon starts afresh.
+    // too: the next daemon starts afresh. A llama-server worker's slots are
+    // saved first (Worker::stop_saving_slots), for at most
+    // kSaveBeforeDaemonStop.
     void stop_all(std::function<void()> done);
+    static constexpr Duration kSaveBeforeDaemonStop = std::chrono::minutes(1);
 
     // Maintenance (infervisorctl drain): from now on no run is launched (an
     // operator's start is refused, a restart does not happen, a worker added

@@ -74,11 +74,13 @@ class Worker {
     // For the daemon's own stops (a reload that changes the worker, the
     // daemon's stop): a llama-server worker (checkpoint.method
     // llama-server) that is running has its slots saved first, `trigger`
-    // naming why, bounded by checkpoint.timeout, then is stopped as stop()
-    // does. Only that method: its save is quick and its restore refuses
-    // another model or build; a criu image or a cooperative worker's state
-    // could bring back what a changed configuration replaced.
-    void stop_saving_slots(const std::string& trigger, Done done);
+    // naming why, bounded by checkpoint.timeout and `bound` (the daemon's
+    // stop has systemd's TimeoutStopSec), then is stopped as stop() does.
+    // Only that method: its save is quick and its restore refuses another
+    // model or build; a criu image or a cooperative worker's state could
+    // bring back what a changed configuration replaced.
+    void stop_saving_slots(const std::string& trigger, Done done,
+                           std::optional<Duration> bound = std::nullopt);
     // Sends `sig` to every process of the worker (SIGKILL: cgroup.kill).
     Result<void> kill(int sig);
 
@@ -318,7 +320,8 @@ class Worker {
     // Running: a checkpoint (`trigger`), then stop() whatever its outcome;
     // else stop() alone. done(how) as drain_stop says.
     void checkpoint_then_stop(const std::string& trigger,
-                              std::function<void(const std::string& how)> done);
+                              std::function<void(const std::string& how)> done,
+                              std::optional<Duration> bound = std::nullopt);
     void after_empty(Done next, int polls = 0);
     void finish_run(const ExitReason& reason);
     void begin_stop();

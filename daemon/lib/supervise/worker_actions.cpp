@@ -83,22 +83,28 @@ void Worker::drain_stop(std::function<void(const std::string& how)> done) {
     stop([done] { done("stopped"); });
 }
 
-void Worker::stop_saving_slots(const std::string& trigger, Done done) {
+void Worker::stop_saving_slots(const std::string& trigger, Done done,
+                               std::optional<Duration> bound) {
     if (spec_.checkpoint.method != CheckpointMethod::llama_server) return stop(std::move(done));
-    checkpoint_then_stop(trigger, [done](const std::string&) {
-        if (done) done();
-    });
+    checkpoint_then_stop(
+        trigger,
+        [done](const std::string&) {
+            if (done) done();
+        },
+        bound);
 }
 
 void Worker::checkpoint_then_stop(const std::string& trigger,
-                                  std::function<void(const std::string& how)> done) {
+                                  std::function<void(const std::string& how)> done,
+                                  std::optional<Duration> bound) {
     if (live() && state_ == WorkerState::running) {
         auto then_stop = [this, done](const WorkerCheckpoints::Outcome& o) {
             std::string how = o.published ? "checkpointed, then stopped"
                                           : "stopped (its checkpoint failed: " + o.detail + ")";
             stop([done, how] { done(how); });
         };
-        if (checkpoints_.request(trigger, "stopping the worker", then_stop, true, true)) return;
+        if (checkpoints_.request(trigger, "stopping the worker", then_stop, true, true, bound))
+            return;
     }
     stop([done] { done("stopped"); });
 }

@@ -381,8 +381,13 @@ Result<std::vector<StoredCheckpoint>> WorkerCheckpoints::remove(const std::vecto
     return deleted;
 }
 
+Duration WorkerCheckpoints::limit() const {
+    if (pending_ && pending_->bound) return std::min(*pending_->bound, spec_.timeout);
+    return spec_.timeout;
+}
+
 Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late, Finished finished,
-                                        bool thaw, bool then_stop) {
+                                        bool thaw, bool then_stop, std::optional<Duration> bound) {
     if (!signaller_) return plain_error("not running");
     if (pending_) return plain_error("a checkpoint is already under way");
     if (spec_.method == CheckpointMethod::criu)
@@ -391,11 +396,12 @@ Result<void> WorkerCheckpoints::request(std::string trigger, std::string if_late
                             thaw);
     if (spec_.method == CheckpointMethod::llama_server)
         return request_llama(Pending{std::move(trigger), std::move(if_late), clock_.now(),
-                                     std::move(finished), false, false, then_stop, true},
+                                     std::move(finished), false, false, then_stop, true, bound},
                              thaw);
     if (auto r = signaller_(spec_.signal, thaw); !r) return r;
     pending_ = Pending{std::move(trigger), std::move(if_late), clock_.now(), std::move(finished)};
-    timeout_timer_->arm(spec_.timeout, [this] { on_timeout(); });
+    pending_->bound = bound;
+    timeout_timer_->arm(limit(), [this] { on_timeout(); });
     return {};
 }
 
@@ -418,27 +424,25 @@ void WorkerCheckpoints::on_timeout() {
             spdlog::error("{}: {}", worker_, staging.error().message());
         if (store_->take_trash_flag()) empty_trash_in_background();
         emit_(EventKind::checkpoint_failed,
-              "llama-server did not save its slots within " + format_duration(spec_.timeout) +
-                  " (" + pending_->trigger + "); " + pending_->if_late +
-                  "; last good checkpoint: " + last,
+              "llama-server did not save its slots within " + format_duration(limit()) + " (" +
+                  pending_->trigger + "); " + pending_->if_late + "; last good checkpoint: " + last,
               {{"TRIGGER", pending_->trigger},
                {"REASON", "timeout"},
                {"METHOD", "llama-server"},
-               {"TIMEOUT_MS", std::to_string(spec_.timeout.count())},
+               {"TIMEOUT_MS", std::to_string(limit().count())},
                {"LAST_CHECKPOINT", last}});
-        return finish(
-            {false, true,
-             "llama-server did not save its slots within " + format_duration(spec_.timeout)});
+        return finish({false, true,
+                       "llama-server did not save its slots within " + format_duration(limit())});
     }
     emit_(EventKind::checkpoint_failed,
-          "no CHECKPOINT=1 within " + format_duration(spec_.timeout) + " of " +
+          "no CHECKPOINT=1 within " + format_duration(limit()) + " of " +
               signal_name(spec_.signal) + " (" + pending_->trigger + "); " + pending_->if_late +
               "; last good checkpoint: " + last,
           {{"TRIGGER", pending_->trigger},
            {"REASON", "timeout"},
-           {"TIMEOUT_MS", std::to_string(spec_.timeout.count())},
+           {"TIMEOUT_MS", std::to_string(limit().count())},
            {"LAST_CHECKPOINT", last}});
-    finish({false, true, "no CHECKPOINT=1 within " + format_duration(spec_.timeout)});
+    finish({false, true, "no CHECKPOINT=1 within " + format_duration(limit())});
 }
 
 void WorkerCheckpoints::report_unusable(const std::string& trigger, const Error& error,
@@ -901,7 +905,7 @@ Result<void> WorkerCheckpoints::request_llama(Pending pending, bool thaw) {
     if (auto r = signaller_(0, thaw); !r) return r;  // alive, and thawed if asked
     pending_ = std::move(pending);
     taken_record_.reset();
-    timeout_timer_->arm(spec_.timeout, [this] { on_timeout(); });
+    timeout_timer_->arm(limit(), [this] { on_timeout(); });
     llama().save(std::move(*server),
                  [this](Result<LlamaRecord> saved) { on_llama_saved(std::move(saved)); });
     return {};

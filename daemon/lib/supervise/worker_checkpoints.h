@@ -166,10 +166,12 @@ class WorkerCheckpoints {
     // ("rule 'growth'", "periodic", "infervisorctl"); `if_late` what the
     // caller will do when the timeout passes ("killing the worker"), for the
     // journal; `thaw` as for Signaller; `then_stop`: the caller stops the
-    // worker once answered (criu then leaves it stopped). Fails when no run
-    // is up or a request is already pending.
+    // worker once answered (criu then leaves it stopped); `bound`: answered
+    // within this, when shorter than checkpoint.timeout (not for criu).
+    // Fails when no run is up or a request is already pending.
     Result<void> request(std::string trigger, std::string if_late, Finished finished,
-                         bool thaw = true, bool then_stop = false);
+                         bool thaw = true, bool then_stop = false,
+                         std::optional<Duration> bound = std::nullopt);
     bool pending() const { return pending_.has_value(); }
     // CHECKPOINT=1 from a process of the worker.
     void on_checkpoint_message();
@@ -222,8 +224,11 @@ class WorkerCheckpoints {
         bool answered = false;  // its checkpoint is being judged
         bool criu = false;      // a criu dump, not a signal
         bool then_stop = false;
-        bool llama = false;  // llama-server saves, not a signal
+        bool llama = false;                            // llama-server saves, not a signal
+        std::optional<Duration> bound = std::nullopt;  // see request()
     };
+    // How long the pending request (else any) may take.
+    Duration limit() const;
     // A request is waiting for CHECKPOINT=1.
     bool awaiting_answer() const { return pending_ && !pending_->answered; }
     void finish(Outcome outcome);

@@ -162,7 +162,9 @@ Result<void> WorkerSuspension::adopt(const CgroupDir& dir, std::string trigger, 
 }
 
 std::optional<bool> WorkerSuspension::engine_asleep() const {
-    if (!active() || step_.name.empty()) return std::nullopt;
+    // While the sleep is under way it is not known yet: a state file
+    // written then says nothing, and an adopting daemon asks for the wake.
+    if (!active() || step_.name.empty() || phase_ == Phase::engine_sleeping) return std::nullopt;
     return slept_;
 }
 

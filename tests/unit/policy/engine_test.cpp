@@ -479,6 +479,34 @@ class HostPolicy : public ::testing::Test {
     FakeClock clock;
 };
 
+// A host rule's checkpoint before a park: a kill when host.mem.headroom is
+// under twice the victim's last checkpoint, as for a worker rule.
+TEST_F(HostPolicy, ACheckpointTheHostCannotWaitForIsAKill) {
+    auto decide = [this](Duration took) {
+        PolicyEngine fresh;
+        fresh.set_host_rules(
+            rules("- {name: low, when: host.mem.available < 5%, action: checkpoint, then: park}",
+                  RuleScope::host));
+        std::vector<WorkerCandidate> a{{"a", 10, false, PreemptFacts{true, "", took}}};
+        HostSample h;
+        h.mem_total = 100 * GiB;
+        h.time = clock.now();
+        h.mem_available = 5 * GiB;
+        EXPECT_TRUE(fresh.evaluate_host(h, a, h.time).empty());
+        h.time += 1s;  // 1 GiB a second: 4 s left
+        h.mem_available = 4 * GiB;
+        auto out = fresh.evaluate_host(h, a, h.time);
+        EXPECT_EQ(out.size(), 1u);
+        return out.empty() ? Decision{} : out[0];
+    };
+    Decision slow = decide(10s);
+    EXPECT_EQ(slow.action, Action::kill);
+    EXPECT_EQ(slow.then, Then::park);
+    EXPECT_EQ(measurement(slow, "CHECKPOINT_SKIPPED"),
+              "the host runs out in 4s, its last checkpoint took 10s");
+    EXPECT_EQ(decide(1s).action, Action::checkpoint);
+}
+
 TEST_F(HostPolicy, PicksByPriorityThenRunawayGrowthThenMemory) {
     worker("important", 40 * GiB);
     worker("big", 20 * GiB);

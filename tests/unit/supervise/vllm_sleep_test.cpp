@@ -309,7 +309,11 @@ TEST_F(VllmSleep, ASleepRefusedBecauseDevModeIsOffStillFreezesAndTheJournalSaysW
 TEST_F(VllmSleep, AnAdoptedSuspensionWakesTheEngineOnlyIfItSlept) {
     auto refusing = serve([](const std::string&) { return not_found(); });
     auto first = suspension();
-    suspend(*first, *refusing);
+    // While the sleep is under way, a state file written says nothing (an
+    // adopting daemon then asks for the wake).
+    ASSERT_TRUE(first->suspend(dir(), "infervisorctl", {}, step(*refusing)).ok());
+    EXPECT_FALSE(first->engine_asleep().has_value());
+    run_until([&] { return first->engine_asleep().has_value(); });
     ASSERT_EQ(first->engine_asleep(), std::optional<bool>(false));  // what is persisted
     auto slept = suspend_then_adopt(*refusing, false);
     EXPECT_FALSE(slept->engine_asleep().value_or(true));
