@@ -1233,6 +1233,10 @@ def ollama_model_name(server):
 
 
 def ollama_loaded(server):
+    # Listed until its memory is gone, as Ollama's runner is until its
+    # process has exited (sched.go): not once the unload has begun.
+    if getattr(server, "ollama_unloading", False):
+        return True
     with server.engine.cond:
         return not server.engine.sleep_level
 
@@ -1246,7 +1250,11 @@ def ollama_unload_when_idle(server):
             engine.cond.wait()
         if engine.sleep_level:
             return  # not loaded: nothing to do
-    vllm_sleep(server, 2)  # weights and KV caches dropped, memory given back
+        server.ollama_unloading = True
+    try:
+        vllm_sleep(server, 2)  # weights and KV caches dropped, memory given back
+    finally:
+        server.ollama_unloading = False
     print("model unloaded", flush=True)
 
 
