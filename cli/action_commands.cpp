@@ -6,7 +6,6 @@
 #include <set>
 
 #include "base/signal_names.h"
-#include "base/units.h"
 #include "commands.h"
 #include "control/varlink_message.h"
 
@@ -52,17 +51,9 @@ struct NamesArgs {
 
 void run_names_command(CliContext& ctx, const std::string& verb, const std::string& method,
                        const NamesArgs& args) {
-    std::optional<Duration> timeout;
-    if (!args.timeout.empty()) {
-        auto parsed = parse_duration(args.timeout);
-        if (!parsed || *parsed <= Duration::zero())
-            return ctx.fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" +
-                                        args.timeout + "'");
-        timeout = *parsed;
-    }
-    auto client = ctx.connect();
+    if (!ctx.use_timeout(args.timeout)) return;
+    auto client = ctx.connect();  // with the timeout
     if (!client) return;
-    client->set_timeout(timeout);
     auto reply = client->call(method, {{"names", args.names}});
     if (!reply && reply.error().code == ETIMEDOUT)
         return ctx.fail(kFailure, "no answer within " + args.timeout + "; the " + verb +

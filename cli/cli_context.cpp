@@ -6,12 +6,25 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "base/units.h"
 #include "control/varlink_errors.h"
 #include "remote_host.h"
 
 namespace infervisor::cli {
 
 namespace err = varlink_error;
+
+bool CliContext::use_timeout(const std::string& text) {
+    if (text.empty()) return true;
+    auto parsed = parse_duration(text);
+    if (!parsed || *parsed <= Duration::zero()) {
+        fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" + text + "'");
+        return false;
+    }
+    answer_timeout = *parsed;
+    answer_timeout_text = text;
+    return true;
+}
 
 std::optional<VarlinkClient> CliContext::connect() {
     if (hosts.size() > 1) {

@@ -30,15 +30,21 @@ struct CliContext {
     bool use_pager = true;  // --no-pager clears it
     bool legend = true;     // --no-legend clears it: tables without their header line
     int exit_code = kSuccess;
-    // A reading command's --timeout: each call's answer is awaited this
-    // long (with -H, ssh's connection included); past it the command says
-    // "no answer within <answer_timeout_text>" and ends ssh. None: no limit.
+    // A command's --timeout (use_timeout): each call's answer is awaited
+    // this long (with -H, ssh's connection included); past it the command
+    // says "no answer within <answer_timeout_text>" and ends ssh. None: no
+    // limit.
     std::optional<Duration> answer_timeout;
     std::string answer_timeout_text;
 
     // Long output (status, show, events, logs) goes through the pager from
     // here on when stdout is a terminal (see pager.h). Call before printing.
     void page();
+
+    // A --timeout option's text ("" for none): sets answer_timeout, or fails
+    // the command as a usage error ("expected a duration such as 30s") and
+    // returns false.
+    bool use_timeout(const std::string& text);
 
     // Connects (to the local socket, or with one -H through ssh), or prints
     // why not and sets exit_code (4 not running or unreachable, 5 denied,

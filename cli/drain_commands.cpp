@@ -5,7 +5,6 @@
 #include <iostream>
 #include <memory>
 
-#include "base/units.h"
 #include "commands.h"
 #include "human_format.h"
 
@@ -16,17 +15,9 @@ namespace {
 using nlohmann::json;
 
 void run_drain(CliContext& ctx, const std::string& timeout_text) {
-    std::optional<Duration> timeout;
-    if (!timeout_text.empty()) {
-        auto parsed = parse_duration(timeout_text);
-        if (!parsed || *parsed <= Duration::zero())
-            return ctx.fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" +
-                                        timeout_text + "'");
-        timeout = *parsed;
-    }
-    auto client = ctx.connect();
+    if (!ctx.use_timeout(timeout_text)) return;
+    auto client = ctx.connect();  // with the timeout
     if (!client) return;
-    client->set_timeout(timeout);
     auto reply = client->call("io.infervisor.supervisor.Drain", json::object());
     if (!reply && reply.error().code == ETIMEDOUT)
         return ctx.fail(kFailure, "no answer within " + timeout_text +

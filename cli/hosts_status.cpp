@@ -31,6 +31,7 @@ struct HostRun {
     pid_t pid = -1;
     UniqueFd out, err;  // memfds: the child's whole stdout and stderr
     int exit_code = 255;
+    bool spawned = false;
     bool timed_out = false;  // killed at the deadline
 };
 
@@ -153,11 +154,10 @@ std::string why_no_answer(const std::string& text) {
 void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names, TableWidth width,
                          const HostsDeadline& deadline) {
     std::vector<HostRun> runs(ctx.hosts.size());
-    std::vector<bool> spawned(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
         runs[i].host = ctx.hosts[i];
-        spawned[i] = spawn_one(runs[i], names, deadline.text);
-        if (!spawned[i]) runs[i].pid = -1;
+        runs[i].spawned = spawn_one(runs[i], names, deadline.text);
+        if (!runs[i].spawned) runs[i].pid = -1;
     }
     wait_for_runs(runs, deadline.limit);
     json answers = json::array();
@@ -167,8 +167,7 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
     size_t host_width = 4;  // "HOST"
     for (const auto& run : runs) host_width = std::max(host_width, run.host.size());
     bool header_done = false;
-    for (size_t i = 0; i < runs.size(); ++i) {
-        HostRun& run = runs[i];
+    for (auto& run : runs) {
         std::string out = run.out ? read_all(run.out.get()) : "";
         std::string err = run.err ? read_all(run.err.get()) : "";
         if (run.exit_code == kNotRunning && said_no_answer_in_time(err)) run.timed_out = true;
@@ -179,7 +178,7 @@ void run_status_on_hosts(CliContext& ctx, const std::vector<std::string>& names,
         std::string pad(host_width - std::min(host_width, run.host.size()) + 2, ' ');
         if (!answered) {
             all_answered = false;
-            std::string why = !spawned[i]     ? "could not run infervisorctl"
+            std::string why = !run.spawned    ? "could not run infervisorctl"
                               : run.timed_out ? "no answer within " + deadline.text
                                               : why_no_answer(err);
             answers.push_back({{"host", run.host}, {"error", why}, {"exit_code", run.exit_code}});

@@ -63,14 +63,7 @@ std::optional<bool> host_drained(CliContext& ctx, VarlinkClient& client) {
 }
 
 void run_status(CliContext& ctx, const StatusArgs& args) {
-    if (!args.timeout.empty()) {
-        auto parsed = parse_duration(args.timeout);
-        if (!parsed || *parsed <= Duration::zero())
-            return ctx.fail(kUsage, "--timeout: expected a duration such as 30s or 5m, not '" +
-                                        args.timeout + "'");
-        ctx.answer_timeout = *parsed;
-        ctx.answer_timeout_text = args.timeout;
-    }
+    if (!ctx.use_timeout(args.timeout)) return;
     if (ctx.hosts.size() > 1) {
         HostsDeadline deadline{
             ctx.answer_timeout.value_or(kHostsTimeout),
