@@ -26,6 +26,7 @@
 #include "services/caps_fit.h"
 #include "services/config_load_runner.h"
 #include "services/control_service.h"
+#include "services/gpu_watch.h"
 #include "services/metrics_collector.h"
 #include "services/policy_runner.h"
 #include "services/service_list.h"
@@ -109,6 +110,7 @@ class Daemon {
     fs::path cgroup_mount_;
     std::unique_ptr<WorkDirManager> workdirs_;
     std::unique_ptr<WorkerContext> ctx_;
+    std::unique_ptr<GpuWatch> gpus_;
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<MetricsCollector> metrics_;
@@ -176,6 +178,7 @@ int Daemon::run() {
                      locked.error().message());
     paths_.runtime_dir = config_.daemon.runtime_dir;
     paths_.state_dir = config_.daemon.state_dir;
+    if (!options_.nvml_library.empty()) paths_.nvml_library = options_.nvml_library;
     if (auto r = make_runtime_dirs(paths_); !r) {
         spdlog::critical("{}", r.error().message());
         return 1;
@@ -193,6 +196,8 @@ int Daemon::run() {
     ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_,
                                                          events_, *workdirs_, clock_,
                                                          stderr_is_journal(), apply_limits});
+    gpus_ = std::make_unique<GpuWatch>(io_, paths_, clock_);
+    ctx_->gpu_devices = [this] { return gpus_->devices(); };
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {
         std::string status = "STATUS=" + supervisor_->summary();
@@ -334,6 +339,7 @@ constexpr size_t kTraceChunkBytes = 512u << 10;
 
 void Daemon::make_services() {
     policy_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
+    policy_->set_gpu_watch(gpus_.get());
     metrics_ = std::make_unique<MetricsCollector>(*ctx_, *supervisor_, *policy_);
     workdir_scans_ = std::make_unique<WorkdirScans>(*supervisor_);
     shared_tmp_ = std::make_unique<SharedTmpGuard>(*ctx_, *supervisor_);

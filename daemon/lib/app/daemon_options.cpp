@@ -33,6 +33,10 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
     app.add_option("--runtime-dir", o.runtime_dir, "Sockets [default: /run/infervisor]");
     app.add_option("--state-dir", o.state_dir,
                    "Work and checkpoint dirs [default: /var/lib/infervisor]");
+    app.add_option("--nvml-library", o.nvml_library,
+                   "NVIDIA's management library, for GPU figures: a file, or a name the dynamic "
+                   "linker finds [default: libnvidia-ml.so.1; a host without it has no NVIDIA "
+                   "figures]");
     app.set_version_flag("-V,--version", "infervisord " INFERVISOR_VERSION);
     app.footer(
         "Files:\n  /etc/infervisor/infervisor.yaml, /etc/infervisor/workers.d/*.yaml\n"

@@ -15,6 +15,9 @@ struct DaemonOptions {
     // Overrides of the config file's settings.
     std::optional<std::string> log_level;
     std::optional<std::filesystem::path> cgroup_root, runtime_dir, state_dir;
+    // NVIDIA's management library (gpu/nvml_library.h); empty: the default
+    // soname, libnvidia-ml.so.1.
+    std::string nvml_library;
 };
 
 // Parses argv. Returns the exit code to end with instead (0 after --help or

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 namespace infervisor {
 
@@ -14,6 +15,10 @@ struct Paths {
     std::filesystem::path runtime_dir = "/run/infervisor";
     std::filesystem::path state_dir = "/var/lib/infervisor";
     std::filesystem::path tmpfiles_dir = "/run/tmpfiles.d";
+    std::filesystem::path sysfs = "/sys";
+    // NVIDIA's management library, as dlopen(3) finds it (gpu/nvml_library.h);
+    // tests load a stand-in.
+    std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 }  // namespace infervisor

@@ -9,6 +9,7 @@
 #include "config/metrics_config.h"
 #include "engine/engine_spec.h"
 #include "engine/suspend_spec.h"
+#include "gpu/gpu_config.h"
 #include "policy/rule_config.h"
 #include "probe/probe_config.h"
 #include "workdir/workdir_config.h"
@@ -138,6 +139,7 @@ void parse_worker_fields(const YAML::Node& node, WorkerSpec& spec, ConfigErrors&
     parse_probe_keys(map, spec.probes, errors);
     parse_engine_keys(map, spec.engine, errors);
     parse_suspend_keys(map, spec.suspend, errors);
+    parse_gpu_keys(map, spec.gpu, errors);
     spec.workdir.worker = spec.name;
     map.finish();
 }

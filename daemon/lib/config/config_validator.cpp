@@ -11,6 +11,7 @@
 #include "config/account_lookup.h"
 #include "config/config_limits.h"
 #include "config/credential_checks.h"
+#include "gpu/gpu_assignment.h"
 #include "policy/condition.h"
 #include "policy/rule_config.h"
 #include "probe/probe_config.h"
@@ -41,6 +42,7 @@ class WorkerChecker {
         check_identity();
         check_times();
         check_environment();
+        check_gpu();
         check_credentials();
         if (malformed) return;
         check_memory();
@@ -167,6 +169,20 @@ class WorkerChecker {
             if (value.find('\0') != std::string::npos)
                 fail("environment", "environment variable '" + key + "' contains a NUL byte");
         }
+    }
+
+    // gpu.devices sets CUDA_VISIBLE_DEVICES itself (gpu/gpu_assignment.h).
+    void check_gpu() {
+        if (!spec_.gpu || spec_.gpu->devices.empty()) return;
+        for (const auto& name : gpu_environment_names())
+            if (spec_.environment.contains(name))
+                fail("environment", "environment variable '" + name +
+                                        "' is set by gpu.devices: give the devices there only");
+        if (!options_.host_gpus) return;
+        for (const auto& device : spec_.gpu->devices)
+            if (!find_gpu(*options_.host_gpus, device))
+                warn("gpu", "gpu device '" + device + "' does not exist on this host (its GPUs: " +
+                                describe_gpus(*options_.host_gpus) + "); starting it will fail");
     }
 
     // The rest of each probe is checked where it stands in the file. An

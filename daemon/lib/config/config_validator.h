@@ -4,7 +4,10 @@
 // worker's definition.
 #pragma once
 
+#include <vector>
+
 #include "config/daemon_config.h"
+#include "gpu/gpu_snapshot.h"
 #include "yaml/config_errors.h"
 
 namespace infervisor {
@@ -15,6 +18,10 @@ struct ValidationOptions {
     // asked (`infervisorctl config check`); the paths of the text are
     // looked at with those rights only (credential_checks.h).
     bool as_caller = false;
+    // The host's GPUs, when known: a worker's gpu.devices naming one it lacks
+    // is a warning (the file may be checked on a build host; the start is
+    // what fails, gpu/gpu_assignment.h). Null: not looked at.
+    const std::vector<GpuDevice>* host_gpus = nullptr;
 };
 
 void validate_config(const Config& config, ConfigErrors& errors,

@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint_spec.h"
 #include "engine/engine_spec.h"
 #include "engine/suspend_spec.h"
+#include "gpu/gpu_spec.h"
 #include "policy/rule_spec.h"
 #include "probe/probe_spec.h"
 #include "workdir/workdir_spec.h"
@@ -99,6 +100,8 @@ struct WorkerSpec {
     // The inference server the worker runs, as the daemon reaches it (the
     // engine adapters, the metrics scrape); see engine/engine_spec.h.
     std::optional<EngineSpec> engine;
+    // The GPUs it is given and the cap of its GPU memory; see gpu/gpu_spec.h.
+    std::optional<GpuSpec> gpu;
     // Private work dir, extra dirs (protected from tmpfiles cleanup), quota.
     WorkDirSpec workdir;
     // Cooperative checkpoints: the signal, the wait for CHECKPOINT=1, the

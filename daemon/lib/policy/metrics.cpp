@@ -112,6 +112,29 @@ Value event_count(const WorkerInputs& in, uint64_t MemoryEvents::*field) {
     return static_cast<double>((*in.events_since_start).*field);
 }
 
+void add_gpu_metrics(std::vector<WorkerMetric>& m) {
+    using U = MetricUnit;
+    m.push_back({info("gpu.memory", U::bytes),
+                 [](const WorkerInputs& in) { return from(in.sample.gpu_memory); }});
+    m.push_back({info("gpu.memory", U::percent), [](const WorkerInputs& in) {
+                     return percent_of(in.sample.gpu_memory, in.sample.gpu_memory_max);
+                 }});
+    m.push_back({info("gpu.device_memory", U::percent), [](const WorkerInputs& in) {
+                     return percent_of(in.sample.gpu_memory, in.sample.gpu_device_memory);
+                 }});
+    m.push_back({info("gpu.growth", U::bytes_per_min),
+                 [](const WorkerInputs& in) { return in.gpu_growth_bytes_per_min; }});
+    m.push_back({info("gpu.growth", U::percent_per_min), [](const WorkerInputs& in) -> Value {
+                     if (!in.gpu_growth_bytes_per_min || !in.sample.gpu_memory_max ||
+                         *in.sample.gpu_memory_max == 0)
+                         return std::nullopt;
+                     return 100.0 * *in.gpu_growth_bytes_per_min /
+                            static_cast<double>(*in.sample.gpu_memory_max);
+                 }});
+    m.push_back({info("gpu.utilization", U::percent),
+                 [](const WorkerInputs& in) { return in.sample.gpu_utilization; }});
+}
+
 std::vector<WorkerMetric> build_worker_metrics() {
     using U = MetricUnit;
     std::vector<WorkerMetric> m;
@@ -171,6 +194,7 @@ std::vector<WorkerMetric> build_worker_metrics() {
     m.push_back({info("workdir.usage", U::percent), [](const WorkerInputs& in) {
                      return percent_of(in.sample.workdir_usage, in.sample.workdir_quota);
                  }});
+    add_gpu_metrics(m);
     return m;
 }
 
@@ -195,6 +219,11 @@ std::vector<HostMetric> build_host_metrics() {
                  [](const HostInputs& in) { return from(in.sample.swap_free); }});
     m.push_back({info("host.swap.free", U::percent),
                  [](const HostInputs& in) { return host_swap_free_percent(in.sample); }});
+    m.push_back({info("host.gpu.memory.available", U::bytes),
+                 [](const HostInputs& in) { return from(in.sample.gpu_memory_available); }});
+    m.push_back({info("host.gpu.memory.available", U::percent), [](const HostInputs& in) {
+                     return percent_of(in.sample.gpu_memory_available, in.sample.gpu_memory_total);
+                 }});
     return m;
 }
 

@@ -36,6 +36,14 @@
 //                           counter); empty after a reset (it went down)
 //                           The names are free (the server defines them): not
 //                           in this catalogue, parsed by condition.h.
+//   gpu.memory              bytes, or % of gpu.memory_max: the GPU memory its
+//                           processes hold, summed over devices
+//   gpu.device_memory       % of the memory of the devices it holds memory on
+//   gpu.growth              bytes/min, or %/min of gpu.memory_max: gpu.memory's
+//                           growth over the growth window, serving only (as
+//                           memory.growth)
+//   gpu.utilization         % of one GPU's compute (200% = two busy GPUs),
+//                           summed over its processes
 // Host metrics (host_rules:)
 //   host.{memory,cpu,io}.pressure.{some,full}.{avg10,avg60,avg300}   %
 //   host.swap.in, host.swap.out   pages/s (/proc/vmstat pswpin/pswpout)
@@ -47,6 +55,8 @@
 //   host.swap.free          bytes (SwapFree), or % of SwapTotal; a host
 //                           without swap has 0 bytes and 0% free (as earlyoom
 //                           counts it: there is no swap to go to)
+//   host.gpu.memory.available   bytes, or % of the device's memory: on the
+//                           GPU with the least available (total - used)
 //
 // A measurement the sample does not provide is empty, and a condition on it
 // is false (see condition.h).
@@ -102,6 +112,7 @@ struct WorkerInputs {
     std::optional<double> swap_out_per_second;
     std::optional<double> cpu_usage_percent;
     std::optional<MemoryEvents> events_since_start;
+    std::optional<double> gpu_growth_bytes_per_min = std::nullopt;
     // engine.NAME and engine.rate(NAME): the sample's engine reading and the
     // rates the engine derived from it; null when the sample has none.
     const EngineSeries* engine_values = nullptr;

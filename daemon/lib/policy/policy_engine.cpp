@@ -72,7 +72,10 @@ void PolicyEngine::set_victim_window(Duration window) {
 
 void PolicyEngine::set_growth_window(Duration window) {
     options_.growth_window = window;
-    for (auto& [name, state] : workers_) state.growth.set_window(window);
+    for (auto& [name, state] : workers_) {
+        state.growth.set_window(window);
+        state.gpu.set_window(window);
+    }
 }
 
 PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
@@ -82,6 +85,7 @@ PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
                           GrowthTracker(options_.growth_window),
                           GrowthTracker(options_.headroom_window),
                           GrowthTracker(options_.victim_window),
+                          GrowthTracker(options_.growth_window),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
@@ -95,9 +99,12 @@ PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
 
 void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
     // The load ramp never reaches the growth tracker (worker_phase.h).
-    if (st.phase.observe(s) == WorkerPhase::serving && s.memory_current) {
-        st.growth.add(s.time, static_cast<double>(*s.memory_current));
-        st.recent.add(s.time, static_cast<double>(*s.memory_current));
+    if (st.phase.observe(s) == WorkerPhase::serving) {
+        if (s.memory_current) {
+            st.growth.add(s.time, static_cast<double>(*s.memory_current));
+            st.recent.add(s.time, static_cast<double>(*s.memory_current));
+        }
+        if (s.gpu_memory) st.gpu.add(s.time, static_cast<double>(*s.gpu_memory));
     }
     // Victim choice sees every phase: a worker still loading may be the cause.
     if (auto size = s.memory_anon ? s.memory_anon : s.memory_current)
@@ -170,6 +177,7 @@ WorkerInputs PolicyEngine::inputs_of(const WorkerState& st, const WorkerSample& 
         in.events_since_start = events_since(*sample.memory_events, *st.events_baseline);
     if (sample.engine) in.engine_values = &sample.engine->series;
     in.engine_rates = st.engine_rates.rates();
+    in.gpu_growth_bytes_per_min = st.gpu.per_minute();
     return in;
 }
 

@@ -151,6 +151,7 @@ class PolicyEngine {
         GrowthTracker growth;  // serving samples only
         GrowthTracker recent;  // the same, over the headroom window
         GrowthTracker victim;  // anon (else memory.current), every phase, victim window
+        GrowthTracker gpu;     // gpu.memory, serving samples only (gpu.growth)
         CounterRate swap_in, swap_out, cpu;
         std::optional<MemoryEvents> events_baseline;
         std::optional<WorkerSample> last;

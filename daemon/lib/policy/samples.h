@@ -88,6 +88,16 @@ struct WorkerSample {
     // when the last scrape failed or the current one is late. A sample
     // between two scrapes carries the same reading again (same time).
     std::optional<EngineReading> engine;
+    // GPU memory its processes hold, summed over the devices (bytes), and
+    // their compute use (%, 200% = two busy GPUs), at the last GPU reading
+    // (gpu/gpu_usage.h); 0 when it holds none on a host whose GPUs are read,
+    // empty where none are or the reading is late (services/gpu_watch.h).
+    std::optional<uint64_t> gpu_memory;
+    std::optional<double> gpu_utilization;
+    // gpu.memory_max of its spec; the total memory of the devices it holds
+    // memory on (of its gpu.devices when it holds none yet).
+    std::optional<uint64_t> gpu_memory_max;
+    std::optional<uint64_t> gpu_device_memory;
 
     // Files that existed but could not be read or parsed ("path: why"); a
     // missing file is normal (no such controller) and is not listed.
@@ -105,6 +115,12 @@ struct HostSample {
     std::optional<uint64_t> mem_total;
     std::optional<uint64_t> swap_total;  // /proc/meminfo SwapTotal, bytes (0: no swap)
     std::optional<uint64_t> swap_free;
+    // The GPU with the least memory available at the last reading
+    // (gpu/gpu_usage.h tightest_gpu()): its free bytes (total - used), its
+    // total and PCI address; empty on a host whose GPUs are not read.
+    std::optional<uint64_t> gpu_memory_available;
+    std::optional<uint64_t> gpu_memory_total;
+    std::string gpu_device;
     std::vector<std::string> read_errors;
 };
 

@@ -249,6 +249,24 @@ StatFileSet& PolicyRunner::sample_files_of(const Worker& worker) {
     return it->second;
 }
 
+std::string PolicyRunner::cgroup_in_proc(const Worker& worker) const {
+    return "/" + worker.cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
+}
+
+// A GPU reading is begun at most once per half interval (wake-ups come in
+// bursts), and is used for three intervals: a reading that takes longer
+// (a hung driver) leaves the GPU figures empty rather than stale.
+Duration PolicyRunner::gpu_max_age() const { return interval_ * 3; }
+
+void PolicyRunner::refresh_gpus() {
+    if (!gpus_ || !gpus_->active()) return;
+    std::vector<std::filesystem::path> cgroups;
+    for (const Worker* w : supervisor_.workers())
+        if (w->state() == WorkerState::running || w->state() == WorkerState::starting)
+            cgroups.push_back(w->cgroup().path());
+    gpus_->refresh(std::move(cgroups), interval_ / 2);
+}
+
 void PolicyRunner::evaluate_now() {
     auto began = std::chrono::steady_clock::now();
     EvaluationRound round;
@@ -259,6 +277,7 @@ void PolicyRunner::evaluate_now() {
     std::vector<WorkerCandidate> candidates;
     TraceRound traced{now, wall_ms_now(), woken_, {}, {}};
     bool tracing = trace_.keeping();
+    refresh_gpus();
     for (const Worker* w : supervisor_.workers()) {
         if (w->state() != WorkerState::running && w->state() != WorkerState::starting) continue;
         if (w->exiting()) continue;
@@ -271,6 +290,7 @@ void PolicyRunner::evaluate_now() {
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
         engine_scrapes_.take(w->name(), sample, interval_);
+        if (gpus_) gpus_->fill(sample, cgroup_in_proc(*w), w->spec().gpu, gpu_max_age());
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);
         facts.unload_bound = w->unload_bound();
@@ -291,6 +311,7 @@ void PolicyRunner::evaluate_now() {
     }
     if (!procfs_files_) procfs_files_.emplace(ctx_.paths.procfs);
     HostSample host = sample_host(*procfs_files_, now);
+    if (gpus_) gpus_->fill(host, gpu_max_age());
     for (auto& d : engine_.evaluate_host(host, candidates, now)) decisions.push_back(std::move(d));
     if (tracing) {
         traced.host = host;

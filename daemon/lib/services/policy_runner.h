@@ -42,6 +42,7 @@
 #include "policy/preempt_history.h"
 #include "policy/resume_planner.h"
 #include "services/engine_scrapes.h"
+#include "services/gpu_watch.h"
 #include "services/service.h"
 #include "supervise/supervisor.h"
 #include "supervise/worker_signal_watch.h"
@@ -84,11 +85,18 @@ class PolicyRunner final : public Service {
     // (metrics/trace_recorder.h): every round, tick or wake-up, with the
     // runs' starts, ends and resumes between them.
     const TraceRecorder& trace() const { return trace_; }
+    // The host's GPUs (gpu.* and host.gpu.* metrics): each round begins a
+    // reading and samples take the last one (services/gpu_watch.h); null:
+    // none.
+    void set_gpu_watch(GpuWatch* gpus) { gpus_ = gpus; }
     // Which files of a worker's cgroup are watched; a seam for tests.
     void set_signal_files(SignalWatchFiles files) { signal_files_ = std::move(files); }
 
   private:
     void arm_tick();
+    void refresh_gpus();
+    Duration gpu_max_age() const;
+    std::string cgroup_in_proc(const Worker& worker) const;
     void arm_psi();
     void on_event(const Event& e);
     void open_watch(const Worker& worker);
@@ -154,6 +162,7 @@ class PolicyRunner final : public Service {
     std::optional<TimePoint> last_evaluation_;
     size_t evaluations_ = 0;
     RoundObserver observer_;
+    GpuWatch* gpus_ = nullptr;
     std::chrono::microseconds tick_lateness_{};  // of the tick that started the current round
     bool woken_ = false;                         // the current round is a kernel wake-up's
     TraceRecorder trace_;

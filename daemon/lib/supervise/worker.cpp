@@ -269,10 +269,28 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     workdir.worker = spec_.name;  // specs built in code may leave it empty
     auto dirs = ctx_.workdirs.prepare(workdir, who->uid, who->gid);
     if (!dirs) return dirs.error();
+    auto gpus = assign_gpus();
+    if (!gpus) return gpus.error();
     auto checkpoints = checkpoints_.prepare_run(
         ProcessIdentity::of(who->uid, who->gid, who->supplementary_groups));
     if (!checkpoints) return checkpoints.error();
-    return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints)};
+    return RunSetup{std::move(*who), std::move(*dirs), std::move(*checkpoints), std::move(*gpus)};
+}
+
+Result<GpuAssignment> Worker::assign_gpus() const {
+    if (!spec_.gpu || spec_.gpu->devices.empty()) return GpuAssignment{};
+    std::optional<std::vector<GpuDevice>> host;
+    if (ctx_.gpu_devices) host = ctx_.gpu_devices();
+    if (!host)
+        return plain_error(
+            "gpu.devices names GPUs, and this host's are not known (no NVIDIA "
+            "library, libnvidia-ml.so.1, and no DRM GPU)");
+    auto assigned = infervisor::assign_gpus(*spec_.gpu, *host);
+    // A card in error may come back (a reset): the start waits for it, not
+    // counted as a failed start, rather than crash-looping on it.
+    if (!assigned && assigned.error().code == EWOULDBLOCK) return assigned.error();
+    if (!assigned) return plain_error(assigned.error().what);
+    return assigned;
 }
 
 void Worker::wait_for_lock(const Error& error) {
@@ -321,8 +339,10 @@ void Worker::restore_by_criu(RunSetup run) {
     auto cgroup_fd = cgroup().open_dir();
     if (!cgroup_fd) return fail_start(cgroup_fd.error());
     // What exec probes run as: the worker's identity, as for a spawn.
-    run_->launched = launch_request(run.who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
-                                              run.checkpoints.staging, *credentials, std::nullopt});
+    run_->launched = launch_request(run.who,
+                                    {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
+                                     run.checkpoints.staging, *credentials, std::nullopt},
+                                    run.gpus.environment);
     UniqueFd output = open_output();
     if (!output) output.reset(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0));
     set_state(WorkerState::starting,
@@ -369,8 +389,10 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     }
 
     run_->launched =
-        launch_request(who, {notify_->path(), run.dirs.workdir, run.dirs.tmpdir,
-                             run.checkpoints.staging, *credentials, run.checkpoints.restore_from});
+        launch_request(who,
+                       {notify_->path(), run.dirs.workdir, run.dirs.tmpdir, run.checkpoints.staging,
+                        *credentials, run.checkpoints.restore_from},
+                       run.gpus.environment);
     SpawnRequest req = run_->launched;
     req.cgroup_fd = cgroup_fd->get();
     req.private_tmp_fd = private_tmp ? private_tmp.get() : -1;
@@ -380,10 +402,11 @@ Result<SpawnedProcess> Worker::spawn(const RunSetup& run) {
     return spawn_process(req);
 }
 
-SpawnRequest Worker::launch_request(const WorkerIdentity& who, const WorkerPaths& paths) const {
+SpawnRequest Worker::launch_request(const WorkerIdentity& who, const WorkerPaths& paths,
+                                    const std::map<std::string, std::string>& assigned) const {
     SpawnRequest req;
     req.argv = spec_.command;
-    req.environment = worker_environment(spec_, who, paths);
+    req.environment = worker_environment(spec_, who, paths, assigned);
     req.uid = who.uid;
     req.gid = who.gid;
     req.supplementary_groups = who.supplementary_groups;

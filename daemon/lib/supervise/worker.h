@@ -14,12 +14,14 @@
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/timer.h"
+#include "gpu/gpu_assignment.h"
 #include "notify/notify_socket.h"
 #include "policy/rule_spec.h"
 #include "process/spawn_request.h"
@@ -242,6 +244,7 @@ class Worker {
         WorkerIdentity who;
         WorkDirLayout dirs;
         WorkerCheckpoints::RunDirs checkpoints;
+        GpuAssignment gpus;  // gpu.devices resolved (gpu/gpu_assignment.h)
     };
 
     void launch();
@@ -263,12 +266,16 @@ class Worker {
     // memory.reserve: true when it fits (or none is set); else state waiting.
     bool admitted();
     Result<RunSetup> prepare_run();
+    // gpu.devices resolved against the host's GPUs (WorkerContext::gpu_devices);
+    // an error with EWOULDBLOCK for a device in error (the start waits).
+    Result<GpuAssignment> assign_gpus() const;
     void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
     Result<SpawnedProcess> spawn(const RunSetup& run);
     // How the worker's process is started (no cgroup, private /tmp or
     // output fds: spawn() adds those); exec probes run as it says.
-    SpawnRequest launch_request(const WorkerIdentity& who, const WorkerPaths& paths) const;
+    SpawnRequest launch_request(const WorkerIdentity& who, const WorkerPaths& paths,
+                                const std::map<std::string, std::string>& assigned) const;
     // Sends checkpoint signals to this run's main process.
     WorkerCheckpoints::Signaller checkpoint_signaller();
     void watch_exit();

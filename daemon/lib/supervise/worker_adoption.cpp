@@ -77,11 +77,15 @@ Result<void> Worker::rebind_after_adoption() {
         watch_notify();
     }
     // As the earlier daemon started it (the restore dir no longer matters).
-    run_->launched = launch_request(
-        *who, {notify_->path(), dirs->workdir, dirs->tmpdir, checkpoint_dirs->staging,
-               spec_.credentials.empty() ? std::filesystem::path{}
-                                         : credentials_dir(ctx_.paths, spec_.name),
-               std::nullopt});
+    run_->launched =
+        launch_request(*who,
+                       {notify_->path(), dirs->workdir, dirs->tmpdir, checkpoint_dirs->staging,
+                        spec_.credentials.empty() ? std::filesystem::path{}
+                                                  : credentials_dir(ctx_.paths, spec_.name),
+                        std::nullopt},
+                       // The devices as they resolve now (an exec probe's view); none
+                       // when they no longer do.
+                       assign_gpus().value_or(GpuAssignment{}).environment);
     return {};
 }
 

@@ -6,11 +6,14 @@
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/paths.h"
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/cgroup_tree.h"
+#include "gpu/gpu_snapshot.h"
 #include "journal/event_bus.h"
 #include "policy/admission.h"
 #include "workdir/workdir_manager.h"
@@ -44,6 +47,10 @@ struct WorkerContext {
     // The host is drained (Supervisor::drain): no run is launched, by an
     // operator's start or by a restart; empty: never drained.
     std::function<bool()> drained;
+    // The host's GPUs at the last reading, for gpu.devices at a start
+    // (services/gpu_watch.h); empty or nullopt: not known (no GPU library,
+    // no DRM GPU).
+    std::function<std::optional<std::vector<GpuDevice>>()> gpu_devices;
 };
 
 }  // namespace infervisor

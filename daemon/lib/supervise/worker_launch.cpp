@@ -57,7 +57,8 @@ std::optional<uid_t> known_uid(const WorkerSpec& spec, const Paths& paths) {
 }
 
 std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,
-                                            const WorkerPaths& paths) {
+                                            const WorkerPaths& paths,
+                                            const std::map<std::string, std::string>& assigned) {
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
         {"HOME", who.home.empty() ? paths.workdir.string() : who.home},
@@ -66,6 +67,7 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec, const Worker
         {"LANG", "C.UTF-8"},
     };
     for (const auto& [key, value] : spec.environment) env[key] = value;
+    for (const auto& [key, value] : assigned) env[key] = value;
     env["NOTIFY_SOCKET"] = paths.notify_socket.string();
     env["INFERVISOR_WORKER"] = spec.name;
     env["INFERVISOR_WORKDIR"] = paths.workdir.string();

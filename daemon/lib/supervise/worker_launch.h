@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -56,8 +57,11 @@ struct WorkerPaths {
 // INFERVISOR_RESTORE_FROM when there is a checkpoint), then
 // the spec's own `environment`, which may override the base but not the
 // infervisor variables.
-std::vector<std::string> worker_environment(const WorkerSpec& spec, const WorkerIdentity& who,
-                                            const WorkerPaths& paths);
+// `assigned`: what the daemon gave this run (CUDA_VISIBLE_DEVICES for
+// gpu.devices, gpu/gpu_assignment.h), set over the spec's own.
+std::vector<std::string> worker_environment(
+    const WorkerSpec& spec, const WorkerIdentity& who, const WorkerPaths& paths,
+    const std::map<std::string, std::string>& assigned = {});
 
 // The cgroup limits the spec asks for (memory.max, .high, .swap.max,
 // pids.max, cpu.weight).

@@ -8,7 +8,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
+#include "base/file_io.h"
 #include "policy/rule_config.h"
+#include "services/gpu_watch.h"
 #include "supervise/fake_ollama.h"
 #include "supervise/supervisor_fixture.h"
 #include "support/temp_dir.h"
@@ -434,6 +436,94 @@ TEST_F(PolicyRunnerOllama, AnUnloadWithNothingLoadedGoesOnToTheNextStepAtOnce) {
     kinds.resize(std::min<size_t>(kinds.size(), 8));
     EXPECT_THAT(kinds, ElementsAre(K::started, K::ready, K::policy_action, K::models_unloaded,
                                    K::policy_action, K::suspended, K::policy_action, K::exited));
+}
+
+}  // namespace
+}  // namespace infervisor::testing
+
+namespace infervisor::testing {
+namespace {
+
+// Issue 30: a worker's GPU memory seen and acted on. The NVML stand-in
+// (tests/unit/gpu/fake_nvml.cpp), loaded through the daemon's own dlopen
+// path, lists the worker's real process on a card; the daemon finds it by
+// its cgroup, and a gpu.memory rule on gpu.memory_max kills it. The start
+// gave it the card as CUDA_VISIBLE_DEVICES (its UUID, in PCI order).
+TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnItsCard) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr) << "the tests' meson.build sets INFERVISOR_FAKE_NVML";
+    TempDir dir;
+    const std::string device =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
+        "used=1073741824 util=5\n"
+        "device 1 name=NVIDIA_H100 uuid=GPU-2222 pci=00000000:04:00.0 total=85899345920 "
+        "used=0 util=0\n";
+    auto fixture = dir.write("nvml", device);
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_);
+    ASSERT_TRUE(gpus.active());
+    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+
+    auto spec = example("cuda", {});
+    spec.gpu = GpuSpec{{"1"}, 10ull << 30};
+    Config c =
+        with_rule(spec, "[{name: gpu-cap, when: 'gpu.memory > 50%', action: kill, then: park}]");
+    runner_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
+    runner_->set_gpu_watch(&gpus);
+    runner_->configure(c);
+    supervisor_->apply(c);
+    runner_->start();
+    run_until_event("cuda", K::started);
+    pid_t pid = supervisor_->find("cuda")->main_pid();
+    auto environ = read_file("/proc/" + std::to_string(pid) + "/environ");
+    ASSERT_TRUE(environ);
+    EXPECT_THAT(*environ, HasSubstr(std::string("CUDA_VISIBLE_DEVICES=GPU-2222") + '\0'));
+    EXPECT_THAT(*environ, HasSubstr(std::string("CUDA_DEVICE_ORDER=PCI_BUS_ID") + '\0'));
+
+    // Below the cap: rounds pass without an action.
+    dir.write("nvml", device + "process 1 pid=" + std::to_string(pid) +
+                          " kind=compute used=2147483648 sm=30\n");
+    const size_t rounds = runner_->evaluations();
+    run_until([&] { return runner_->evaluations() >= rounds + 5; });
+    EXPECT_EQ(count("cuda", K::policy_action), 0u);
+
+    dir.write("nvml", device + "process 1 pid=" + std::to_string(pid) +
+                          " kind=compute used=6442450944 sm=30\n");
+    run_until_event("cuda", K::exited);
+    const Event* action = last("cuda", K::policy_action);
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(field(*action, "RULE"), "gpu-cap");
+    EXPECT_EQ(field(*action, "ACTION"), "kill");
+    EXPECT_EQ(field(*action, "GPU_MEMORY_PCT"), "60.00");
+}
+
+// A start whose gpu.devices names a card the host lacks fails, naming it
+// and the host's cards; one on a card in error waits for it instead.
+TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr);
+    TempDir dir;
+    auto fixture = dir.write("nvml",
+                             "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
+                             "total=85899345920 used=0 util=0\nlost 0\n");
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+
+    auto missing = example("missing", {});
+    missing.gpu = GpuSpec{{"3"}, std::nullopt};
+    auto broken = example("broken", {});
+    broken.gpu = GpuSpec{{"0"}, std::nullopt};
+    supervisor_->apply(config({missing, broken}));
+    run_until_event("missing", K::start_failed);
+    EXPECT_THAT(last("missing", K::start_failed)->message,
+                HasSubstr("gpu device '3' does not exist on this host (its GPUs: 0 "));
+    run_until_event("broken", K::start_delayed);
+    EXPECT_THAT(last("broken", K::start_delayed)->message, HasSubstr("is in error: GPU is lost"));
+    EXPECT_EQ(count("broken", K::started), 0u);
+    EXPECT_EQ(count("broken", K::start_failed), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// GpuSpec: a worker's `gpu:` key — which GPUs it is given and how much of
+// their memory it may hold. Plain data.
+//
+//   gpu:
+//     devices: [0, 1]      # NVML index, UUID (GPU-...) or PCI address
+//     memory_max: 40G      # summed over its devices
+//
+// `devices` become CUDA_VISIBLE_DEVICES (as UUIDs, with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's default order is not NVML's) at each
+// start (gpu/gpu_assignment.h). They only tell CUDA what to use: a worker can
+// still open another GPU's device file. `memory_max` is what the gpu.memory
+// metric is a percentage of (policy/metrics.h): the shipped rules act on it;
+// no kernel controller enforces it for NVIDIA.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/units.h"
+
+namespace infervisor {
+
+struct GpuSpec {
+    // As written: "0", "GPU-8f6c...", "MIG-...", "0000:03:00.0"; each syntax
+    // checked by the parser, existence at config check (a warning: it may run
+    // on a build host) and at each start (an error naming it).
+    std::vector<std::string> devices;
+    ByteLimit memory_max;  // nullopt: no cap to measure against
+
+    bool operator==(const GpuSpec&) const = default;
+};
+
+// What kind of selector `text` is; nullopt when it is none of them.
+enum class GpuSelectorKind { index, uuid, pci_bus_id };
+std::optional<GpuSelectorKind> gpu_selector_kind(std::string_view text);
+
+}  // namespace infervisor

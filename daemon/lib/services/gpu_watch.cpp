@@ -1,0 +1,131 @@
+#include "services/gpu_watch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "base/file_io.h"
+#include "gpu/drm_fdinfo.h"
+#include "gpu/gpu_assignment.h"
+#include "gpu/nvml_library.h"
+
+namespace infervisor {
+
+namespace {
+
+// The pids in a cgroup's cgroup.procs; none when it cannot be read.
+std::vector<pid_t> procs_of(const std::filesystem::path& cgroup) {
+    std::vector<pid_t> pids;
+    auto text = read_file(cgroup / "cgroup.procs");
+    if (!text) return pids;
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        auto end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        pid_t pid = 0;
+        auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
+        if (ec == std::errc() && ptr == line.data() + line.size() && pid > 0) pids.push_back(pid);
+    }
+    return pids;
+}
+
+void append(GpuSnapshot& to, GpuSnapshot from) {
+    for (auto& d : from.devices) to.devices.push_back(std::move(d));
+    for (auto& p : from.processes) to.processes.push_back(std::move(p));
+    for (auto& e : from.errors) to.errors.push_back(std::move(e));
+}
+
+DrmRoots drm_roots(const Paths& paths) { return DrmRoots{paths.procfs, paths.sysfs}; }
+
+}  // namespace
+
+GpuReading read_gpus(NvmlLibrary* nvml, DrmUsageReader* drm, const Paths& paths,
+                     const std::vector<std::filesystem::path>& worker_cgroups, TimePoint now) {
+    GpuReading reading;
+    reading.time = now;
+    if (nvml) reading.snapshot = nvml->read();
+    if (drm) {
+        std::vector<pid_t> pids;
+        for (const auto& cgroup : worker_cgroups)
+            for (pid_t pid : procs_of(cgroup)) pids.push_back(pid);
+        append(reading.snapshot, drm->read(pids, now));
+    }
+    tag_cgroups(paths.procfs, reading);
+    return reading;
+}
+
+GpuWatch::GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock)
+    : paths_(paths), clock_(clock), background_(io) {
+    std::string why;
+    if (auto nvml = NvmlLibrary::open(paths_.nvml_library))
+        nvml_ = std::move(*nvml);
+    else
+        why = nvml.error().message();
+    if (has_drm_gpus(drm_roots(paths_))) drm_ = std::make_unique<DrmUsageReader>(drm_roots(paths_));
+    if (!active()) {
+        spdlog::info("no GPU figures: no NVIDIA library ({}) and no AMD or Intel GPU in {}", why,
+                     (paths_.sysfs / "class/drm").string());
+        return;
+    }
+    last_ = read_gpus(nvml_.get(), drm_.get(), paths_, {}, clock_.now());
+    began_ = last_->time;
+    spdlog::info("GPUs: {}{}", describe_gpus(last_->snapshot.devices),
+                 nvml_ ? "" : " (no NVIDIA library: " + why + ")");
+    for (const auto& e : last_->snapshot.errors) spdlog::warn("GPU reading: {}", e);
+}
+
+GpuWatch::~GpuWatch() = default;
+
+void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Duration min_gap) {
+    if (!active() || reading_) return;
+    TimePoint now = clock_.now();
+    if (began_ && now - *began_ < min_gap) return;
+    began_ = now;
+    reading_ = true;
+    background_.run<GpuReading>(
+        [nvml = nvml_.get(), drm = drm_.get(), paths = paths_, cgroups = std::move(worker_cgroups),
+         now] { return read_gpus(nvml, drm, paths, cgroups, now); },
+        [this](GpuReading reading) {
+            reading_ = false;
+            last_ = std::move(reading);
+        });
+}
+
+std::optional<std::vector<GpuDevice>> GpuWatch::devices() const {
+    if (!active() || !last_) return std::nullopt;
+    return last_->snapshot.devices;
+}
+
+bool GpuWatch::fresh(Duration max_age) const {
+    return last_ && clock_.now() - last_->time <= max_age;
+}
+
+void GpuWatch::fill(WorkerSample& sample, std::string_view cgroup,
+                    const std::optional<GpuSpec>& spec, Duration max_age) const {
+    if (spec) sample.gpu_memory_max = spec->memory_max;
+    if (!fresh(max_age)) return;
+    WorkerGpuUse use = use_of(*last_, cgroup);
+    sample.gpu_memory = use.memory;
+    sample.gpu_utilization = use.devices.empty() ? std::optional<double>(0.0) : use.utilization;
+    sample.gpu_device_memory = use.memory_total;
+    if (use.devices.empty() && spec) {  // not on its devices yet: theirs
+        for (const auto& selector : spec->devices)
+            if (const GpuDevice* d = find_gpu(last_->snapshot.devices, selector);
+                d && d->memory_total)
+                sample.gpu_device_memory = sample.gpu_device_memory.value_or(0) + *d->memory_total;
+    }
+}
+
+void GpuWatch::fill(HostSample& sample, Duration max_age) const {
+    if (!fresh(max_age)) return;
+    const GpuDevice* tightest = tightest_gpu(last_->snapshot);
+    if (!tightest) return;
+    sample.gpu_memory_total = tightest->memory_total;
+    sample.gpu_memory_available = *tightest->memory_total > *tightest->memory_used
+                                      ? *tightest->memory_total - *tightest->memory_used
+                                      : 0;
+    sample.gpu_device = tightest->pci_bus_id;
+}
+
+}  // namespace infervisor
