@@ -44,13 +44,14 @@ bool write_all(int fd, const std::string& data) {
 int config_check_helper_main(int in_fd, int out_fd) {
     auto request = read_bounded(in_fd, config_limits::kMaxTotalBytes);
     if (!request || request->size() > config_limits::kMaxTotalBytes) return 1;
-    auto texts = decode_config_check_request(*request);
-    if (!texts) return 1;
+    auto decoded = decode_config_check_request(*request);
+    if (!decoded) return 1;
     request.reset();  // its memory back before the check
     ValidationOptions options;
     options.as_caller = ::geteuid() != 0;
+    if (decoded->gpus) options.host_gpus = &*decoded->gpus;
     // Texts over a limit are refused by load_config_texts itself.
-    auto loaded = load_config_texts(*texts, options);
+    auto loaded = load_config_texts(decoded->texts, options);
     return write_all(out_fd, encode_config_check_reply(loaded.errors)) ? 0 : 1;
 }
 
@@ -65,16 +66,44 @@ std::optional<ConfigText> text_from(const json& j) {
     return ConfigText{j["file"].get<std::string>(), j["text"].get<std::string>()};
 }
 
-}  // namespace
-
-std::string encode_config_check_request(const ConfigTexts& texts) {
-    json dropins = json::array();
-    for (const auto& d : texts.dropins) dropins.push_back(to_json(d));
-    return json{{"main", to_json(texts.main)}, {"dropins", std::move(dropins)}}.dump(
-        -1, ' ', false, json::error_handler_t::replace);
+// The fields a check needs (gpu/gpu_assignment.h find_gpu, describe_gpus).
+json to_json(const GpuDevice& d) {
+    return {{"index", d.index}, {"vendor", d.vendor},  {"name", d.name},
+            {"uuid", d.uuid},   {"pci", d.pci_bus_id}, {"fault", d.fault}};
 }
 
-std::optional<ConfigTexts> decode_config_check_request(std::string_view request) {
+std::optional<GpuDevice> gpu_from(const json& j) {
+    if (!j.is_object() || !j.value("index", json()).is_number_unsigned()) return std::nullopt;
+    GpuDevice d;
+    d.index = j["index"].get<unsigned>();
+    for (auto [key, field] :
+         {std::pair{"vendor", &d.vendor}, std::pair{"name", &d.name}, std::pair{"uuid", &d.uuid},
+          std::pair{"pci", &d.pci_bus_id}, std::pair{"fault", &d.fault}}) {
+        if (!j.value(key, json()).is_string()) return std::nullopt;
+        *field = j[key].get<std::string>();
+    }
+    return d;
+}
+
+// A host has at most a few dozen GPUs; more is no request of ours.
+constexpr std::size_t kMaxGpus = 256;
+
+}  // namespace
+
+std::string encode_config_check_request(const ConfigCheckRequest& request) {
+    const ConfigTexts& texts = request.texts;
+    json dropins = json::array();
+    for (const auto& d : texts.dropins) dropins.push_back(to_json(d));
+    json out{{"main", to_json(texts.main)}, {"dropins", std::move(dropins)}};
+    if (request.gpus) {
+        json gpus = json::array();
+        for (const auto& d : *request.gpus) gpus.push_back(to_json(d));
+        out["gpus"] = std::move(gpus);
+    }
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<ConfigCheckRequest> decode_config_check_request(std::string_view request) {
     json parsed = json::parse(request, nullptr, false);
     if (!parsed.is_object() || !parsed.contains("main") || !parsed.contains("dropins") ||
         !parsed["dropins"].is_array())
@@ -87,7 +116,17 @@ std::optional<ConfigTexts> decode_config_check_request(std::string_view request)
         if (!dropin) return std::nullopt;
         texts.dropins.push_back(std::move(*dropin));
     }
-    return texts;
+    ConfigCheckRequest out{std::move(texts), std::nullopt};
+    if (!parsed.contains("gpus")) return out;
+    const json& gpus = parsed["gpus"];
+    if (!gpus.is_array() || gpus.size() > kMaxGpus) return std::nullopt;
+    out.gpus.emplace();
+    for (const auto& g : gpus) {
+        auto device = gpu_from(g);
+        if (!device) return std::nullopt;
+        out.gpus->push_back(std::move(*device));
+    }
+    return out;
 }
 
 namespace {

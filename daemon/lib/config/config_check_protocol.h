@@ -18,8 +18,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config_loader.h"
+#include "gpu/gpu_snapshot.h"
 #include "yaml/config_errors.h"
 
 namespace infervisor {
@@ -29,10 +31,19 @@ inline constexpr const char* kConfigCheckHelper = "config-check";
 // The helper's main: reads `in`, writes `out`; 0 when an answer was written.
 int config_check_helper_main(int in_fd, int out_fd);
 
-// {"main": {"file","text"}, "dropins": [{"file","text"}...]}
-std::string encode_config_check_request(const ConfigTexts& texts);
+struct ConfigCheckRequest {
+    ConfigTexts texts;
+    // The daemon's GPUs at the request (gpu.devices naming one it lacks is
+    // a warning, config_validator.h); nullopt: not known.
+    std::optional<std::vector<GpuDevice>> gpus;
+};
+
+// {"main": {"file","text"}, "dropins": [{"file","text"}...], "gpus":
+// [{"index","vendor","name","uuid","pci","fault"}...]} ("gpus" only when
+// known)
+std::string encode_config_check_request(const ConfigCheckRequest& request);
 // nullopt: not a request of this shape.
-std::optional<ConfigTexts> decode_config_check_request(std::string_view request);
+std::optional<ConfigCheckRequest> decode_config_check_request(std::string_view request);
 
 std::string encode_config_check_reply(const ConfigErrors& errors);
 // nullopt: not a reply of this shape (a broken or hostile helper).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "gpu/gpu_snapshot.h"
 #include "policy/samples.h"
 
 namespace infervisor {
@@ -24,6 +25,9 @@ struct EvaluationRound {
     TimePoint time{};
     std::vector<SampledWorker> workers;  // running and starting workers
     HostSample host;
+    // The host's GPUs at the reading the samples took (services/gpu_watch.h);
+    // empty when none is read or the reading is stale.
+    std::vector<GpuDevice> gpus;
     std::chrono::microseconds evaluation_time{};  // sampling + engine + actions, on the loop
     // How late the sampling tick that started this round fired (0 for a
     // kernel wake-up): time the event loop was busy with something else.

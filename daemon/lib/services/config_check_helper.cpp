@@ -5,11 +5,12 @@
 namespace infervisor {
 
 LoadedConfig check_config_in_helper(const ConfigTexts& texts, const HelperIdentity& caller,
-                                    const ConfigCheckHelper& helper) {
+                                    const ConfigCheckHelper& helper,
+                                    std::optional<std::vector<GpuDevice>> gpus) {
     HelperRequest request;
     request.argv = {helper.program, kHelperModeFlag, kConfigCheckHelper};
     request.environment = helper.environment;
-    request.input = encode_config_check_request(texts);
+    request.input = encode_config_check_request({texts, std::move(gpus)});
     request.identity = caller;
     request.memory_limit = helper.memory_limit;
     request.deadline = helper.deadline;

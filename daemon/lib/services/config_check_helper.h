@@ -14,9 +14,12 @@
 // e.g. a ConfigLoadRunner job.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config_loader.h"
+#include "gpu/gpu_snapshot.h"
 #include "process/helper_process.h"
 
 namespace infervisor {
@@ -39,7 +42,10 @@ struct ConfigCheckHelper {
 // The result's `errors` are the verdict; `not_checked` says why there is
 // none (the helper ran out of memory or time, or did not start). `config`
 // stays empty: the caller needs only the verdict.
+// `gpus`: the daemon's GPUs, for the check of gpu.devices (nullopt: not
+// known, not checked).
 LoadedConfig check_config_in_helper(const ConfigTexts& texts, const HelperIdentity& caller,
-                                    const ConfigCheckHelper& helper);
+                                    const ConfigCheckHelper& helper,
+                                    std::optional<std::vector<GpuDevice>> gpus = std::nullopt);
 
 }  // namespace infervisor

@@ -161,8 +161,12 @@ void SupervisorService::validate_config(ConfigTexts texts, const PeerCredentials
     // In a helper with the caller's rights (config_check_helper.h): the
     // thread only waits for it, and what the check costs leaves with it.
     HelperIdentity identity{caller.uid, caller.gid, caller.groups};
-    auto job = [texts = std::move(texts), identity, helper = check_helper_] {
-        return check_config_in_helper(texts, identity, helper);
+    // Taken here, on the loop: the GPU reading is the loop's.
+    std::optional<std::vector<GpuDevice>> gpus;
+    if (ctx_.gpu_devices) gpus = ctx_.gpu_devices();
+    auto job = [texts = std::move(texts), identity, helper = check_helper_,
+                gpus = std::move(gpus)] {
+        return check_config_in_helper(texts, identity, helper, gpus);
     };
     auto answer = [done](ConfigLoadRunner::Status status, std::optional<LoadedConfig> loaded) {
         if (status == ConfigLoadRunner::Status::timed_out)

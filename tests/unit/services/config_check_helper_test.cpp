@@ -62,6 +62,33 @@ TEST(ConfigCheckHelper, TheVerdictIsTheOneTheDaemonWouldReach) {
     EXPECT_TRUE(valid.errors.empty()) << valid.errors.format();
 }
 
+// Issue 30: a gpu.devices naming a card the daemon's host lacks is a
+// warning at its line, with the host's cards; without the daemon's GPUs
+// (a host whose GPUs are not read) nothing is said.
+TEST(ConfigCheckHelper, AGpuTheDaemonsHostLacksIsAWarning) {
+    std::string text =
+        "workers:\n"
+        "  - name: w\n"
+        "    command: [/bin/true]\n"
+        "    memory: {max: 1G}\n"
+        "    gpu: {devices: [0, 2]}\n";
+    GpuDevice h100;
+    h100.vendor = "nvidia";
+    h100.name = "NVIDIA H100";
+    h100.uuid = "GPU-1111";
+    h100.pci_bus_id = "0000:03:00.0";
+    auto there = check_config_in_helper(alone(text, "g.yaml"), kNobody, built_daemon(),
+                                        std::vector<GpuDevice>{h100});
+    ASSERT_EQ(there.not_checked, "");
+    EXPECT_TRUE(there.errors.empty()) << there.errors.format();
+    ASSERT_EQ(there.errors.warning_lines().size(), 1u);
+    EXPECT_EQ(there.errors.warning_lines()[0],
+              "g.yaml:5:5: worker 'w': gpu device '2' does not exist on this host (its GPUs: 0 "
+              "NVIDIA H100 (GPU-1111, 0000:03:00.0)); starting it will fail");
+    auto unknown = check_config_in_helper(alone(text, "g.yaml"), kNobody, built_daemon());
+    EXPECT_TRUE(unknown.errors.warning_lines().empty());
+}
+
 // Issue 27, point 2: the drop-ins are checked with the main file.
 // Issue 27, point 12: a command that does not exist is a warning, there as here.
 TEST(ConfigCheckHelper, WarningsComeBackWithTheVerdict) {
