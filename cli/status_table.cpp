@@ -52,7 +52,28 @@ std::string state_with_reason(const WorkerView& w) {
     return short_state(w) + (w.state_reason.empty() ? "" : " (" + printable(w.state_reason) + ")");
 }
 
-std::vector<Column> columns(TableWidth width) {
+// "6.0G/10G": GPU memory and its cap (gpu.memory_max); "-" where not read.
+std::string gpu_cell(const WorkerView& w) {
+    return human_bytes(w.gpu_memory) +
+           (w.gpu_memory_max ? "/" + human_bytes(w.gpu_memory_max) : "");
+}
+
+// "6.0G (gpu.memory_max 10G), compute 85.00%"
+std::string gpu_line(const WorkerView& w) {
+    std::string text = human_bytes(w.gpu_memory);
+    if (w.gpu_memory_max) text += " (gpu.memory_max " + human_bytes(w.gpu_memory_max) + ")";
+    if (w.gpu_utilization) text += ", compute " + human_percent(w.gpu_utilization) + "%";
+    return text;
+}
+
+bool any_gpu(const std::vector<WorkerView>& workers) {
+    return std::any_of(workers.begin(), workers.end(),
+                       [](const WorkerView& w) { return w.gpu_memory || w.gpu_memory_max; });
+}
+
+// The GPU column is shown only when some worker has a GPU figure or cap: a
+// host without GPUs keeps the table it had.
+std::vector<Column> columns(TableWidth width, bool gpu) {
     bool wide = width == TableWidth::wide;
     std::vector<Column> c;
     c.push_back({"NAME", [](const WorkerView& w) { return w.name + (w.is_protected ? "*" : ""); }});
@@ -69,6 +90,7 @@ std::vector<Column> columns(TableWidth width) {
         c.push_back({"SWAP", [](const WorkerView& w) { return human_bytes(w.swap_current); }});
     c.push_back(
         {"PSI10", [](const WorkerView& w) { return human_percent(w.memory_pressure_some_avg10); }});
+    if (gpu) c.push_back({"GPU", gpu_cell});
     c.push_back({"RESTARTS", [](const WorkerView& w) { return std::to_string(w.restarts); }});
     if (wide) {
         c.push_back({"PROBES", [](const WorkerView& w) { return probes_summary(w.probes); }});
@@ -121,7 +143,7 @@ std::string next_step(const WorkerView& w) {
 
 void print_status_table(std::ostream& out, const std::vector<WorkerView>& workers, bool colour,
                         bool legend, TableWidth table_width) {
-    auto cols = columns(table_width);
+    auto cols = columns(table_width, any_gpu(workers));
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> head;
     for (const auto& c : cols) head.push_back(c.header);
@@ -187,6 +209,7 @@ void print_worker_block(std::ostream& out, const WorkerView& w,
                           human_bytes(w.memory_peak) + ")");
     line("     Swap", human_bytes(w.swap_current) + " (max " + human_limit(w.swap_max) + ")");
     line(" Pressure", "memory some avg10 " + human_percent(w.memory_pressure_some_avg10));
+    if (w.gpu_memory || w.gpu_memory_max) line("      GPU", gpu_line(w));
     line("Last exit", w.last_exit.empty() ? "-" : printable(w.last_exit));
     if (!w.status_text.empty()) line("   Status", printable(w.status_text));
     if (w.checkpoint)

@@ -112,6 +112,9 @@ json to_json(const WorkerView& s) {
         {"swap_current", nullable(s.swap_current)},
         {"swap_max", nullable(s.swap_max)},
         {"memory_pressure_some_avg10", nullable(s.memory_pressure_some_avg10)},
+        {"gpu_memory", nullable(s.gpu_memory)},
+        {"gpu_memory_max", nullable(s.gpu_memory_max)},
+        {"gpu_utilization", nullable(s.gpu_utilization)},
         {"last_exit", s.last_exit},
         {"status_text", s.status_text},
         {"protected", s.is_protected},
@@ -154,6 +157,9 @@ WorkerView worker_view_from_json(const json& v) {
     read(v, "swap_current", s.swap_current);
     read(v, "swap_max", s.swap_max);
     read(v, "memory_pressure_some_avg10", s.memory_pressure_some_avg10);
+    read(v, "gpu_memory", s.gpu_memory);
+    read(v, "gpu_memory_max", s.gpu_memory_max);
+    read(v, "gpu_utilization", s.gpu_utilization);
     read(v, "last_exit", s.last_exit);
     read(v, "status_text", s.status_text);
     read(v, "protected", s.is_protected);

@@ -177,6 +177,10 @@ void add_worker_context(Measurements& out, const WorkerSample& s,
     if (growth_percent)
         add_measurement(out, "MEMORY_GROWTH_PCT_PER_MIN",
                         format_journal_value(MetricUnit::percent_per_min, *growth_percent));
+    // Where the host's GPUs are read: every decision on the worker says
+    // what it held there (a kill for RAM may free a card too).
+    if (s.gpu_memory) add_measurement(out, "GPU_MEMORY_BYTES", whole(*s.gpu_memory));
+    if (s.gpu_memory_max) add_measurement(out, "GPU_MEMORY_MAX_BYTES", whole(*s.gpu_memory_max));
     if (rule && mentions_metric(rule->when, "heartbeat")) {
         if (auto age = heartbeat_age(s, now))
             add_measurement(out, "HEARTBEAT_AGE_SECONDS", seconds(*age));
@@ -201,6 +205,10 @@ void add_host_context(Measurements& out, const HostInputs& host) {
         add_measurement(out, "HOST_MEM_HEADROOM_SECONDS", seconds(*headroom));
     if (s.swap_total) add_measurement(out, "HOST_SWAP_TOTAL_BYTES", whole(*s.swap_total));
     if (s.swap_free) add_measurement(out, "HOST_SWAP_FREE_BYTES", whole(*s.swap_free));
+    if (s.gpu_memory_available) {
+        add_measurement(out, "HOST_GPU_MEMORY_AVAILABLE_BYTES", whole(*s.gpu_memory_available));
+        add_measurement(out, "HOST_GPU_DEVICE", s.gpu_device);
+    }
     if (s.memory_pressure)
         add_measurement(out, "HOST_MEMORY_PRESSURE_SOME_AVG10_PCT",
                         format_journal_value(MetricUnit::percent, s.memory_pressure->some.avg10));

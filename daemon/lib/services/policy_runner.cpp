@@ -296,9 +296,12 @@ void PolicyRunner::evaluate_now() {
         facts.unload_bound = w->unload_bound();
         for (auto& d : engine_.evaluate(w->name(), sample, now, facts.checkpoint_took))
             decisions.push_back(std::move(d));
-        if (auto phase = engine_.phase_of(w->name()); phase && supervisor_.find(w->name()))
-            supervisor_.find(w->name())->set_phase(std::string(phase_name(*phase)),
-                                                   engine_.serving_baseline(w->name()));
+        if (Worker* shown = supervisor_.find(w->name())) {
+            if (auto phase = engine_.phase_of(w->name()))
+                shown->set_phase(std::string(phase_name(*phase)),
+                                 engine_.serving_baseline(w->name()));
+            shown->set_gpu_use(sample.gpu_memory, sample.gpu_utilization);
+        }
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
                               w->spec().is_protected, std::move(facts)});
         if (tracing)

@@ -216,6 +216,18 @@ class Worker {
         run_->phase = std::move(phase);
         run_->serving_baseline = baseline;
     }
+    // Its GPU use at the policy's last sample (GpuWatch), for status
+    // displays. Set by PolicyRunner; empty until then and where the host's
+    // GPUs are not read.
+    void set_gpu_use(std::optional<uint64_t> memory, std::optional<double> utilization) {
+        if (!run_) return;
+        run_->gpu_memory = memory;
+        run_->gpu_utilization = utilization;
+    }
+    std::optional<uint64_t> gpu_memory() const { return run_ ? run_->gpu_memory : std::nullopt; }
+    std::optional<double> gpu_utilization() const {
+        return run_ ? run_->gpu_utilization : std::nullopt;
+    }
     // The main process has exited and the run is being wound up.
     bool exiting() const { return run_ && run_->stage == WorkerRun::Stage::exiting; }
     // The main process, while the run has one; 0 otherwise.

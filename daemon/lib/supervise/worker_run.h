@@ -53,6 +53,8 @@ struct WorkerRun {
     LearnedWatchdog learned_watchdog;         // without a configured watchdog
     std::string phase;                        // the policy engine's, for displays
     std::optional<uint64_t> serving_baseline;
+    std::optional<uint64_t> gpu_memory;  // at the policy's last sample, for displays
+    std::optional<double> gpu_utilization;
     WorkerState resume_to = WorkerState::running;  // suspended: the state it was frozen in
 
     // How it is being ended, when it is: what finish_run() makes of its end.

@@ -71,6 +71,12 @@ struct WorkerView {
     std::optional<uint64_t> swap_current;
     std::optional<uint64_t> swap_max;
     std::optional<double> memory_pressure_some_avg10;  // percent, from memory.pressure
+    // GPU memory its processes hold (bytes, summed over cards) and their
+    // compute use (% of one GPU) at the policy's last sample; empty where
+    // the host's GPUs are not read or the worker has no process.
+    std::optional<uint64_t> gpu_memory;
+    std::optional<double> gpu_utilization;
+    std::optional<uint64_t> gpu_memory_max;  // gpu.memory_max; empty: no cap
     std::string last_exit;      // e.g. "exited 0", "killed by SIGKILL (memory.max)"; "" if none
     std::string status_text;    // the worker's last STATUS= notification; "" if none
     bool is_protected = false;  // exempt from policy kills

@@ -85,6 +85,29 @@ TEST_F(InfervisorctlTest, TheStatusTableFits80ColumnsAndOWideHasTheRest) {
     EXPECT_THAT(ctl({"status", "--no-legend"}).out, Not(HasSubstr("broken: failed")));
 }
 
+// Issue 30: a worker's GPU memory (and its cap) is a column of the table
+// when some worker has one, and a line of `status NAME`; a host without
+// GPUs keeps the table it had.
+TEST_F(InfervisorctlTest, TheGpuMemoryOfAWorkerIsShownWhereItIsRead) {
+    auto before = ctl({"status"});
+    EXPECT_THAT(before.out, Not(HasSubstr("GPU")));
+    server.on_loop([](FakeSupervisor& fake) {
+        auto& w = fake.add_worker("vllm", "running");
+        w.main_pid = 77;
+        w.gpu_memory = 6ull << 30;
+        w.gpu_memory_max = 10ull << 30;
+        w.gpu_utilization = 85;
+    });
+    auto table = ctl({"status"});
+    EXPECT_THAT(table.out, HasSubstr("GPU"));
+    EXPECT_THAT(table.out, HasSubstr("6G/10G"));
+    auto one = ctl({"status", "vllm"});
+    EXPECT_THAT(one.out, HasSubstr("GPU: 6G (gpu.memory_max 10G), compute 85.00%"));
+    auto j = json::parse(ctl({"status", "--json", "vllm"}).out);
+    EXPECT_EQ(j["workers"][0]["gpu_memory"], 6ull << 30);
+    EXPECT_EQ(j["workers"][0]["gpu_memory_max"], 10ull << 30);
+}
+
 // Issue 27, point 6: `status NAME` answers what state, since when, why and
 // what next, with the worker's newest events under it; JSON has the reason
 // and the state's age.

@@ -328,6 +328,9 @@ TEST(StatusJson, RoundTripsAWorkerStatus) {
     s.main_pid = 42;
     s.memory_current = 1ull << 33;
     s.memory_pressure_some_avg10 = 1.5;
+    s.gpu_memory = 6ull << 30;
+    s.gpu_memory_max = 10ull << 30;
+    s.gpu_utilization = 42.5;
     s.last_exit = "exited 1";
     s.is_protected = true;
     EXPECT_EQ(worker_view_from_json(to_json(s)), s);

@@ -487,6 +487,8 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
     const size_t rounds = runner_->evaluations();
     run_until([&] { return runner_->evaluations() >= rounds + 5; });
     EXPECT_EQ(count("cuda", K::policy_action), 0u);
+    // What `infervisorctl status` shows (supervise/worker_view_of.cpp).
+    EXPECT_EQ(supervisor_->find("cuda")->gpu_memory(), 2147483648u);
 
     dir.write("nvml", device + "process 1 pid=" + std::to_string(pid) +
                           " kind=compute used=6442450944 sm=30\n");
@@ -496,6 +498,8 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
     EXPECT_EQ(field(*action, "RULE"), "gpu-cap");
     EXPECT_EQ(field(*action, "ACTION"), "kill");
     EXPECT_EQ(field(*action, "GPU_MEMORY_PCT"), "60.00");
+    EXPECT_EQ(field(*action, "GPU_MEMORY_BYTES"), "6442450944");
+    EXPECT_EQ(field(*action, "GPU_MEMORY_MAX_BYTES"), "10737418240");
 }
 
 // A start whose gpu.devices names a card the host lacks fails, naming it
