@@ -196,7 +196,7 @@ int Daemon::run() {
     ctx_ = std::make_unique<WorkerContext>(WorkerContext{io_, *tree_, cgroup_mount_, paths_,
                                                          events_, *workdirs_, clock_,
                                                          stderr_is_journal(), apply_limits});
-    gpus_ = std::make_unique<GpuWatch>(io_, paths_, clock_);
+    gpus_ = std::make_unique<GpuWatch>(io_, paths_, clock_, &events_);
     ctx_->gpu_devices = [this] { return gpus_->devices(); };
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {

@@ -14,9 +14,10 @@ std::string lower(std::string text) {
 }
 
 std::string describe(const GpuDevice& d) {
-    std::string text = std::to_string(d.index) + " " + (d.name.empty() ? d.vendor : d.name) + " (";
-    if (!d.uuid.empty()) text += d.uuid + ", ";
-    return text + d.pci_bus_id + ")";
+    std::string text = std::to_string(d.index) + " " + (d.name.empty() ? d.vendor : d.name);
+    std::string ids = d.uuid;
+    if (!d.pci_bus_id.empty()) ids += (ids.empty() ? "" : ", ") + d.pci_bus_id;
+    return ids.empty() ? text : text + " (" + ids + ")";
 }
 
 }  // namespace

@@ -71,6 +71,8 @@ constexpr KindInfo kKinds[] = {
     {EventKind::models_unloaded, "models-unloaded", "a5cf527b5a844c9f89c8816187b64f1f", LOG_NOTICE},
     {EventKind::engine_metrics_failed, "engine-metrics-failed", "be335c05629d421cb52cbb9acc0e63d2",
      LOG_WARNING},
+    {EventKind::gpu_fault, "gpu-fault", "e80993043914425b9ad3e9c1fb38cadc", LOG_ERR},
+    {EventKind::gpu_recovered, "gpu-recovered", "f37af8a1416a4103b6a0ccc75c0d30eb", LOG_NOTICE},
 };
 
 const KindInfo& info(EventKind kind) {

@@ -54,11 +54,13 @@ enum class EventKind {
     engine_series_absent,  // a series a worker's rules name is not in its metrics (once per run)
     models_unloaded,       // its server was asked to unload its models (the preempt ladder)
     engine_metrics_failed,  // its metrics endpoint did not answer usably (once per run)
+    gpu_fault,              // a GPU went into error or vanished from its driver (the host's)
+    gpu_recovered,          // a GPU in error answers again
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::engine_metrics_failed;
+inline constexpr EventKind kLastEventKind = EventKind::gpu_recovered;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/file_io.h"
@@ -55,8 +56,9 @@ GpuReading read_gpus(NvmlLibrary* nvml, DrmUsageReader* drm, const Paths& paths,
     return reading;
 }
 
-GpuWatch::GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock)
-    : paths_(paths), clock_(clock), background_(io) {
+GpuWatch::GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock,
+                   EventBus* events)
+    : paths_(paths), clock_(clock), events_(events), background_(io) {
     std::string why;
     if (auto nvml = NvmlLibrary::open(paths_.nvml_library))
         nvml_ = std::move(*nvml);
@@ -68,7 +70,7 @@ GpuWatch::GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock&
                      (paths_.sysfs / "class/drm").string());
         return;
     }
-    last_ = read_gpus(nvml_.get(), drm_.get(), paths_, {}, clock_.now());
+    take(read_gpus(nvml_.get(), drm_.get(), paths_, {}, clock_.now()));
     began_ = last_->time;
     spdlog::info("GPUs: {}{}", describe_gpus(last_->snapshot.devices),
                  nvml_ ? "" : " (no NVIDIA library: " + why + ")");
@@ -88,13 +90,72 @@ void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Durati
          now] { return read_gpus(nvml, drm, paths, cgroups, now); },
         [this](GpuReading reading) {
             reading_ = false;
-            last_ = std::move(reading);
+            take(std::move(reading));
         });
+}
+
+// A card's key: its PCI address, or for one whose driver no longer answers
+// even that (NVML's "GPU is lost"), the address it had when last seen at
+// the same index; "nvidia 0" when it never answered.
+std::string GpuWatch::key_of(GpuDevice& d) const {
+    if (!d.pci_bus_id.empty()) return d.pci_bus_id;
+    for (const auto& [pci, was] : seen_)
+        if (was.vendor == d.vendor && was.index == d.index) {
+            d.pci_bus_id = was.pci_bus_id;
+            if (d.name.empty()) d.name = was.name;
+            if (d.uuid.empty()) d.uuid = was.uuid;
+            return pci;
+        }
+    return d.vendor + " " + std::to_string(d.index);
+}
+
+void GpuWatch::take(GpuReading reading) {
+    // A card first seen lost (no address: "nvidia 0") that answers now is
+    // the same card: its entry moves to its address.
+    for (const auto& d : reading.snapshot.devices) {
+        std::string unknown = d.vendor + " " + std::to_string(d.index);
+        auto it = seen_.find(unknown);
+        if (d.pci_bus_id.empty() || seen_.contains(d.pci_bus_id) || it == seen_.end()) continue;
+        seen_.emplace(d.pci_bus_id, std::move(it->second));
+        seen_.erase(it);
+    }
+    std::map<std::string, GpuDevice> now;
+    for (auto& d : reading.snapshot.devices) {
+        std::string key = key_of(d);
+        now.emplace(std::move(key), d);
+    }
+    for (auto& [key, was] : seen_)
+        if (!now.contains(key)) {
+            GpuDevice gone = was;
+            gone.fault = "no longer listed by its driver (fallen off the bus?)";
+            now.emplace(key, std::move(gone));
+        }
+    for (auto& [key, d] : now) {
+        auto it = seen_.find(key);
+        const std::string before = it == seen_.end() ? std::string() : it->second.fault;
+        if (d.fault == before || !events_) continue;
+        std::string what = key + (d.name.empty() ? "" : " (" + d.name + ")");
+        if (!d.fault.empty())
+            events_->emit(
+                Event{EventKind::gpu_fault,
+                      "",
+                      "GPU " + what + " is in error: " + d.fault,
+                      {{"GPU_DEVICE", key}, {"GPU_NAME", d.name}, {"GPU_FAULT", d.fault}}});
+        else
+            events_->emit(Event{EventKind::gpu_recovered,
+                                "",
+                                "GPU " + what + " answers again",
+                                {{"GPU_DEVICE", key}, {"GPU_NAME", d.name}}});
+    }
+    seen_ = std::move(now);
+    last_ = std::move(reading);
 }
 
 std::optional<std::vector<GpuDevice>> GpuWatch::devices() const {
     if (!active() || !last_) return std::nullopt;
-    return last_->snapshot.devices;
+    std::vector<GpuDevice> out;
+    for (const auto& [key, d] : seen_) out.push_back(d);  // with the gone ones, in error
+    return out;
 }
 
 bool GpuWatch::fresh(Duration max_age) const {

@@ -13,10 +13,18 @@
 // and the event loop must do neither. A sample takes the last reading
 // unless it is older than the caller's `max_age` (then the GPU fields stay
 // empty, and rules on them do not act on stale numbers).
+//
+// A card in error is not a worker's fault: each card that goes into error
+// (GpuDevice::fault) or vanishes from its driver's list is journaled once
+// (gpu-fault, GPU_DEVICE=, GPU_NAME=, GPU_FAULT=), and its recovery too
+// (gpu-recovered). A card seen once and gone since stays in devices() with
+// a fault, so that a worker whose gpu.devices names it waits to start
+// (gpu/gpu_assignment.h) instead of failing its starts into the limit.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +34,7 @@
 #include "base/paths.h"
 #include "gpu/gpu_spec.h"
 #include "gpu/gpu_usage.h"
+#include "journal/event_bus.h"
 #include "policy/samples.h"
 #include "supervise/background_work.h"
 
@@ -36,7 +45,9 @@ class DrmUsageReader;
 
 class GpuWatch {
   public:
-    GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock);
+    // `events`: where gpu-fault and gpu-recovered go; null: nowhere.
+    GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock,
+             EventBus* events = nullptr);
     ~GpuWatch();
     GpuWatch(const GpuWatch&) = delete;
     GpuWatch& operator=(const GpuWatch&) = delete;
@@ -62,9 +73,17 @@ class GpuWatch {
 
   private:
     bool fresh(Duration max_age) const;
+    // Takes a reading: journals the cards that went into error or came
+    // back, and remembers every card seen.
+    void take(GpuReading reading);
+    std::string key_of(GpuDevice& device) const;
 
     const Paths paths_;
     const Clock& clock_;
+    EventBus* events_;
+    // Every card seen, by PCI address, as last seen; `fault` is the one
+    // journaled (empty: none).
+    std::map<std::string, GpuDevice> seen_;
     // Used on the background thread only, one reading at a time (after the
     // first, at construction).
     std::unique_ptr<NvmlLibrary> nvml_;

@@ -326,8 +326,9 @@ void PolicyRunner::evaluate_now() {
     if (!observer_) return;
     round.time = now;
     round.host = std::move(host);
+    // With the cards gone from the driver's list, in error (GpuWatch::devices).
     if (gpus_ && gpus_->last() && now - gpus_->last()->time <= gpu_max_age())
-        round.gpus = gpus_->last()->snapshot.devices;
+        round.gpus = gpus_->devices().value_or(std::vector<GpuDevice>{});
     round.tick_lateness = tick_lateness_;
     round.evaluation_time = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - began);

@@ -48,6 +48,8 @@ class PolicyRunnerTest : public SupervisorFixture {
     }
     void TearDown() override {
         if (runner_) runner_->stop();
+        // A test's GpuWatch is gone by now; the workers' restarts must not ask it.
+        ctx_->gpu_devices = nullptr;
         SupervisorFixture::TearDown();
     }
     std::unique_ptr<PolicyRunner> runner_;
@@ -503,7 +505,9 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
 }
 
 // A start whose gpu.devices names a card the host lacks fails, naming it
-// and the host's cards; one on a card in error waits for it instead.
+// and the host's cards; one on a card in error waits for it instead, and
+// starts once the card answers again. The card's fault and its recovery are
+// journaled once each.
 TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
     const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
     ASSERT_NE(fake, nullptr);
@@ -513,8 +517,10 @@ TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
                              "total=85899345920 used=0 util=0\nlost 0\n");
     ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
     ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_);
+    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
     ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+    ASSERT_EQ(count("", K::gpu_fault), 1u);
+    EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"), "GPU is lost (fallen off the bus)");
 
     auto missing = example("missing", {});
     missing.gpu = GpuSpec{{"3"}, std::nullopt};
@@ -528,6 +534,41 @@ TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
     EXPECT_THAT(last("broken", K::start_delayed)->message, HasSubstr("is in error: GPU is lost"));
     EXPECT_EQ(count("broken", K::started), 0u);
     EXPECT_EQ(count("broken", K::start_failed), 0u);
+
+    dir.write("nvml",
+              "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
+              "used=0 util=0\n");
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_recovered);
+    EXPECT_EQ(field(*last("", K::gpu_recovered), "GPU_DEVICE"), "0000:03:00.0");
+    run_until_event("broken", K::started);
+    EXPECT_EQ(count("broken", K::start_failed), 0u);
+    EXPECT_EQ(count("", K::gpu_fault), 1u);
+}
+
+// A card the driver no longer lists (fallen off the bus) is journaled and
+// kept as a card in error: a start on it waits rather than failing.
+TEST_F(PolicyRunnerTest, ACardThatVanishesIsAFaultAndAStartOnItWaits) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr);
+    TempDir dir;
+    auto fixture = dir.write("nvml",
+                             "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
+                             "total=85899345920 used=0 util=0\n");
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+    EXPECT_EQ(count("", K::gpu_fault), 0u);
+    dir.write("nvml", "");  // no device listed
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_fault);
+    EXPECT_THAT(last("", K::gpu_fault)->message, HasSubstr("no longer listed by its driver"));
+    auto w = example("on-it", {});
+    w.gpu = GpuSpec{{"GPU-1111"}, std::nullopt};
+    supervisor_->apply(config({w}));
+    run_until_event("on-it", K::start_delayed);
+    EXPECT_EQ(count("on-it", K::start_failed), 0u);
 }
 
 }  // namespace

@@ -98,6 +98,9 @@ int SupervisorFixture::hang_guard_seconds() {
 void SupervisorFixture::run_until(const std::function<bool()>& done) {
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(hang_guard_seconds());
     while (!done()) {
+        // A loop out of work stops; what a background thread posts later
+        // (a GPU reading) must still be run.
+        if (io_.stopped()) io_.restart();
         if (io_.run_one_for(std::chrono::milliseconds(50)) == 0 && fake_time_ &&
             fake_clock_.next_due() && *fake_clock_.next_due() <= fake_clock_.now() + kIdlePoll)
             fake_clock_.fire_next();
