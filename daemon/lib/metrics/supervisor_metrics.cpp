@@ -18,12 +18,33 @@ double page_size() {
 double seconds(std::chrono::microseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // A gauge over the last sample of every running worker that has the value.
+// With `only_if_any`, the family is left out when no worker has the value
+// (the GPU series, on a host whose GPUs are not read).
 template <typename Get>
 void worker_gauge(Exposition& out, const std::map<std::string, const SampledWorker*>& live,
-                  std::string_view name, MetricType type, std::string_view help, Get get) {
+                  std::string_view name, MetricType type, std::string_view help, Get get,
+                  bool only_if_any = false) {
+    if (only_if_any) {
+        bool any = false;
+        for (const auto& [worker, w] : live) any = any || get(*w).has_value();
+        if (!any) return;
+    }
     out.family(name, type, help);
     for (const auto& [worker, w] : live)
         if (std::optional<double> v = get(*w)) out.sample({{"worker", worker}}, *v);
+}
+
+// A gauge over the GPUs of the last round that have the value, by their PCI
+// address (label device); left out when none has it.
+template <typename Get>
+void gpu_gauge(Exposition& out, const std::vector<GpuDevice>& gpus, std::string_view name,
+               std::string_view help, Get get) {
+    bool any = false;
+    for (const GpuDevice& d : gpus) any = any || get(d).has_value();
+    if (!any) return;
+    out.family(name, MetricType::gauge, help);
+    for (const GpuDevice& d : gpus)
+        if (std::optional<double> v = get(d)) out.sample({{"device", d.pci_bus_id}}, *v);
 }
 
 std::optional<double> opt(const std::optional<uint64_t>& v) {
@@ -81,6 +102,7 @@ void SupervisorMetrics::record_round(const EvaluationRound& round) {
     last_lateness_ = round.tick_lateness;
     total_lateness_ += round.tick_lateness;
     host_ = round.host;
+    gpus_ = round.gpus;
     for (auto& [name, w] : workers_) w.last.reset();
     for (const SampledWorker& s : round.workers) {
         worker(s.name).last = s;
@@ -190,6 +212,7 @@ std::string SupervisorMetrics::render(const DaemonStats& daemon) const {
     render_suspensions(out);
     render_admissions(out);
     render_host(out);
+    render_gpus(out);
     render_daemon(out, daemon);
     last_size_ = out.text().size();
     return out.take();
@@ -275,6 +298,27 @@ void SupervisorMetrics::render_workers(Exposition& out) const {
     worker_gauge(out, live, "infervisor_worker_workdir_quota_bytes", gauge,
                  "The worker's workdir_quota; absent when there is none.",
                  [](S w) { return opt(w.sample.workdir_quota); });
+    // Only where the host's GPUs are read (and the reading is fresh): none
+    // of these families on a host without GPUs.
+    worker_gauge(
+        out, live, "infervisor_worker_gpu_memory_bytes", gauge,
+        "GPU memory held by the worker's processes, summed over the devices (0 when it holds "
+        "none on a host whose GPUs are read).",
+        [](S w) { return opt(w.sample.gpu_memory); }, true);
+    worker_gauge(
+        out, live, "infervisor_worker_gpu_memory_max_bytes", gauge,
+        "The worker's gpu.memory_max; absent when there is none or the GPUs are not read.",
+        [](S w) { return w.sample.gpu_memory ? opt(w.sample.gpu_memory_max) : std::nullopt; },
+        true);
+    worker_gauge(
+        out, live, "infervisor_worker_gpu_utilization_ratio", gauge,
+        "GPU compute used by the worker's processes as a fraction of one device, summed over "
+        "the devices (2 = two busy GPUs).",
+        [](S w) -> std::optional<double> {
+            if (!w.sample.gpu_utilization) return std::nullopt;
+            return *w.sample.gpu_utilization / 100;
+        },
+        true);
 }
 
 void SupervisorMetrics::render_facts(Exposition& out) const {
@@ -423,6 +467,37 @@ void SupervisorMetrics::render_host(Exposition& out) const {
     out.family("infervisor_host_memory_total_bytes", MetricType::gauge,
                "MemTotal of /proc/meminfo.");
     if (h.mem_total) out.sample(static_cast<double>(*h.mem_total));
+}
+
+void SupervisorMetrics::render_gpus(Exposition& out) const {
+    if (gpus_.empty()) return;
+    out.family("infervisor_gpu_info", MetricType::gauge,
+               "Always 1; the labels index, vendor, name and uuid (NVIDIA only) describe the "
+               "GPU at the PCI address device.");
+    for (const GpuDevice& d : gpus_) {
+        std::string index = std::to_string(d.index);
+        out.sample({{"device", d.pci_bus_id},
+                    {"index", index},
+                    {"vendor", d.vendor},
+                    {"name", d.name},
+                    {"uuid", d.uuid}},
+                   1);
+    }
+    gpu_gauge(out, gpus_, "infervisor_gpu_memory_total_bytes", "Memory of the GPU.",
+              [](const GpuDevice& d) { return opt(d.memory_total); });
+    gpu_gauge(out, gpus_, "infervisor_gpu_memory_used_bytes",
+              "GPU memory in use, by every process on the device.",
+              [](const GpuDevice& d) { return opt(d.memory_used); });
+    gpu_gauge(out, gpus_, "infervisor_gpu_utilization_ratio",
+              "Fraction of the driver's last sample period the GPU was busy.",
+              [](const GpuDevice& d) -> std::optional<double> {
+                  if (!d.utilization) return std::nullopt;
+                  return *d.utilization / 100;
+              });
+    out.family("infervisor_gpu_fault", MetricType::gauge,
+               "1 when the GPU cannot be used (lost, or its driver fails to answer), else 0.");
+    for (const GpuDevice& d : gpus_)
+        out.sample({{"device", d.pci_bus_id}}, d.fault.empty() ? 0 : 1);
 }
 
 void SupervisorMetrics::render_daemon(Exposition& out, const DaemonStats& daemon) const {

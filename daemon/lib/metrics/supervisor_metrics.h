@@ -27,7 +27,14 @@
 //   (memory.reserve) on: _admission_waits_total, _admissions_total{how=
 //   fit|overcommit}, _admission_wait_seconds (summary: the waits that ended
 //   in an admission); how many wait now is _state{state="waiting"}.
+//   Where the host's GPUs are read (the round has them, fresh), per running
+//   worker: _gpu_memory_bytes, _gpu_memory_max_bytes (its gpu.memory_max),
+//   _gpu_utilization_ratio.
 //   infervisor_host_*: pressure, swapped in/out bytes, memory available/total.
+//   infervisor_gpu_* (label device="0000:03:00.0", the PCI address), for the
+//   GPUs of the last round only: _info{index,vendor,name,uuid} (always 1),
+//   _memory_total_bytes, _memory_used_bytes, _utilization_ratio, _fault (1
+//   when the device cannot be used). None of these families without GPUs.
 //   infervisor_daemon_*: cpu seconds, resident memory, loop lag, evaluation
 //   time, evaluations, start time.
 // Counters restart from 0 when a worker's cgroup is created again (each run)
@@ -140,12 +147,14 @@ class SupervisorMetrics {
     void render_suspensions(Exposition& out) const;
     void render_admissions(Exposition& out) const;
     void render_host(Exposition& out) const;
+    void render_gpus(Exposition& out) const;
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 
     std::vector<WorkerView> views_;
     std::map<std::string, PerWorker> workers_;
     std::map<std::pair<std::string, std::string>, uint64_t> host_actions_;
     std::optional<HostSample> host_;
+    std::vector<GpuDevice> gpus_;  // of the last round: a device gone from it loses its series
     std::chrono::microseconds last_evaluation_{};
     std::chrono::microseconds last_lateness_{};
     std::chrono::microseconds total_lateness_{};

@@ -1,7 +1,7 @@
 // A SupervisorMetrics fed with a realistic round (every field set, a worker
 // with odd characters in its last exit, host-rule and worker actions,
-// checkpoints, suspensions, admissions), for the unit tests and for `promtool check
-// metrics` (metrics-example).
+// checkpoints, suspensions, admissions, two GPUs, one of them lost), for the
+// unit tests and for `promtool check metrics` (metrics-example).
 #pragma once
 
 #include "metrics/supervisor_metrics.h"
@@ -32,6 +32,25 @@ inline WorkerSample full_sample(TimePoint t, uint64_t memory, uint64_t swapin) {
     return s;
 }
 
+// Two GPUs as NVML reads them: one that answers, one lost (no figures).
+inline std::vector<GpuDevice> example_gpus() {
+    GpuDevice h100{.index = 0,
+                   .vendor = "nvidia",
+                   .name = "NVIDIA H100 80GB HBM3",
+                   .uuid = "GPU-8f6b2c1e-0000-1111-2222-333344445555",
+                   .pci_bus_id = "0000:03:00.0",
+                   .memory_total = 80ull << 30,
+                   .memory_used = 60ull << 30,
+                   .utilization = 87.5};
+    GpuDevice lost{.index = 1,
+                   .vendor = "nvidia",
+                   .name = "NVIDIA H100 80GB HBM3",
+                   .uuid = "GPU-0d1e2f3a-0000-1111-2222-333344445555",
+                   .pci_bus_id = "0000:04:00.0",
+                   .fault = "GPU is lost (fallen off the bus)"};
+    return {h100, lost};
+}
+
 inline void feed_example(SupervisorMetrics& m) {
     m.set_workers({{.name = "leaky",
                     .state = "running",
@@ -53,7 +72,15 @@ inline void feed_example(SupervisorMetrics& m) {
         WorkerSample bare;
         bare.time = round.time;
         bare.memory_current = 1u << 20;
+        // chat runs on the first GPU, with a cap; leaky holds none of it.
+        bare.gpu_memory = 36ull << 30;
+        bare.gpu_memory_max = 40ull << 30;
+        bare.gpu_utilization = 75;
+        bare.gpu_device_memory = 80ull << 30;
+        round.workers.back().sample.gpu_memory = 0;
+        round.workers.back().sample.gpu_utilization = 0;
         round.workers.push_back({"chat", bare, std::nullopt});
+        round.gpus = example_gpus();
         round.host.time = round.time;
         round.host.memory_pressure = PsiReading{{5.0, 1, 1, 9'000'000}, PsiAverages{1, 1, 1, 10}};
         round.host.pswpin = 1000;

@@ -171,6 +171,75 @@ TEST(SupervisorMetrics, HostAndDaemonSeries) {
     EXPECT_THAT(text, HasSubstr("infervisor_daemon_evaluations_total 3\n"));
 }
 
+TEST(SupervisorMetrics, GpuSeriesPerDeviceWithTheDescriptionOnInfo) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("# HELP infervisor_gpu_info Always 1; the labels index, vendor, "
+                                "name and uuid (NVIDIA only) describe the GPU at the PCI address "
+                                "device.\n# TYPE infervisor_gpu_info gauge\n"
+                                "infervisor_gpu_info{device=\"0000:03:00.0\",index=\"0\",vendor="
+                                "\"nvidia\",name=\"NVIDIA H100 80GB HBM3\",uuid=\"GPU-8f6b2c1e-"
+                                "0000-1111-2222-333344445555\"} 1\n"
+                                "infervisor_gpu_info{device=\"0000:04:00.0\",index=\"1\",vendor="
+                                "\"nvidia\",name=\"NVIDIA H100 80GB HBM3\",uuid=\"GPU-0d1e2f3a-"
+                                "0000-1111-2222-333344445555\"} 1\n"));
+    // The lost device has no figures: only the answering one's.
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_gpu_memory_total_bytes gauge\n"
+                                "infervisor_gpu_memory_total_bytes{device=\"0000:03:00.0\"} "
+                                "85899345920\n# HELP "));
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_gpu_memory_used_bytes gauge\n"
+                                "infervisor_gpu_memory_used_bytes{device=\"0000:03:00.0\"} "
+                                "64424509440\n# HELP "));
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_gpu_utilization_ratio gauge\n"
+                                "infervisor_gpu_utilization_ratio{device=\"0000:03:00.0\"} "
+                                "0.875\n# HELP "));
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_gpu_fault gauge\n"
+                                "infervisor_gpu_fault{device=\"0000:03:00.0\"} 0\n"
+                                "infervisor_gpu_fault{device=\"0000:04:00.0\"} 1\n"));
+}
+
+TEST(SupervisorMetrics, GpuSeriesPerWorkerWhereTheGpusAreRead) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_worker_gpu_memory_bytes gauge\n"
+                                "infervisor_worker_gpu_memory_bytes{worker=\"chat\"} "
+                                "38654705664\n"
+                                "infervisor_worker_gpu_memory_bytes{worker=\"leaky\"} 0\n"));
+    // Only chat has a cap.
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_worker_gpu_memory_max_bytes gauge\n"
+                                "infervisor_worker_gpu_memory_max_bytes{worker=\"chat\"} "
+                                "42949672960\n# HELP "));
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_gpu_utilization_ratio{worker=\"chat\"} 0.75\n"
+                                "infervisor_worker_gpu_utilization_ratio{worker=\"leaky\"} 0\n"));
+}
+
+TEST(SupervisorMetrics, NoGpuFamiliesWithoutGpus) {
+    SupervisorMetrics m;
+    m.set_workers({{.name = "w", .state = "running"}});
+    EvaluationRound round;
+    WorkerSample s;
+    s.memory_current = 1u << 20;
+    s.gpu_memory_max = 1u << 30;  // a cap, but no reading of the GPUs
+    round.workers.push_back({"w", s, std::nullopt});
+    round.host.mem_available = 1u << 30;
+    m.record_round(round);
+    std::string text = m.render({});
+    EXPECT_THAT(text, HasSubstr("infervisor_worker_memory_bytes{worker=\"w\"} 1048576\n"));
+    EXPECT_THAT(text, Not(HasSubstr("gpu")));
+}
+
+TEST(SupervisorMetrics, AGpuGoneFromTheReadingLosesItsSeries) {
+    SupervisorMetrics m;
+    testing::feed_example(m);
+    EvaluationRound next;
+    next.gpus = {testing::example_gpus().front()};
+    m.record_round(next);
+    std::string text = m.render({});
+    EXPECT_THAT(text, HasSubstr("infervisor_gpu_fault{device=\"0000:03:00.0\"} 0\n"));
+    EXPECT_THAT(text, Not(HasSubstr("0000:04:00.0")));
+    // A stale reading (no GPUs in the round): every GPU series goes.
+    m.record_round(EvaluationRound{});
+    EXPECT_THAT(m.render({}), Not(HasSubstr("gpu")));
+}
+
 TEST(SupervisorMetrics, AStoppedWorkerKeepsItsFactsButNotItsSamples) {
     SupervisorMetrics m;
     testing::feed_example(m);
