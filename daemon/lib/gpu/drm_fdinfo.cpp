@@ -276,7 +276,11 @@ std::optional<DrmCard> read_card(const fs::path& card, unsigned index, ErrorSink
     std::string address = basename_of(device_link);
     if (!is_pci_address(address)) return std::nullopt;
     std::string driver = basename_of(read_link_at(AT_FDCWD, (card / "device/driver").c_str()));
-    if (driver.empty() || driver == "nvidia") return std::nullopt;
+    // Compute cards whose fdinfo says what memory a client holds. Not
+    // nvidia (NVML covers it), nor a server's BMC display (ast, mgag200), a
+    // VM's (virtio_gpu, bochs-drm, qxl) or nouveau: on such a host the
+    // source stays closed and costs nothing (services/gpu_watch.h).
+    if (driver != "amdgpu" && driver != "i915" && driver != "xe") return std::nullopt;
     GpuDevice out;
     out.index = index;
     out.vendor = vendor_of(driver);

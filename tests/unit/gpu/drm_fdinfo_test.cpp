@@ -212,6 +212,11 @@ TEST(DrmDevices, NoCardsIsQuickAndEmpty) {
     EXPECT_FALSE(has_drm_gpus(host.roots()));
     host.add_card(0, "0000:65:00.0", "nvidia");
     EXPECT_FALSE(has_drm_gpus(host.roots()));
+    // Display cards (a BMC's, a VM's) are no GPUs for workers: not read.
+    host.add_card(1, "0000:02:00.0", "ast");
+    host.add_card(2, "0000:00:02.0", "virtio-pci");
+    host.add_card(3, "0000:00:03.0", "bochs-drm");
+    EXPECT_FALSE(has_drm_gpus(host.roots()));
     DrmHost no_sysfs_drm;
     fs::remove(no_sysfs_drm.roots().sysfs / "class/drm");
     EXPECT_FALSE(has_drm_gpus(no_sysfs_drm.roots()));
