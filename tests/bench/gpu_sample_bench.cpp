@@ -223,6 +223,11 @@ int main(int argc, char** argv) {
             boost::asio::io_context io;
             SteadyClock clock(io);
             GpuWatch watch(io, paths, clock);
+            watch.refresh({}, Duration::zero());  // opens NVML in the background
+            while (!watch.opened()) {
+                if (io.stopped()) io.restart();  // out of work until the open posts
+                io.run_one_for(std::chrono::milliseconds(50));
+            }
             std::vector<std::string> cgroups;
             for (int n = 0; n < workers; ++n) cgroups.push_back(cgroup_of_worker(n));
             std::vector<WorkerSample> samples(workers);

@@ -197,7 +197,8 @@ int Daemon::run() {
                                                          events_, *workdirs_, clock_,
                                                          stderr_is_journal(), apply_limits});
     gpus_ = std::make_unique<GpuWatch>(io_, paths_, clock_, &events_);
-    ctx_->gpu_devices = [this] { return gpus_->devices(); };
+    ctx_->gpu_devices = [this] { return gpus_->devices_for_start(); };
+    gpus_->refresh({}, Duration::zero());  // opens the sources in the background
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {
         std::string status = "STATUS=" + supervisor_->summary();

@@ -42,8 +42,10 @@ bool write_all(int fd, const std::string& data) {
 }  // namespace
 
 int config_check_helper_main(int in_fd, int out_fd) {
-    auto request = read_bounded(in_fd, config_limits::kMaxTotalBytes);
-    if (!request || request->size() > config_limits::kMaxTotalBytes) return 1;
+    // The texts' limit, and room for the daemon's list of GPUs beside them.
+    constexpr std::size_t kMaxRequest = config_limits::kMaxTotalBytes + (std::size_t{256} << 10);
+    auto request = read_bounded(in_fd, kMaxRequest);
+    if (!request || request->size() > kMaxRequest) return 1;
     auto decoded = decode_config_check_request(*request);
     if (!decoded) return 1;
     request.reset();  // its memory back before the check

@@ -30,7 +30,7 @@ const std::vector<std::string>& gpu_environment_names() {
 const GpuDevice* find_gpu(const std::vector<GpuDevice>& host, const std::string& selector) {
     auto kind = gpu_selector_kind(selector);
     if (!kind) return nullptr;
-    auto it = std::find_if(host.begin(), host.end(), [&](const GpuDevice& d) {
+    auto matches = [&](const GpuDevice& d) {
         switch (*kind) {
             case GpuSelectorKind::index:
                 return d.vendor == "nvidia" && std::to_string(d.index) == selector;
@@ -40,7 +40,12 @@ const GpuDevice* find_gpu(const std::vector<GpuDevice>& host, const std::string&
                 return d.pci_bus_id == lower(selector);
         }
         return false;
-    });
+    };
+    // A card that answers before one gone from its driver that had the same
+    // index (the driver renumbers the others).
+    auto it = std::find_if(host.begin(), host.end(),
+                           [&](const GpuDevice& d) { return d.fault.empty() && matches(d); });
+    if (it == host.end()) it = std::find_if(host.begin(), host.end(), matches);
     return it == host.end() ? nullptr : &*it;
 }
 
@@ -63,8 +68,15 @@ Result<GpuAssignment> assign_gpus(const GpuSpec& spec, const std::vector<GpuDevi
         if (!device->fault.empty())
             return Error{EWOULDBLOCK, "gpu device '" + selector + "' (" + describe(*device) +
                                           ") is in error: " + device->fault};
-        if (device->vendor == "nvidia" && !device->uuid.empty())
-            cuda += (cuda.empty() ? "" : ",") + device->uuid;
+        // Without its UUID CUDA could not be told this card, and without
+        // CUDA_VISIBLE_DEVICES a worker would see every card: it waits.
+        if (device->vendor == "nvidia" && device->uuid.empty())
+            return Error{EWOULDBLOCK, "gpu device '" + selector + "' (" + describe(*device) +
+                                          "): its UUID could not be read"};
+        if (std::any_of(out.devices.begin(), out.devices.end(),
+                        [&](const GpuDevice& d) { return d.pci_bus_id == device->pci_bus_id; }))
+            return plain_error("gpu.devices names " + describe(*device) + " twice");
+        if (device->vendor == "nvidia") cuda += (cuda.empty() ? "" : ",") + device->uuid;
         out.devices.push_back(*device);
     }
     if (!cuda.empty()) {

@@ -23,7 +23,8 @@ bool is_pci_bus_id(std::string_view text) {
 // "GPU-" or "MIG-" then hex digits and dashes, as nvidia-smi -L prints them.
 bool is_uuid(std::string_view text) {
     if (text.size() < 8 || text.size() > 96) return false;
-    if (!text.starts_with("GPU-") && !text.starts_with("MIG-")) return false;
+    // MIG-... (a MIG instance) is not one: the devices read are whole GPUs.
+    if (!text.starts_with("GPU-")) return false;
     std::string_view rest = text.substr(4);
     return std::all_of(rest.begin(), rest.end(), [](char c) {
         return std::isxdigit(static_cast<unsigned char>(c)) || c == '-' || c == '/';
@@ -33,7 +34,9 @@ bool is_uuid(std::string_view text) {
 }  // namespace
 
 std::optional<GpuSelectorKind> gpu_selector_kind(std::string_view text) {
-    if (text.size() <= 3 && all_of(text, isdigit)) return GpuSelectorKind::index;
+    // "0" to "999", as NVML numbers them: "01" would never match one.
+    if (text.size() <= 3 && all_of(text, isdigit) && (text.size() == 1 || text[0] != '0'))
+        return GpuSelectorKind::index;
     if (is_uuid(text)) return GpuSelectorKind::uuid;
     if (is_pci_bus_id(text)) return GpuSelectorKind::pci_bus_id;
     return std::nullopt;

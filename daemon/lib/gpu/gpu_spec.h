@@ -23,7 +23,8 @@
 namespace infervisor {
 
 struct GpuSpec {
-    // As written: "0", "GPU-8f6c...", "MIG-...", "0000:03:00.0"; each syntax
+    // As written: "0", "GPU-8f6c...", "0000:03:00.0" (a MIG instance is not
+    // one yet: the devices read are whole GPUs); each syntax
     // checked by the parser, existence at config check (a warning: it may run
     // on a build host) and at each start (an error naming it).
     std::vector<std::string> devices;

@@ -421,8 +421,10 @@ std::optional<std::map<unsigned, unsigned>> read_process_utilization(
         call_growing(samples, [&](unsigned* count, nvmlProcessUtilizationSample_t* buffer) {
             return nvml.get_process_utilization(handle, buffer, count, last_seen);
         });
-    if (code == NVML_ERROR_NOT_FOUND || !calls.ok(code, "nvmlDeviceGetProcessUtilization"))
-        return std::nullopt;
+    // NOT_FOUND: no sample since last_seen, i.e. no process used the
+    // device: each one's figure is 0, not unknown (an idle worker reads 0%).
+    if (code == NVML_ERROR_NOT_FOUND) return std::map<unsigned, unsigned>{};
+    if (!calls.ok(code, "nvmlDeviceGetProcessUtilization")) return std::nullopt;
     return newest_sm_utilization(samples, last_seen);
 }
 

@@ -154,7 +154,9 @@ class SupervisorMetrics {
     std::map<std::string, PerWorker> workers_;
     std::map<std::pair<std::string, std::string>, uint64_t> host_actions_;
     std::optional<HostSample> host_;
-    std::vector<GpuDevice> gpus_;  // of the last round: a device gone from it loses its series
+    // Of the last round (GpuWatch::devices(): a card its driver no longer
+    // lists is there, in error, without figures); one not in it loses its series.
+    std::vector<GpuDevice> gpus_;
     std::chrono::microseconds last_evaluation_{};
     std::chrono::microseconds last_lateness_{};
     std::chrono::microseconds total_lateness_{};

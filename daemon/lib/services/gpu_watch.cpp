@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include "base/file_io.h"
+#include "base/units.h"
 #include "gpu/drm_fdinfo.h"
 #include "gpu/gpu_assignment.h"
 #include "gpu/nvml_library.h"
@@ -58,30 +60,17 @@ GpuReading read_gpus(NvmlLibrary* nvml, DrmUsageReader* drm, const Paths& paths,
 
 GpuWatch::GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock,
                    EventBus* events)
-    : paths_(paths), clock_(clock), events_(events), background_(io) {
-    std::string why;
-    if (auto nvml = NvmlLibrary::open(paths_.nvml_library))
-        nvml_ = std::move(*nvml);
-    else
-        why = nvml.error().message();
-    if (has_drm_gpus(drm_roots(paths_))) drm_ = std::make_unique<DrmUsageReader>(drm_roots(paths_));
-    if (!active()) {
-        spdlog::info("no GPU figures: no NVIDIA library ({}) and no AMD or Intel GPU in {}", why,
-                     (paths_.sysfs / "class/drm").string());
-        return;
-    }
-    take(read_gpus(nvml_.get(), drm_.get(), paths_, {}, clock_.now()));
-    began_ = last_->time;
-    spdlog::info("GPUs: {}{}", describe_gpus(last_->snapshot.devices),
-                 nvml_ ? "" : " (no NVIDIA library: " + why + ")");
-    for (const auto& e : last_->snapshot.errors) spdlog::warn("GPU reading: {}", e);
-}
+    : paths_(paths), clock_(clock), events_(events), background_(io) {}
 
 GpuWatch::~GpuWatch() = default;
 
 void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Duration min_gap) {
-    if (!active() || reading_) return;
+    if (reading_) return;
     TimePoint now = clock_.now();
+    if (!active()) {
+        if (!opened_at_ || now - *opened_at_ >= kReopenInterval) open_sources();
+        return;
+    }
     if (began_ && now - *began_ < min_gap) return;
     began_ = now;
     reading_ = true;
@@ -94,6 +83,46 @@ void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Durati
         });
 }
 
+void GpuWatch::open_sources() {
+    reading_ = true;
+    opened_at_ = clock_.now();
+    background_.run<std::shared_ptr<Sources>>(
+        [paths = paths_, now = *opened_at_] {
+            auto sources = std::make_shared<Sources>();
+            if (auto nvml = NvmlLibrary::open(paths.nvml_library))
+                sources->nvml = std::move(*nvml);
+            else
+                sources->why_no_nvml = nvml.error().message();
+            if (has_drm_gpus(drm_roots(paths)))
+                sources->drm = std::make_unique<DrmUsageReader>(drm_roots(paths));
+            if (sources->nvml || sources->drm)
+                sources->first = read_gpus(sources->nvml.get(), sources->drm.get(), paths, {}, now);
+            return sources;
+        },
+        [this](std::shared_ptr<Sources> sources) {
+            reading_ = false;
+            adopt(std::move(*sources));
+        });
+}
+
+void GpuWatch::adopt(Sources sources) {
+    const bool first_time = !opened_;
+    opened_ = true;
+    nvml_ = std::move(sources.nvml);
+    drm_ = std::move(sources.drm);
+    if (!active()) {
+        why_none_ = "no GPU is read on this host (no NVIDIA library: " + sources.why_no_nvml +
+                    "; no AMD or Intel GPU in " + (paths_.sysfs / "class/drm").string() + ")";
+        if (first_time) spdlog::info("no GPU figures: {}", why_none_);
+        return;
+    }
+    why_none_.clear();
+    take(std::move(*sources.first));
+    began_ = last_->time;
+    spdlog::info("GPUs: {}{}", describe_gpus(last_->snapshot.devices),
+                 nvml_ ? "" : " (no NVIDIA library: " + sources.why_no_nvml + ")");
+}
+
 // A card's key: its PCI address, or for one whose driver no longer answers
 // even that (NVML's "GPU is lost"), the address it had when last seen at
 // the same index; "nvidia 0" when it never answered.
@@ -102,8 +131,6 @@ std::string GpuWatch::key_of(GpuDevice& d) const {
     for (const auto& [pci, was] : seen_)
         if (was.vendor == d.vendor && was.index == d.index) {
             d.pci_bus_id = was.pci_bus_id;
-            if (d.name.empty()) d.name = was.name;
-            if (d.uuid.empty()) d.uuid = was.uuid;
             return pci;
         }
     return d.vendor + " " + std::to_string(d.index);
@@ -122,14 +149,23 @@ void GpuWatch::take(GpuReading reading) {
     std::map<std::string, GpuDevice> now;
     for (auto& d : reading.snapshot.devices) {
         std::string key = key_of(d);
+        if (auto was = seen_.find(key); was != seen_.end()) {  // what it could not say now
+            if (d.name.empty()) d.name = was->second.name;
+            if (d.uuid.empty()) d.uuid = was->second.uuid;
+        }
+        missing_.erase(key);
         now.emplace(std::move(key), d);
     }
-    for (auto& [key, was] : seen_)
-        if (!now.contains(key)) {
-            GpuDevice gone = was;
-            gone.fault = "no longer listed by its driver (fallen off the bus?)";
-            now.emplace(key, std::move(gone));
+    for (auto& [key, was] : seen_) {
+        if (now.contains(key)) continue;
+        GpuDevice kept = was;
+        if (++missing_[key] >= 2 && kept.fault.empty()) {
+            kept.fault = "no longer listed by its driver (fallen off the bus?)";
+            kept.memory_used.reset();  // nothing is known of it now
+            kept.utilization.reset();
         }
+        now.emplace(key, std::move(kept));
+    }
     for (auto& [key, d] : now) {
         auto it = seen_.find(key);
         const std::string before = it == seen_.end() ? std::string() : it->second.fault;
@@ -147,6 +183,10 @@ void GpuWatch::take(GpuReading reading) {
                                 "GPU " + what + " answers again",
                                 {{"GPU_DEVICE", key}, {"GPU_NAME", d.name}}});
     }
+    for (const auto& e : reading.snapshot.errors)
+        if (!last_ || std::find(last_->snapshot.errors.begin(), last_->snapshot.errors.end(), e) ==
+                          last_->snapshot.errors.end())
+            spdlog::warn("GPU reading: {}", e);
     seen_ = std::move(now);
     last_ = std::move(reading);
 }
@@ -154,8 +194,19 @@ void GpuWatch::take(GpuReading reading) {
 std::optional<std::vector<GpuDevice>> GpuWatch::devices() const {
     if (!active() || !last_) return std::nullopt;
     std::vector<GpuDevice> out;
-    for (const auto& [key, d] : seen_) out.push_back(d);  // with the gone ones, in error
+    for (const auto& [key, d] : seen_) {
+        out.push_back(d);  // with the gone ones, in error
+        if (out.back().pci_bus_id.empty()) out.back().pci_bus_id = key;  // "nvidia 0"
+    }
     return out;
+}
+
+Result<std::vector<GpuDevice>> GpuWatch::devices_for_start() const {
+    if (!opened_) return Error{EWOULDBLOCK, "the host's GPUs are being looked for"};
+    if (!active())
+        return Error{EWOULDBLOCK,
+                     why_none_ + "; looked for again every " + format_duration(kReopenInterval)};
+    return *devices();
 }
 
 bool GpuWatch::fresh(Duration max_age) const {

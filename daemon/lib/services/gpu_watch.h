@@ -2,24 +2,32 @@
 // background for the policy's samples, the metrics and a start's
 // gpu.devices (gpu/gpu_assignment.h).
 //
-// Contract: the sources are opened once, at construction: NVML for NVIDIA
-// (loaded only when the host has libnvidia-ml.so.1: it stays mapped, and
-// locked, in the daemon's memory), DRM fdinfo for AMD and Intel (only when
-// /sys/class/drm has such a card). A host with neither costs nothing more
-// and says so once in the log. When a source is open, the first reading is
-// taken at construction (the first starts need the devices), then
-// refresh() begins one reading at a time on a background thread: NVML's
-// calls take milliseconds and procfs reads may block on a thrashing host,
-// and the event loop must do neither. A sample takes the last reading
+// Contract: nothing is opened at construction. The first refresh() opens
+// the sources on a background thread and takes a first reading there (a
+// sick GPU can hang nvmlInit, and the daemon must still start and supervise
+// its other workers): NVML for NVIDIA (loaded only when the host has
+// libnvidia-ml.so.1: it stays mapped, and locked, in the daemon's memory),
+// DRM fdinfo for AMD and Intel (only when /sys/class/drm has such a card).
+// A host with neither says so once in the log, and is looked at again every
+// kReopenInterval (a driver that loads after the daemon). Then refresh()
+// begins one reading at a time on that thread: NVML's calls take
+// milliseconds and procfs reads may block on a thrashing host, and the
+// event loop must do neither. A start that needs gpu.devices before the
+// first open has finished, or on a host where none is open, waits
+// (devices_for_start()). A sample takes the last reading
 // unless it is older than the caller's `max_age` (then the GPU fields stay
 // empty, and rules on them do not act on stale numbers).
 //
 // A card in error is not a worker's fault: each card that goes into error
 // (GpuDevice::fault) or vanishes from its driver's list is journaled once
 // (gpu-fault, GPU_DEVICE=, GPU_NAME=, GPU_FAULT=), and its recovery too
-// (gpu-recovered). A card seen once and gone since stays in devices() with
-// a fault, so that a worker whose gpu.devices names it waits to start
-// (gpu/gpu_assignment.h) instead of failing its starts into the limit.
+// (gpu-recovered). A card missing from two readings in a row is gone (one
+// missing reading is a driver's hiccup, not a fault); it stays in
+// devices() with a fault and without figures, so that a worker whose
+// gpu.devices names it waits to start (gpu/gpu_assignment.h) instead of
+// failing its starts into the limit. A card's name and UUID, once read,
+// are kept when a later reading cannot read them. Errors of a reading that
+// the last one did not have are logged.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -32,6 +40,7 @@
 
 #include "base/clock.h"
 #include "base/paths.h"
+#include "base/result.h"
 #include "gpu/gpu_spec.h"
 #include "gpu/gpu_usage.h"
 #include "journal/event_bus.h"
@@ -45,6 +54,8 @@ class DrmUsageReader;
 
 class GpuWatch {
   public:
+    static constexpr Duration kReopenInterval = std::chrono::minutes(1);
+
     // `events`: where gpu-fault and gpu-recovered go; null: nowhere.
     GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock,
              EventBus* events = nullptr);
@@ -52,19 +63,25 @@ class GpuWatch {
     GpuWatch(const GpuWatch&) = delete;
     GpuWatch& operator=(const GpuWatch&) = delete;
 
-    // Whether any source is open.
+    // Whether any source is open; whether the first open has finished.
     bool active() const { return nvml_ != nullptr || drm_ != nullptr; }
+    bool opened() const { return opened_; }
 
-    // Begins a reading unless one is under way or the last began less than
-    // `min_gap` ago. `worker_cgroups` are the workers' cgroup directories:
-    // the DRM source reads the fdinfo of their processes (NVML lists its
-    // processes itself).
+    // Opens the sources (the first call; then every kReopenInterval while
+    // none is open), or begins a reading; unless one of these is under way
+    // or the last reading began less than `min_gap` ago. `worker_cgroups`
+    // are the workers' cgroup directories: the DRM source reads the fdinfo
+    // of their processes (NVML lists its processes itself).
     void refresh(std::vector<std::filesystem::path> worker_cgroups, Duration min_gap);
 
     // The last reading; null before the first, or when no source is open.
     const GpuReading* last() const { return last_ ? &*last_ : nullptr; }
-    // The devices of the last reading; nullopt when no source is open.
+    // The cards: those of the last reading and those gone since, in error;
+    // nullopt when no source is open.
     std::optional<std::vector<GpuDevice>> devices() const;
+    // The same for a start: an error with EWOULDBLOCK (the start waits)
+    // before the first open has finished and while no source is open.
+    Result<std::vector<GpuDevice>> devices_for_start() const;
 
     // The worker in `cgroup` (relative to the cgroup2 mount, leading '/').
     void fill(WorkerSample& sample, std::string_view cgroup, const std::optional<GpuSpec>& spec,
@@ -72,6 +89,14 @@ class GpuWatch {
     void fill(HostSample& sample, Duration max_age) const;
 
   private:
+    struct Sources {
+        std::unique_ptr<NvmlLibrary> nvml;
+        std::unique_ptr<DrmUsageReader> drm;
+        std::string why_no_nvml;
+        std::optional<GpuReading> first;
+    };
+    void open_sources();
+    void adopt(Sources sources);
     bool fresh(Duration max_age) const;
     // Takes a reading: journals the cards that went into error or came
     // back, and remembers every card seen.
@@ -84,13 +109,17 @@ class GpuWatch {
     // Every card seen, by PCI address, as last seen; `fault` is the one
     // journaled (empty: none).
     std::map<std::string, GpuDevice> seen_;
+    std::map<std::string, int> missing_;  // readings in a row a seen card was not in
+    bool opened_ = false;
+    std::string why_none_;                // why no source is open
+    std::optional<TimePoint> opened_at_;  // the last open begun
     // Used on the background thread only, one reading at a time (after the
     // first, at construction).
     std::unique_ptr<NvmlLibrary> nvml_;
     std::unique_ptr<DrmUsageReader> drm_;  // null: no AMD or Intel GPU
     std::optional<GpuReading> last_;
     std::optional<TimePoint> began_;  // the reading under way, or the last
-    bool reading_ = false;
+    bool reading_ = false;            // an open or a reading is under way
     // Last: its destructor waits for the job that uses nvml_.
     BackgroundWork background_;
 };

@@ -259,11 +259,12 @@ std::string PolicyRunner::cgroup_in_proc(const Worker& worker) const {
 Duration PolicyRunner::gpu_max_age() const { return interval_ * 3; }
 
 void PolicyRunner::refresh_gpus() {
-    if (!gpus_ || !gpus_->active()) return;
+    if (!gpus_) return;
     std::vector<std::filesystem::path> cgroups;
-    for (const Worker* w : supervisor_.workers())
-        if (w->state() == WorkerState::running || w->state() == WorkerState::starting)
-            cgroups.push_back(w->cgroup().path());
+    if (gpus_->active())  // else an open, now and then (GpuWatch::refresh)
+        for (const Worker* w : supervisor_.workers())
+            if (w->state() == WorkerState::running || w->state() == WorkerState::starting)
+                cgroups.push_back(w->cgroup().path());
     gpus_->refresh(std::move(cgroups), interval_ / 2);
 }
 

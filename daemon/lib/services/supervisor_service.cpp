@@ -163,7 +163,8 @@ void SupervisorService::validate_config(ConfigTexts texts, const PeerCredentials
     HelperIdentity identity{caller.uid, caller.gid, caller.groups};
     // Taken here, on the loop: the GPU reading is the loop's.
     std::optional<std::vector<GpuDevice>> gpus;
-    if (ctx_.gpu_devices) gpus = ctx_.gpu_devices();
+    if (ctx_.gpu_devices)
+        if (auto known = ctx_.gpu_devices()) gpus = std::move(*known);
     auto job = [texts = std::move(texts), identity, helper = check_helper_,
                 gpus = std::move(gpus)] {
         return check_config_in_helper(texts, identity, helper, gpus);

@@ -279,12 +279,9 @@ Result<Worker::RunSetup> Worker::prepare_run() {
 
 Result<GpuAssignment> Worker::assign_gpus() const {
     if (!spec_.gpu || spec_.gpu->devices.empty()) return GpuAssignment{};
-    std::optional<std::vector<GpuDevice>> host;
-    if (ctx_.gpu_devices) host = ctx_.gpu_devices();
-    if (!host)
-        return plain_error(
-            "gpu.devices names GPUs, and this host's are not known (no NVIDIA "
-            "library, libnvidia-ml.so.1, and no DRM GPU)");
+    if (!ctx_.gpu_devices) return plain_error("gpu.devices names GPUs, and this daemon reads none");
+    auto host = ctx_.gpu_devices();
+    if (!host) return host.error();  // not known yet: EWOULDBLOCK, the start waits
     auto assigned = infervisor::assign_gpus(*spec_.gpu, *host);
     // A card in error may come back (a reset): the start waits for it, not
     // counted as a failed start, rather than crash-looping on it.

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/paths.h"
+#include "base/result.h"
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/cgroup_tree.h"
 #include "gpu/gpu_snapshot.h"
@@ -48,9 +49,10 @@ struct WorkerContext {
     // operator's start or by a restart; empty: never drained.
     std::function<bool()> drained;
     // The host's GPUs at the last reading, for gpu.devices at a start
-    // (services/gpu_watch.h); empty or nullopt: not known (no GPU library,
-    // no DRM GPU).
-    std::function<std::optional<std::vector<GpuDevice>>()> gpu_devices;
+    // (services/gpu_watch.h devices_for_start(): an error with EWOULDBLOCK
+    // while they are not known, and the start waits); empty: this daemon
+    // reads no GPUs.
+    std::function<Result<std::vector<GpuDevice>>()> gpu_devices;
 };
 
 }  // namespace infervisor

@@ -51,7 +51,8 @@ TEST(GpuConfig, DefaultsGiveTheCapAndNoneDropsIt) {
 }
 
 TEST(GpuConfig, ASelectorThatNamesNoGpuIsAnErrorAtItsLine) {
-    for (const char* bad : {"cuda:0", "-1", "0000:03:00", "GPU-not/hex!", "1234", "03:00.0"}) {
+    for (const char* bad : {"cuda:0", "-1", "0000:03:00", "GPU-not/hex!", "1234", "03:00.0", "01",
+                            "MIG-4b0e5c3a-0000-1111-2222-333344445555"}) {
         auto loaded = load_config_text(
             gpu_worker(std::string("    gpu:\n      devices: ['") + bad + "']\n"), "g.yaml");
         std::string errors = loaded.errors.format();

@@ -246,10 +246,10 @@ TEST_F(NvmlLibraryTest, ProcessUtilizationIsTheNewestSampleSinceTheLastRead) {
     EXPECT_EQ(utilization_of(first, 1), 20.0);
     EXPECT_EQ(utilization_of(first, 2), 0.0);  // no sample: no use
 
-    // Nothing newer than 1000: NVML_ERROR_NOT_FOUND, no figure.
+    // Nothing newer than 1000: NVML_ERROR_NOT_FOUND, nobody used it: 0.
     GpuSnapshot again = nvml->read();
     EXPECT_TRUE(again.errors.empty());
-    EXPECT_FALSE(utilization_of(again, 1));
+    EXPECT_EQ(utilization_of(again, 1), 0.0);
 
     write_fixture(std::string(kH100) +
                   "process 0 pid=1 kind=compute used=100 sm=60 ts=2000\n"

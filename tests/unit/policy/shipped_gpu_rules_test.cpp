@@ -68,6 +68,18 @@ TEST(ShippedGpuRules, AServerThatTakesItsPoolAtOnceAndHoldsItIsLeftAlone) {
     EXPECT_EQ(o.rule, "") << "at " << o.at << "s";
 }
 
+TEST(ShippedGpuRules, APoolTakenAfterTheRamSettledAndTheStepsAfterItAreLeftAlone) {
+    // RAM flat from 20s; the KV pool (96% of the cap) at 60s, CUDA graphs
+    // 10s later (+0.4G) and a workspace 20s after that (+0.2G): steps, not a
+    // trend.
+    Outcome o = replay([](double t) { return t < 60   ? 2.0
+                                             : t < 70 ? 38.4
+                                             : t < 90 ? 38.8
+                                                      : 39.0; },
+                       40, 900);
+    EXPECT_EQ(o.rule, "") << "at " << o.at << "s";
+}
+
 TEST(ShippedGpuRules, ALeakInGpuMemoryIsStoppedBeforeTheCard) {
     // Serving at 10 GiB, then its KV cache leaks 2 GiB a minute (5% of the
     // 40G cap a minute): it reaches 95% near 10 min in and goes on.

@@ -46,6 +46,11 @@ class PolicyRunnerTest : public SupervisorFixture {
         auto end = std::chrono::steady_clock::now() + d;
         run_until([&] { return std::chrono::steady_clock::now() > end; });
     }
+    // The first refresh() opens the GPU sources in the background.
+    void open(GpuWatch& gpus) {
+        gpus.refresh({}, Duration::zero());
+        run_until([&] { return gpus.opened(); });
+    }
     void TearDown() override {
         if (runner_) runner_->stop();
         // A test's GpuWatch is gone by now; the workers' restarts must not ask it.
@@ -464,8 +469,9 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
     ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
     ctx_->paths.nvml_library = fake;
     GpuWatch gpus(io_, ctx_->paths, clock_);
+    open(gpus);
     ASSERT_TRUE(gpus.active());
-    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
 
     auto spec = example("cuda", {});
     spec.gpu = GpuSpec{{"1"}, 10ull << 30};
@@ -518,7 +524,8 @@ TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
     ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
     ctx_->paths.nvml_library = fake;
     GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+    open(gpus);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
     ASSERT_EQ(count("", K::gpu_fault), 1u);
     EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"), "GPU is lost (fallen off the bus)");
 
@@ -558,9 +565,13 @@ TEST_F(PolicyRunnerTest, ACardThatVanishesIsAFaultAndAStartOnItWaits) {
     ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
     ctx_->paths.nvml_library = fake;
     GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices(); };
+    open(gpus);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
     EXPECT_EQ(count("", K::gpu_fault), 0u);
     dir.write("nvml", "");  // no device listed
+    gpus.refresh({}, Duration::zero());
+    run_until([&] { return gpus.last()->snapshot.devices.empty(); });
+    EXPECT_EQ(count("", K::gpu_fault), 0u) << "one reading without it is no fault";
     gpus.refresh({}, Duration::zero());
     run_until_event("", K::gpu_fault);
     EXPECT_THAT(last("", K::gpu_fault)->message, HasSubstr("no longer listed by its driver"));
