@@ -3,21 +3,14 @@
 #include <algorithm>
 
 #include "base/file_io.h"
+#include "cgroup/cgroup_discovery.h"
 
 namespace infervisor {
 
 std::string cgroup_of(const std::filesystem::path& procfs, pid_t pid) {
     auto text = read_file(procfs / std::to_string(pid) / "cgroup");
     if (!text) return {};
-    // cgroup v2's line is "0::PATH"; v1 lines ("N:controllers:PATH") are skipped.
-    std::string_view rest = *text;
-    while (!rest.empty()) {
-        auto end = rest.find('\n');
-        std::string_view line = rest.substr(0, end);
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-        if (line.starts_with("0::/")) return std::string(line.substr(3));
-    }
-    return {};
+    return find_cgroup2_path(*text).value_or(std::string());
 }
 
 void tag_cgroups(const std::filesystem::path& procfs, GpuReading& reading) {

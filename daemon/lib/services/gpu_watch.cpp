@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 
-#include "base/file_io.h"
 #include "base/units.h"
+#include "cgroup/cgroup_dir.h"
 #include "gpu/drm_fdinfo.h"
 #include "gpu/gpu_assignment.h"
 #include "gpu/nvml_library.h"
@@ -16,22 +15,9 @@ namespace infervisor {
 
 namespace {
 
-// The pids in a cgroup's cgroup.procs; none when it cannot be read.
-std::vector<pid_t> procs_of(const std::filesystem::path& cgroup) {
-    std::vector<pid_t> pids;
-    auto text = read_file(cgroup / "cgroup.procs");
-    if (!text) return pids;
-    std::string_view rest = *text;
-    while (!rest.empty()) {
-        auto end = rest.find('\n');
-        std::string_view line = rest.substr(0, end);
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-        pid_t pid = 0;
-        auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
-        if (ec == std::errc() && ptr == line.data() + line.size() && pid > 0) pids.push_back(pid);
-    }
-    return pids;
-}
+// The most processes of one worker whose DRM fds a reading looks at: a
+// worker that forks thousands must not make every reading late.
+constexpr size_t kMaxDrmPidsPerWorker = 256;
 
 void append(GpuSnapshot& to, GpuSnapshot from) {
     for (auto& d : from.devices) to.devices.push_back(std::move(d));
@@ -51,7 +37,8 @@ GpuReading read_gpus(NvmlLibrary* nvml, DrmUsageReader* drm, const Paths& paths,
     if (drm) {
         std::vector<pid_t> pids;
         for (const auto& cgroup : worker_cgroups)
-            for (pid_t pid : procs_of(cgroup)) pids.push_back(pid);
+            for (pid_t pid : CgroupDir(cgroup).procs_up_to(kMaxDrmPidsPerWorker))
+                pids.push_back(pid);
         append(reading.snapshot, drm->read(pids, now));
     }
     tag_cgroups(paths.procfs, reading);
