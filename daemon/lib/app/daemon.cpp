@@ -179,6 +179,7 @@ int Daemon::run() {
     paths_.runtime_dir = config_.daemon.runtime_dir;
     paths_.state_dir = config_.daemon.state_dir;
     if (!options_.nvml_library.empty()) paths_.nvml_library = options_.nvml_library;
+    if (!options_.cuda_library.empty()) paths_.cuda_library = options_.cuda_library;
     if (auto r = make_runtime_dirs(paths_); !r) {
         spdlog::critical("{}", r.error().message());
         return 1;
@@ -198,6 +199,12 @@ int Daemon::run() {
                                                          stderr_is_journal(), apply_limits});
     gpus_ = std::make_unique<GpuWatch>(io_, paths_, clock_, &events_);
     ctx_->gpu_devices = [this] { return gpus_->devices_for_start(); };
+    // A suspension asks right when it begins; the policy refreshes the
+    // reading every interval, and a minute-old one still tells whether the
+    // worker uses CUDA at all.
+    ctx_->nvidia_memory_of = [this](const std::string& cgroup) {
+        return gpus_->memory_on(cgroup, "nvidia", std::chrono::minutes(1));
+    };
     gpus_->refresh({}, Duration::zero());  // opens the sources in the background
     supervisor_ = std::make_unique<Supervisor>(*ctx_);
     events_.subscribe([this](const Event&) {

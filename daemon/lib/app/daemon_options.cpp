@@ -37,6 +37,10 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
                    "NVIDIA's management library, for GPU figures: a file, or a name the dynamic "
                    "linker finds [default: libnvidia-ml.so.1; a host without it has no NVIDIA "
                    "figures]");
+    app.add_option("--cuda-library", o.cuda_library,
+                   "The CUDA driver library, loaded only by the short-lived helper that moves a "
+                   "suspended worker's GPU memory to host memory and back [default: "
+                   "libcuda.so.1]");
     app.set_version_flag("-V,--version", "infervisord " INFERVISOR_VERSION);
     app.footer(
         "Files:\n  /etc/infervisor/infervisor.yaml, /etc/infervisor/workers.d/*.yaml\n"

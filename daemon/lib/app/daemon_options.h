@@ -18,6 +18,9 @@ struct DaemonOptions {
     // NVIDIA's management library (gpu/nvml_library.h); empty: the default
     // soname, libnvidia-ml.so.1.
     std::string nvml_library;
+    // The CUDA driver library for the cuda-checkpoint helper
+    // (gpu/cuda_checkpoint.h); empty: the default (Paths).
+    std::string cuda_library;
 };
 
 // Parses argv. Returns the exit code to end with instead (0 after --help or

@@ -4,7 +4,9 @@
 // from main() before anything of the daemon starts: no options parsed, no
 // logging set up, no mlockall, no threads.
 //
-// Helpers: `config-check FILE-NAME` (config/config_check_protocol.h).
+// Helpers: `config-check FILE-NAME` (config/config_check_protocol.h);
+// `cuda-checkpoint LIBRARY ACTION TIMEOUT_MS PID...` (gpu/cuda_checkpoint.h:
+// libcuda is loaded in the helper, never in the daemon).
 // Each answers on its stdout; fd 1 is pointed at stderr while it works, so
 // that a stray log line cannot corrupt the answer.
 #pragma once

@@ -19,6 +19,12 @@ struct Paths {
     // NVIDIA's management library, as dlopen(3) finds it (gpu/nvml_library.h);
     // tests load a stand-in.
     std::string nvml_library = "libnvidia-ml.so.1";
+    // The CUDA driver library, loaded only by the cuda-checkpoint helper
+    // (gpu/cuda_checkpoint.h), never by the daemon; tests load a stand-in.
+    std::string cuda_library = "libcuda.so.1";
+    // The infervisord binary that runs helpers (process/helper_process.h):
+    // the very image that runs; tests name the built daemon.
+    std::string helper_program = "/proc/self/exe";
 };
 
 }  // namespace infervisor

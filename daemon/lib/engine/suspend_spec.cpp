@@ -30,6 +30,18 @@ void parse_suspend_level(YamlMap& map, SuspendSpec& spec, ConfigErrors& errors) 
                        text + "'");
 }
 
+void parse_suspend_gpu(YamlMap& map, SuspendSpec& spec, ConfigErrors& errors) {
+    std::string text;
+    if (!map.get_string("gpu", text)) return;
+    if (text == "release" || text == "keep")
+        spec.release_gpu = text == "release";
+    else
+        errors.add(map.take("gpu")->Mark(),
+                   "suspend gpu must be release (the CUDA processes' GPU memory is moved to host "
+                   "memory and the GPU freed) or keep, not '" +
+                       text + "'");
+}
+
 }  // namespace
 
 const char* suspend_method_name(SuspendMethod method) {
@@ -43,6 +55,7 @@ void parse_suspend_keys(YamlMap& worker, SuspendSpec& spec, ConfigErrors& errors
     if (!map.valid()) return;
     parse_suspend_method(map, spec, errors);
     parse_suspend_level(map, spec, errors);
+    parse_suspend_gpu(map, spec, errors);
     map.finish();
 }
 

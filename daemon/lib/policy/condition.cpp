@@ -410,6 +410,12 @@ bool mentions_metric(const Condition& condition, std::string_view prefix) {
     return false;
 }
 
+bool only_metrics(const Condition& condition, std::string_view prefix) {
+    for (const Condition* leaf : comparisons(condition))
+        if (!leaf->metric.starts_with(prefix)) return false;
+    return true;
+}
+
 std::vector<std::string> engine_series_of(const Condition& condition) {
     std::vector<std::string> out;
     for (const Condition* leaf : comparisons(condition))

@@ -90,6 +90,8 @@ std::vector<const Condition*> comparisons(const Condition& condition);
 
 // Whether any comparison's metric starts with `prefix` ("memory.", "heartbeat").
 bool mentions_metric(const Condition& condition, std::string_view prefix);
+// Whether every metric the condition reads starts with `prefix`.
+bool only_metrics(const Condition& condition, std::string_view prefix);
 
 // The engine series the condition names (engine.NAME, engine.rate(NAME)), in
 // order, each once.

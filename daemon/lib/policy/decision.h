@@ -36,8 +36,10 @@ struct Decision {
     // The ladder's unload (Action::unload) that frees nothing goes on to this
     // step at once: what the ladder would have taken without it.
     std::optional<PreemptStep> if_unload_fails;
-    // The rule acts for memory: a host rule, or a rule on a memory.* or
-    // swap.* metric. A run it ends restarts only once the host has room.
+    // The rule acts for memory: a host rule (but one on host.gpu.* alone),
+    // or a rule on a memory.* or swap.* metric. A run it ends restarts only
+    // once the host has room; a suspension it asks for moves no GPU memory
+    // into host memory.
     bool for_memory = false;
     std::string reason;  // one line for people, e.g.
                          // "memory.growth is 117.19%/min (> 15%/min) for 2m0s"

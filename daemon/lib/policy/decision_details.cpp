@@ -105,8 +105,11 @@ Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scop
     d.action = action_of(rule, due.step);
     d.then = rule.then;
     d.dry_run = dry_run;
-    d.for_memory = scope == RuleScope::host || mentions_metric(rule.when, "memory.") ||
-                   mentions_metric(rule.when, "swap.");
+    // A host rule on the GPUs alone (host.gpu.*) is not for the host's
+    // memory: its suspension may move GPU memory into host memory, and a run
+    // it ends restarts without waiting for host memory.
+    d.for_memory = (scope == RuleScope::host && !only_metrics(rule.when, "host.gpu.")) ||
+                   mentions_metric(rule.when, "memory.") || mentions_metric(rule.when, "swap.");
     d.reason = describe_cause(rule, readings, due);
     return d;
 }

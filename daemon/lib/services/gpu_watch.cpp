@@ -216,6 +216,16 @@ void GpuWatch::fill(WorkerSample& sample, std::string_view cgroup,
     }
 }
 
+std::optional<uint64_t> GpuWatch::memory_on(std::string_view cgroup, std::string_view vendor,
+                                            Duration max_age) const {
+    if (!fresh(max_age)) return std::nullopt;
+    uint64_t total = 0;
+    for (const auto& device : use_of(*last_, cgroup).devices)
+        for (const GpuDevice& d : last_->snapshot.devices)
+            if (d.pci_bus_id == device.pci_bus_id && d.vendor == vendor) total += device.memory;
+    return total;
+}
+
 void GpuWatch::fill(HostSample& sample, Duration max_age) const {
     if (!fresh(max_age)) return;
     const GpuDevice* tightest = tightest_gpu(last_->snapshot);

@@ -87,6 +87,11 @@ class GpuWatch {
     void fill(WorkerSample& sample, std::string_view cgroup, const std::optional<GpuSpec>& spec,
               Duration max_age) const;
     void fill(HostSample& sample, Duration max_age) const;
+    // What the processes of `cgroup` hold on the devices of `vendor`
+    // ("nvidia") at the last reading; empty when there is none younger
+    // than `max_age`.
+    std::optional<uint64_t> memory_on(std::string_view cgroup, std::string_view vendor,
+                                      Duration max_age) const;
 
   private:
     struct Sources {

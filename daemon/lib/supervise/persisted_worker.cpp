@@ -115,6 +115,7 @@ std::string format_persisted_worker(const PersistedWorker& w) {
     // Only when said: a file without it reads as an older daemon's.
     if (w.suspended_engine_slept)
         line("suspended_engine_slept", *w.suspended_engine_slept ? "1" : "0");
+    if (!w.suspended_step.empty()) line("suspended_step", w.suspended_step);
     line("checkpoint_path", w.checkpoint ? w.checkpoint->path : "");
     line("checkpoint_bytes",
          w.checkpoint && w.checkpoint->bytes ? std::to_string(*w.checkpoint->bytes) : "-");
@@ -225,6 +226,11 @@ Result<PersistedWorker> parse_persisted_worker(std::string_view text) {
         auto value = flag(*slept);
         if (!value) return bad("invalid suspended_engine_slept");
         w.suspended_engine_slept = *value;
+    }
+    if (auto step = get("suspended_step")) {
+        if (*step != "vllm-sleep" && *step != "cuda-checkpoint")
+            return bad("invalid suspended_step");
+        w.suspended_step = std::string(*step);
     }
     if (auto path = get("checkpoint_path"); path && !path->empty()) {
         auto at = time("checkpoint_at_ms");

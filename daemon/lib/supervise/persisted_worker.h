@@ -82,10 +82,13 @@ struct PersistedWorker {
     std::optional<TimePoint> suspended_since;
     std::optional<uint64_t> suspended_memory;
     bool suspended_starting = false;
-    // With `suspend: {method: vllm-sleep}`: whether the engine went to sleep
-    // before the freeze (a resume wakes it only then); empty when not said
+    // With a step around the freeze (vllm-sleep, the GPU release): whether
+    // it succeeded (a resume wakes or restores only then); empty when not said
     // (an older daemon's file: a resume asks for the wake anyway).
     std::optional<bool> suspended_engine_slept;
+    // The step taken around the freeze (SUSPEND_METHOD: vllm-sleep,
+    // cuda-checkpoint); empty: none, or an older daemon's file.
+    std::string suspended_step;
     std::optional<ParkedCheckpoint> checkpoint;  // state parked: see above
 
     bool operator==(const PersistedWorker&) const = default;

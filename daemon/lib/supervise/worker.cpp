@@ -54,6 +54,7 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
           },
           [this] { on_thawed(); }),
       vllm_sleep_(ctx.io),
+      gpu_release_(ctx.io),
       ollama_unload_(ctx.io),
       state_since_(ctx.clock.now()) {
     checkpoints_.set_spec(spec_.checkpoint);

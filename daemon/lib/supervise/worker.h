@@ -31,6 +31,7 @@
 #include "supervise/restart_tracker.h"
 #include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
+#include "supervise/worker_gpu_release.h"
 #include "supervise/worker_launch.h"
 #include "supervise/worker_ollama_unload.h"
 #include "supervise/worker_probes.h"
@@ -148,13 +149,19 @@ class Worker {
     // `for_memory`: a rule acting for memory asks (PolicyRunner): a
     // vllm-sleep of level 1 is then not asked for, since it moves the
     // weights into host memory (pinned, which no reclaim can push out),
-    // charged to the worker: more of what runs short.
+    // charged to the worker: more of what runs short; nor is the GPU
+    // release, for the same reason. The GPU release is also not asked for
+    // when the copy would not fit (gpu_release_refusal).
     Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {},
                          bool for_memory = false);
     // Thaws a suspended worker back to the state it was suspended in.
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
-    // The engine's part of a suspension (spec_.suspend), or none.
-    WorkerSuspension::EngineStep suspend_engine_step();
+    // The step around a suspension's freeze (spec_.suspend): vllm-sleep's;
+    // the GPU release (`gpu: release`) when the last GPU reading has the
+    // worker holding NVIDIA GPU memory; or none. Adopting a suspension, the
+    // step the earlier image took (PersistedWorker::suspended_step) is the
+    // one, whatever the configuration says now: its resume must undo it.
+    WorkerSuspension::EngineStep suspend_engine_step(std::string_view adopted_step = {});
     // The preempt ladder's unload (policy/preempt_ladder.h): the worker's
     // Ollama server (engine.kind ollama) unloads every model it holds and
     // keeps running (WorkerOllamaUnload, bounded by unload_bound()). Journals
@@ -281,6 +288,11 @@ class Worker {
     // gpu.devices resolved against the host's GPUs (WorkerContext::gpu_devices);
     // an error with EWOULDBLOCK for a device in error (the start waits).
     Result<GpuAssignment> assign_gpus() const;
+    // The GPU release step (suspend_engine_step); `held`: the NVIDIA GPU
+    // memory its processes hold, when known.
+    WorkerSuspension::EngineStep gpu_release_step(std::optional<uint64_t> held);
+    // Its cgroup relative to the cgroup2 mount, with a leading '/'.
+    std::string cgroup_in_mount() const;
     void wait_for_lock(const Error& error);
     Result<void> prepare_cgroup();
     Result<SpawnedProcess> spawn(const RunSetup& run);
@@ -399,6 +411,7 @@ class Worker {
     bool room_wait_logged_ = false;
     WorkerSuspension suspension_;
     WorkerVllmSleep vllm_sleep_;              // `suspend: {method: vllm-sleep}`
+    WorkerGpuRelease gpu_release_;            // `suspend: {gpu: release}`
     WorkerOllamaUnload ollama_unload_;        // the preempt ladder's unload
     std::optional<TimePoint> waiting_since_;  // state waiting: for admission
     std::string waiting_reason_;

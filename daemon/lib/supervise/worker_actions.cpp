@@ -9,6 +9,8 @@
 #include "base/file_io.h"
 #include "base/units.h"
 #include "cgroup/cgroup_limits.h"
+#include "cgroup/cgroup_stats.h"
+#include "policy/stat_files.h"
 #include "process/pidfd.h"
 #include "supervise/worker.h"
 #include "supervise/worker_credentials.h"
@@ -140,10 +142,21 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
         if (finished) finished(o);
     };
     auto step = suspend_engine_step();
-    if (for_memory && step.before && spec_.suspend.level == 1)
+    if (step.before && step.name == kGpuReleaseStep) {
+        uint64_t held = step.held_bytes.value_or(0);
+        if (for_memory)
+            step.skipped = "for memory: it would move its " + human_size(held) +
+                           " of GPU memory into host memory, charged to the worker";
+        else
+            step.skipped =
+                gpu_release_refusal(held, read_meminfo(ctx_.paths.procfs).value_or(MemInfo{}),
+                                    value_or_empty(CgroupStats(cgroup()).memory_max()),
+                                    value_or_empty(CgroupStats(cgroup()).memory_current()));
+    } else if (for_memory && step.before && spec_.suspend.level == 1) {
         step.skipped =
             "for memory: level 1 would move the weights into host memory, pinned and charged to "
             "the worker";
+    }
     if (auto r = suspension_.suspend(cgroup(), std::move(trigger), std::move(reclaimed),
                                      std::move(step));
         !r)
@@ -251,8 +264,22 @@ std::pair<bool, std::string> Worker::journal_unload(
 // its wake after the thaw (WorkerVllmSleep, bounded by engine.timeout); an
 // empty step for a plain freeze. The api_key credential is read at each
 // request (a rotated key is used at once).
-WorkerSuspension::EngineStep Worker::suspend_engine_step() {
-    if (spec_.suspend.method != SuspendMethod::vllm_sleep || !spec_.engine) return {};
+WorkerSuspension::EngineStep Worker::suspend_engine_step(std::string_view adopted_step) {
+    if (adopted_step == kGpuReleaseStep) return gpu_release_step(std::nullopt);
+    bool vllm = adopted_step.empty()
+                    ? spec_.suspend.method == SuspendMethod::vllm_sleep
+                    : adopted_step == suspend_method_name(SuspendMethod::vllm_sleep);
+    if (!vllm) {
+        // Adopted with no step, or a plain freeze now: no GPU release
+        // unless it holds NVIDIA GPU memory.
+        if (!adopted_step.empty() || spec_.suspend.method != SuspendMethod::freeze ||
+            !spec_.suspend.release_gpu || !ctx_.nvidia_memory_of)
+            return {};
+        auto held = ctx_.nvidia_memory_of(cgroup_in_mount());
+        if (!held || *held == 0) return {};
+        return gpu_release_step(held);
+    }
+    if (!spec_.engine) return {};
     auto server = [this]() -> Result<WorkerVllmSleep::Server> {
         auto bearer = engine_bearer();
         if (!bearer) return bearer.error();
@@ -275,6 +302,64 @@ WorkerSuspension::EngineStep Worker::suspend_engine_step() {
         vllm_sleep_.wake(std::move(*s), std::move(done));
     };
     step.cancel = [this] { vllm_sleep_.cancel(); };
+    return step;
+}
+
+std::string Worker::cgroup_in_mount() const {
+    return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
+}
+
+// `suspend: {gpu: release}`: the CUDA processes' GPU memory moved into
+// their host memory before the freeze and back after the thaw, each by the
+// cuda-checkpoint helper as the worker's user (WorkerGpuRelease). The
+// helper is given every process of the cgroup and picks the CUDA ones.
+WorkerSuspension::EngineStep Worker::gpu_release_step(std::optional<uint64_t> held) {
+    auto request = [this]() -> Result<WorkerGpuRelease::Request> {
+        auto who = resolve_identity(spec_, ctx_.paths);
+        if (!who) return who.error();
+        auto pids = cgroup().procs_up_to(kMaxCudaProcesses);
+        if (pids.empty()) return plain_error("no process left in its cgroup");
+        return WorkerGpuRelease::Request{ctx_.paths.helper_program,
+                                         ctx_.paths.cuda_library,
+                                         std::move(pids),
+                                         {who->uid, who->gid, who->supplementary_groups}};
+    };
+    auto refuse = [this](Error error, std::function<void(Result<void>)> done) {
+        boost::asio::post(ctx_.io, [error, done = std::move(done)] { done(error); });
+    };
+    // The helper's answer: its detail is the error when it says not done.
+    auto answered = [](std::function<void(Result<void>)> done) {
+        return [done = std::move(done)](Result<CudaCheckpointAnswer> answer) {
+            if (!answer) return done(answer.error());
+            if (!answer->ok) return done(plain_error(answer->detail));
+            done({});
+        };
+    };
+    WorkerSuspension::EngineStep step;
+    step.name = kGpuReleaseStep;
+    step.held_bytes = held;
+    step.before_field = "GPU_RELEASE";
+    step.after_field = "GPU_RESTORE";
+    step.memory_field = "MEMORY_BEFORE_GPU_RELEASE";
+    step.done_words =
+        (held ? human_size(*held) + " of GPU memory" : std::string("its GPU memory")) +
+        " moved to host memory, the GPU freed";
+    step.after_failed = "its GPU memory was not restored";
+    step.after_failed_then =
+        "its CUDA calls wait until it is (infervisorctl suspend and then resume it again once its "
+        "GPU has room, or restart it)";
+    if (held) step.fields.emplace_back("GPU_MEMORY_BYTES", std::to_string(*held));
+    step.before = [this, request, refuse, answered](std::function<void(Result<void>)> done) {
+        auto r = request();
+        if (!r) return refuse(r.error(), std::move(done));
+        gpu_release_.release(std::move(*r), answered(std::move(done)));
+    };
+    step.after = [this, request, refuse, answered](std::function<void(Result<void>)> done) {
+        auto r = request();
+        if (!r) return refuse(r.error(), std::move(done));
+        gpu_release_.restore(std::move(*r), answered(std::move(done)));
+    };
+    step.cancel = [this] { gpu_release_.cancel(); };
     return step;
 }
 

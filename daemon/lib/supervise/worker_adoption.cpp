@@ -44,6 +44,7 @@ PersistedWorker Worker::persisted() const {
         p.suspended_memory = suspension_.memory_before();
         p.suspended_starting = run_ && run_->resume_to == WorkerState::starting;
         p.suspended_engine_slept = suspension_.engine_asleep();
+        p.suspended_step = suspension_.step_name();
     }
     return p;
 }
@@ -178,7 +179,8 @@ bool Worker::adopt_suspension(const PersistedWorker& p, WorkerState run_state) {
     };
     auto adopted = suspension_.adopt(
         cgroup(), std::move(trigger), p.suspended_since.value_or(ctx_.clock.now()),
-        p.suspended_memory, configured, suspend_engine_step(), p.suspended_engine_slept);
+        p.suspended_memory, configured, suspend_engine_step(p.suspended_step),
+        p.suspended_engine_slept);
     if (!adopted) {
         spdlog::warn(
             "{}: adopted suspended, but cannot keep it frozen ({}); it runs with its "

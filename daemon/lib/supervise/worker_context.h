@@ -53,6 +53,11 @@ struct WorkerContext {
     // while they are not known, and the start waits); empty: this daemon
     // reads no GPUs.
     std::function<Result<std::vector<GpuDevice>>()> gpu_devices;
+    // What the processes of a cgroup (relative to the cgroup2 mount, with a
+    // leading '/') hold on NVIDIA GPUs at the last reading, when it is recent
+    // (services/gpu_watch.h memory_on()); empty: not known (no reading, or
+    // this daemon reads no GPUs). A suspension's GPU release asks it.
+    std::function<std::optional<uint64_t>(const std::string&)> nvidia_memory_of;
 };
 
 }  // namespace infervisor

@@ -77,8 +77,9 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
     memory_before_sleep_ = step_.before ? memory_current(dir) : std::nullopt;
     if (!step_.skipped.empty()) {
         engine_fields_ = {{"SUSPEND_METHOD", step_.name},
-                          {"ENGINE_SLEEP", "skipped"},
-                          {"ENGINE_SLEEP_SKIPPED", step_.skipped}};
+                          {step_.before_field, "skipped"},
+                          {step_.before_field + "_SKIPPED", step_.skipped}};
+        engine_fields_.insert(engine_fields_.end(), step_.fields.begin(), step_.fields.end());
         step_.before = nullptr;
         step_.after = nullptr;
     }
@@ -107,12 +108,14 @@ Result<void> WorkerSuspension::suspend(const CgroupDir& dir, std::string trigger
 // failed sleep leaves a plain freeze, which still frees the host's memory).
 void WorkerSuspension::engine_slept(Result<void> result, TimePoint began) {
     slept_ = result.ok();
-    engine_fields_ = {{"SUSPEND_METHOD", step_.name},
-                      {"ENGINE_SLEEP", slept_ ? "ok" : "failed"},
-                      {"ENGINE_SLEEP_SECONDS", seconds_text(seconds_between(began, clock_.now()))},
-                      {"MEMORY_BEFORE_SLEEP", bytes_text(memory_before_sleep_)}};
+    engine_fields_ = {
+        {"SUSPEND_METHOD", step_.name},
+        {step_.before_field, slept_ ? "ok" : "failed"},
+        {step_.before_field + "_SECONDS", seconds_text(seconds_between(began, clock_.now()))},
+        {step_.memory_field, bytes_text(memory_before_sleep_)}};
+    engine_fields_.insert(engine_fields_.end(), step_.fields.begin(), step_.fields.end());
     if (!result) {
-        engine_fields_.emplace_back("ENGINE_SLEEP_ERROR", result.error().message());
+        engine_fields_.emplace_back(step_.before_field + "_ERROR", result.error().message());
         spdlog::warn("{}: {} failed, suspending with a plain freeze: {}", worker_, step_.name,
                      result.error().message());
     }
@@ -267,9 +270,9 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
     if (!step_.skipped.empty())
         engine = "; " + step_.name + " not asked for (" + step_.skipped + "): a plain freeze";
     else if (!engine_fields_.empty())
-        engine = slept_ ? "; " + step_.name + ": the engine sleeps"
+        engine = slept_ ? "; " + step_.name + ": " + step_.done_words
                         : "; " + step_.name + " failed, a plain freeze instead: " +
-                              field_value(engine_fields_, "ENGINE_SLEEP_ERROR");
+                              field_value(engine_fields_, step_.before_field + "_ERROR");
     emit_(EventKind::suspended,
           "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how +
               engine,
@@ -327,14 +330,14 @@ void WorkerSuspension::thaw_and_report(std::string trigger, Finished finished) {
         message += "; thawing failed: " + thawed.error().message();
     }
     if (thawed_) thawed_();
-    wake_and_report(std::move(message), std::move(fields),
-                    [thawed, finished = std::move(finished)](Result<void> woken) {
-                        if (!finished) return;
-                        if (!thawed) return finished({false, thawed.error().message()});
-                        finished({true, woken ? "resumed"
-                                              : "resumed, but its engine did not wake: " +
-                                                    woken.error().message()});
-                    });
+    wake_and_report(
+        std::move(message), std::move(fields),
+        [thawed, failed = step_.after_failed, finished = std::move(finished)](Result<void> woken) {
+            if (!finished) return;
+            if (!thawed) return finished({false, thawed.error().message()});
+            finished({true, woken ? "resumed"
+                                  : "resumed, but " + failed + ": " + woken.error().message()});
+        });
 }
 
 void WorkerSuspension::wake_and_report(std::string message, Fields fields,
@@ -348,18 +351,16 @@ void WorkerSuspension::wake_and_report(std::string message, Fields fields,
     TimePoint began = clock_.now();
     after_wake_ = [this, began, message = std::move(message), fields = std::move(fields),
                    then = std::move(then)](Result<void> woken) mutable {
-        fields.emplace_back("ENGINE_WAKE", woken ? "ok" : "failed");
-        fields.emplace_back("ENGINE_WAKE_SECONDS",
+        fields.emplace_back(step_.after_field, woken ? "ok" : "failed");
+        fields.emplace_back(step_.after_field + "_SECONDS",
                             seconds_text(seconds_between(began, clock_.now())));
         if (!woken) {
-            fields.emplace_back("ENGINE_WAKE_ERROR", woken.error().message());
+            fields.emplace_back(step_.after_field + "_ERROR", woken.error().message());
             // Logged as a warning too (the event's priority is its kind's):
-            // it runs, asleep, until someone wakes it.
-            spdlog::warn("{}: {} did not wake the engine: {}", worker_, step_.name,
-                         woken.error().message());
-            message += "; its engine did not wake (" + woken.error().message() +
-                       "): it runs but serves nothing until woken (POST /wake_up to it, or "
-                       "infervisorctl suspend and resume, or restart it)";
+            // it runs, but not as before, until someone acts.
+            spdlog::warn("{}: {}: {}", worker_, step_.after_failed, woken.error().message());
+            message += "; " + step_.after_failed + " (" + woken.error().message() +
+                       "): " + step_.after_failed_then;
         }
         end();
         emit_(EventKind::resumed, std::move(message), std::move(fields));

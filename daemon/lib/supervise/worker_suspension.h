@@ -61,9 +61,44 @@
 
 namespace infervisor {
 
+// SUSPEND_METHOD of the GPU release step (supervise/worker_gpu_release.h).
+inline constexpr std::string_view kGpuReleaseStep = "cuda-checkpoint";
+
 // Who suspended an adopted run whose state file does not say (one written
 // by an older daemon).
 inline constexpr std::string_view kSuspendedBeforeUpgrade = "an earlier daemon";
+
+// A step around the freeze: an engine's (vLLM's sleep and wake) or the GPU
+// release (supervise/worker_gpu_release.h). `before` and `after` each call
+// their callback exactly once, on the loop, never from within the call,
+// within their own bound (WorkerVllmSleep: engine.timeout); `cancel`
+// drops the one in flight (its callback then never runs).
+struct SuspensionStep {
+    std::string name;  // the method, e.g. "vllm-sleep" (SUSPEND_METHOD)
+    // Non-empty: the step is not taken, for this reason (a plain
+    // freeze; the suspended event says ENGINE_SLEEP=skipped and why).
+    std::string skipped;
+    std::function<void(std::function<void(Result<void>)>)> before;
+    std::function<void(std::function<void(Result<void>)>)> after;
+    std::function<void()> cancel;
+    // The journal's words for it; the engine's by default. Fields:
+    // <before_field> (ok, failed, skipped) with _SECONDS, _ERROR and
+    // _SKIPPED; <memory_field> (memory.current before it); <after_field>
+    // (ok, failed) with _SECONDS and _ERROR.
+    std::string before_field = "ENGINE_SLEEP";
+    std::string after_field = "ENGINE_WAKE";
+    std::string memory_field = "MEMORY_BEFORE_SLEEP";
+    std::string done_words = "the engine sleeps";  // `suspended`, once `before` succeeded
+    // `resumed`, when `after` failed: what failed, and what the worker
+    // is left as and what to do.
+    std::string after_failed = "its engine did not wake";
+    std::string after_failed_then =
+        "it runs but serves nothing until woken (POST /wake_up to it, or infervisorctl "
+        "suspend and resume, or restart it)";
+    std::vector<std::pair<std::string, std::string>>
+        fields;                          // more for `suspended` (e.g. the GPU memory it held)
+    std::optional<uint64_t> held_bytes;  // the GPU release: what it moves, when known
+};
 
 class WorkerSuspension {
   public:
@@ -84,19 +119,7 @@ class WorkerSuspension {
     // Writes the worker's configured limits back (an adopted suspension).
     using RestoreLimits = std::function<void()>;
 
-    // An engine's own step around the freeze. `before` and `after` each call
-    // their callback exactly once, on the loop, never from within the call,
-    // within their own bound (WorkerVllmSleep: engine.timeout); `cancel`
-    // drops the one in flight (its callback then never runs).
-    struct EngineStep {
-        std::string name;  // the method, e.g. "vllm-sleep" (SUSPEND_METHOD)
-        // Non-empty: the step is not taken, for this reason (a plain
-        // freeze; the suspended event says ENGINE_SLEEP=skipped and why).
-        std::string skipped;
-        std::function<void(std::function<void(Result<void>)>)> before;
-        std::function<void(std::function<void(Result<void>)>)> after;
-        std::function<void()> cancel;
-    };
+    using EngineStep = SuspensionStep;
 
     static constexpr Duration kFreezeWait = std::chrono::seconds(10);
     static constexpr Duration kReclaimDeadline = std::chrono::minutes(2);
@@ -137,6 +160,8 @@ class WorkerSuspension {
     // With an engine step, when active: whether its `before` succeeded (the
     // engine sleeps); empty otherwise.
     std::optional<bool> engine_asleep() const;
+    // With a step, when active: its name (SUSPEND_METHOD); "" otherwise.
+    const std::string& step_name() const { return step_.name; }
     // `finished` runs once the worker has been thawed. Fails when not active.
     Result<void> resume(std::string trigger, Finished finished);
     // The run is ending (stop, kill, exit): limits written back, thawed so

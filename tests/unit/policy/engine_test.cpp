@@ -765,6 +765,31 @@ TEST_F(HostPolicy, TheLoadingGrowerGoesBeforeTheSteadyLargerServer) {
         << out[0].reason;
 }
 
+// A host rule on the GPUs alone does not act for the host's memory: its
+// suspension may move GPU memory into host memory (supervise/
+// worker_gpu_release.h) and a run it ends restarts without waiting for RAM;
+// one that reads host memory too does.
+TEST_F(HostPolicy, AHostRuleOnTheGpusAloneIsNotForMemory) {
+    two_workers_under(
+        "- {name: gpu-full, when: host.gpu.memory.available < 1G, action: suspend}\n"
+        "- {name: both, when: host.gpu.memory.available < 1G and host.mem.available "
+        "< 50%, action: suspend}",
+        0s);
+    HostSample h;
+    h.time = clock.now();
+    h.mem_total = 100 * GiB;
+    h.mem_available = 10 * GiB;
+    h.gpu_memory_total = 80 * GiB;
+    h.gpu_memory_available = 512 * MiB;
+    h.gpu_device = "0000:03:00.0";
+    auto out = engine.evaluate_host(h, {{"a", 0, false}, {"b", 0, false}}, clock.now());
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].rule, "gpu-full");
+    EXPECT_FALSE(out[0].for_memory);
+    EXPECT_EQ(out[1].rule, "both");
+    EXPECT_TRUE(out[1].for_memory);
+}
+
 // host.mem.headroom in the engine: MemAvailable over the rate it fell in
 // the last 2 s; empty once it holds still.
 TEST_F(HostPolicy, HostHeadroomFollowsTheRecentFall) {

@@ -40,6 +40,7 @@ PersistedWorker full() {
     w.suspended_memory = 123456789;
     w.suspended_starting = true;
     w.suspended_engine_slept = false;
+    w.suspended_step = "cuda-checkpoint";
     w.checkpoint =
         ParkedCheckpoint{"/var/lib/infervisor/checkpoints/llama-7b/0000000004", 4096, t0 + 3s};
     return w;
@@ -128,8 +129,10 @@ TEST(PersistedWorker, SuspensionFieldsAreOptionalButNeverGarbled) {
     EXPECT_FALSE(back->suspended_memory.has_value());
     EXPECT_FALSE(back->suspended_starting);
     EXPECT_FALSE(back->suspended_engine_slept.has_value()) << "not said: a wake is asked for";
-    for (const char* bad : {"suspended_since_ms=soon\n", "suspended_memory=-5\n",
-                            "suspended_starting=yes\n", "suspended_engine_slept=2\n"}) {
+    EXPECT_EQ(back->suspended_step, "");
+    for (const char* bad :
+         {"suspended_since_ms=soon\n", "suspended_memory=-5\n", "suspended_starting=yes\n",
+          "suspended_engine_slept=2\n", "suspended_step=criu\n"}) {
         auto garbled = parse_persisted_worker(older + bad);
         EXPECT_FALSE(garbled.ok()) << bad;
     }
