@@ -37,6 +37,10 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
                    "NVIDIA's management library, for GPU figures: a file, or a name the dynamic "
                    "linker finds [default: libnvidia-ml.so.1; a host without it has no NVIDIA "
                    "figures]");
+    app.add_option("--tls-relay", o.tls_relay,
+                   "The program that speaks TLS for https probes and engine requests, one "
+                   "short-lived unprivileged process per exchange [default: " INFERVISOR_TLS_RELAY
+                   "]");
     app.set_version_flag("-V,--version", "infervisord " INFERVISOR_VERSION);
     app.footer(
         "Files:\n  /etc/infervisor/infervisor.yaml, /etc/infervisor/workers.d/*.yaml\n"

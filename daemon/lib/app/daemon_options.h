@@ -18,6 +18,8 @@ struct DaemonOptions {
     // NVIDIA's management library (gpu/nvml_library.h); empty: the default
     // soname, libnvidia-ml.so.1.
     std::string nvml_library;
+    // The TLS relay program (probe/tls_relay.h); empty: the installed one.
+    std::filesystem::path tls_relay;
 };
 
 // Parses argv. Returns the exit code to end with instead (0 after --help or

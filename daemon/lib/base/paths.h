@@ -19,6 +19,10 @@ struct Paths {
     // NVIDIA's management library, as dlopen(3) finds it (gpu/nvml_library.h);
     // tests load a stand-in.
     std::string nvml_library = "libnvidia-ml.so.1";
+    // The TLS client of https probes and engine requests, a program of its
+    // own so that OpenSSL stays out of the daemon (probe/tls_relay.h); tests
+    // run the one they built.
+    std::filesystem::path tls_relay = INFERVISOR_TLS_RELAY;
 };
 
 }  // namespace infervisor
