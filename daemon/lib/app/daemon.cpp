@@ -22,6 +22,7 @@
 #include "control/control_server.h"
 #include "journal/journal_writer.h"
 #include "journal/logging.h"
+#include "probe/tls_relay.h"
 #include "process/fd_limit.h"
 #include "services/caps_fit.h"
 #include "services/config_load_runner.h"
@@ -180,6 +181,8 @@ int Daemon::run() {
     paths_.state_dir = config_.daemon.state_dir;
     if (!options_.nvml_library.empty()) paths_.nvml_library = options_.nvml_library;
     if (!options_.cuda_library.empty()) paths_.cuda_library = options_.cuda_library;
+    if (!options_.tls_relay.empty()) paths_.tls_relay = options_.tls_relay;
+    set_tls_relay_program(paths_.tls_relay);  // before the first https exchange
     if (auto r = make_runtime_dirs(paths_); !r) {
         spdlog::critical("{}", r.error().message());
         return 1;

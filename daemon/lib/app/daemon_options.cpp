@@ -41,6 +41,10 @@ std::variant<DaemonOptions, int> parse_daemon_options(int argc, char** argv) {
                    "The CUDA driver library, loaded only by the short-lived helper that moves a "
                    "suspended worker's GPU memory to host memory and back [default: "
                    "libcuda.so.1]");
+    app.add_option("--tls-relay", o.tls_relay,
+                   "The program that speaks TLS for https probes and engine requests, one "
+                   "short-lived unprivileged process per exchange [default: " INFERVISOR_TLS_RELAY
+                   "]");
     app.set_version_flag("-V,--version", "infervisord " INFERVISOR_VERSION);
     app.footer(
         "Files:\n  /etc/infervisor/infervisor.yaml, /etc/infervisor/workers.d/*.yaml\n"

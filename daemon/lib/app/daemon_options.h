@@ -21,6 +21,8 @@ struct DaemonOptions {
     // The CUDA driver library for the cuda-checkpoint helper
     // (gpu/cuda_checkpoint.h); empty: the default (Paths).
     std::string cuda_library;
+    // The TLS relay program (probe/tls_relay.h); empty: the installed one.
+    std::filesystem::path tls_relay;
 };
 
 // Parses argv. Returns the exit code to end with instead (0 after --help or

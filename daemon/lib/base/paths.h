@@ -25,6 +25,10 @@ struct Paths {
     // The infervisord binary that runs helpers (process/helper_process.h):
     // the very image that runs; tests name the built daemon.
     std::string helper_program = "/proc/self/exe";
+    // The TLS client of https probes and engine requests, a program of its
+    // own so that OpenSSL stays out of the daemon (probe/tls_relay.h); tests
+    // run the one they built.
+    std::filesystem::path tls_relay = INFERVISOR_TLS_RELAY;
 };
 
 }  // namespace infervisor

@@ -2,45 +2,28 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <optional>
 
 #include "base/units.h"
 #include "probe/http_chunked.h"
 #include "probe/http_head.h"
 #include "probe/http_target.h"
+#include "probe/tls_relay.h"
 
 namespace infervisor {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
 
-// One client context for every HTTPS exchange (an SSL_CTX costs far more
-// than a connection). TLS 1.2 or later; no certificate verification (see the
-// header).
-ssl::context& tls_client_context() {
-    static ssl::context context = [] {
-        ssl::context c(ssl::context::tls_client);
-        c.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-        c.set_verify_mode(ssl::verify_none);
-        return c;
-    }();
-    return context;
-}
-
-// A peer that closes a TLS connection without close_notify: many servers do,
-// and the framing (Content-Length, the last chunk) says whether all came.
-// For a body read to the end of the connection it is taken as that end.
-bool is_end_of_stream(const error_code& ec) {
-    return ec == asio::error::eof || ec == ssl::error::stream_truncated;
-}
+// The end of the connection. Over TLS the relay passes on the end of the TLS
+// stream as this, also a peer that closes without close_notify (many servers
+// do): the framing (Content-Length, the last chunk) says whether all came,
+// and a body read to the end of the connection takes it as that end.
+bool is_end_of_stream(const error_code& ec) { return ec == asio::error::eof; }
 
 // A header name is a token; neither name nor value may hold a line break
 // (or any control byte): a value from a credential file must not add lines
@@ -75,7 +58,8 @@ constexpr size_t kReadPiece = 16 * 1024;
 class Exchange final : public HttpExchange, public std::enable_shared_from_this<Exchange> {
   public:
     Exchange(asio::io_context& io, HttpRequest request, HttpDone done)
-        : request_(std::move(request)),
+        : io_(io),
+          request_(std::move(request)),
           socket_(io),
           timer_(io),
           done_(std::move(done)),
@@ -106,22 +90,28 @@ class Exchange final : public HttpExchange, public std::enable_shared_from_this<
         if (!done_) return;
         if (ec) return fail("connect: " + ec.message());
         if (!request_.tls) return send_request();
+        // TLS is the relay's (probe/tls_relay.h): it gets the connection, and
+        // this side speaks plain HTTP with it. The deadline still counts.
         phase_ = "TLS handshake";
-        tls_.emplace(socket_, tls_client_context());
-        tls_->async_handshake(ssl::stream_base::client,
-                              [self = shared_from_this()](const error_code& e) {
-                                  if (!self->done_) return;
-                                  if (e) return self->fail("TLS handshake: " + e.message());
-                                  self->send_request();
-                              });
+        auto relay = TlsRelay::start(io_, socket_.native_handle());
+        error_code ignored;
+        socket_.close(ignored);  // the relay holds the connection now
+        if (!relay) return fail(relay.error().message());
+        relay_ = std::move(*relay);
+        relay_->await_ready([self = shared_from_this()](std::string error, std::string early) {
+            if (!self->done_) return;
+            if (!error.empty()) return self->fail(std::move(error));
+            self->head_ = std::move(early);  // what the server said unasked
+            self->send_request();
+        });
     }
 
-    // Runs `op` on the stream the request and answer go through: the TLS
-    // stream for https, the socket itself for http.
+    // Runs `op` on the stream the request and answer go through: the plain
+    // side of the TLS relay for https, the socket itself for http.
     template <typename Op>
     void on_stream(Op&& op) {
-        if (tls_)
-            op(*tls_);
+        if (relay_)
+            op(relay_->plain());
         else
             op(socket_);
     }
@@ -159,6 +149,7 @@ class Exchange final : public HttpExchange, public std::enable_shared_from_this<
         if (ec) return fail("sending the request: " + ec.message());
         phase_ = "reading the answer";
         head_.reserve(1024);
+        if (!head_.empty()) return on_head({}, 0);  // it came with the relay's status
         read_head();
     }
 
@@ -283,15 +274,18 @@ class Exchange final : public HttpExchange, public std::enable_shared_from_this<
         done(std::move(answer_));
     }
 
+    // Also ends the TLS relay, which is killed and reaped (TlsRelay::stop).
     void close() {
         timer_.cancel();
         error_code ignored;
         socket_.close(ignored);
+        if (relay_) relay_->stop();
     }
 
+    asio::io_context& io_;
     HttpRequest request_;
     tcp::socket socket_;
-    std::optional<ssl::stream<tcp::socket&>> tls_;  // https: on socket_, once connected
+    std::shared_ptr<TlsRelay> relay_;  // https: once connected, the connection is the relay's
     asio::steady_timer timer_;
     HttpDone done_;
     std::string phase_ = "connecting";

@@ -13,7 +13,11 @@
 // end of the connection); a longer answer is an error, not a truncation.
 // `host` is an IP literal: nothing here resolves names (it would block the
 // loop). TLS is 1.2 or later without certificate verification (a local
-// server is asked whether it answers, not who it is).
+// server is asked whether it answers, not who it is), spoken by a short-lived
+// unprivileged relay process on the connection the exchange made
+// (probe/tls_relay.h), never in the daemon: the exchange speaks plain HTTP
+// with the relay, which the end of the exchange (its answer, its deadline, a
+// cancel()) kills and reaps.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

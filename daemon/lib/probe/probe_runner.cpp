@@ -1,5 +1,7 @@
 #include "probe/probe_runner.h"
 
+#include <utility>
+
 namespace infervisor {
 
 ProbeRunner::ProbeRunner(const Clock& clock, ProbeSpec spec, AttemptStarter starter,

@@ -5,19 +5,18 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/x509.h>
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+
+#include "probe/tls_relay.h"
+#include "tls_listener.h"
 
 namespace infervisor {
 namespace {
 
 namespace asio = boost::asio;
-namespace ssl = asio::ssl;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
 using ::testing::HasSubstr;
@@ -104,72 +103,11 @@ class Listener {
     std::vector<std::shared_ptr<tcp::socket>> held_;
 };
 
-// A TLS server with a throwaway self-signed certificate (made here, so no
-// key is kept in the tree and none expires): reads one request and answers.
-class TlsListener {
-  public:
-    TlsListener(asio::io_context& io, std::string answer)
-        : context_(ssl::context::tls_server),
-          acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
-          answer_(std::move(answer)) {
-        use_self_signed_certificate();
-        accept();
-    }
-    int port() const { return acceptor_.local_endpoint().port(); }
-    const std::string& request() const { return request_; }
-
-  private:
-    void use_self_signed_certificate() {
-        EVP_PKEY* key = EVP_EC_gen("P-256");
-        X509* cert = X509_new();
-        ASSERT_TRUE(key && cert);
-        ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-        X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-        X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-        X509_set_pubkey(cert, key);
-        X509_NAME* name = X509_get_subject_name(cert);
-        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                   reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-        X509_set_issuer_name(cert, name);
-        ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
-        ASSERT_EQ(SSL_CTX_use_certificate(context_.native_handle(), cert), 1);
-        ASSERT_EQ(SSL_CTX_use_PrivateKey(context_.native_handle(), key), 1);
-        X509_free(cert);
-        EVP_PKEY_free(key);
-    }
-
-    void accept() {
-        acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
-            if (ec) return;
-            auto s = std::make_shared<ssl::stream<tcp::socket>>(std::move(socket), context_);
-            s->async_handshake(ssl::stream_base::server, [this, s](const error_code& e) {
-                if (!e) serve(s);
-            });
-            accept();
-        });
-    }
-
-    void serve(std::shared_ptr<ssl::stream<tcp::socket>> s) {
-        auto buffer = std::make_shared<std::array<char, 4096>>();
-        s->async_read_some(
-            asio::buffer(*buffer), [this, s, buffer](const error_code& ec, size_t n) {
-                if (ec) return;
-                request_.append(buffer->data(), n);
-                asio::async_write(*s, asio::buffer(answer_), [s](const error_code&, size_t) {
-                    error_code ignored;
-                    s->lowest_layer().close(ignored);  // no close_notify, as many servers do
-                });
-            });
-    }
-
-    ssl::context context_;
-    tcp::acceptor acceptor_;
-    std::string answer_;
-    std::string request_;
-};
-
 class SocketProbeTest : public ::testing::Test {
   protected:
+    // https goes through the relay built with the tests.
+    void SetUp() override { set_tls_relay_program(INFERVISOR_TEST_TLS_RELAY); }
+
     ProbeSpec http(int port, std::string path = "/health") {
         ProbeSpec spec;
         spec.kind = ProbeKind::http;

@@ -117,6 +117,7 @@ install_start_purge() {
 	wait_until 120 service_active
 	owned_by_package /lib/systemd/system/infervisord.service infervisor
 	owned_by_package /usr/sbin/infervisord infervisor
+	owned_by_package /usr/libexec/infervisor/infervisor-tls-relay infervisor
 	owned_by_package /usr/libexec/infervisor/infervisor-example-worker infervisor-example-worker
 	assert_eq /lib/systemd/system/infervisord.service "$(systemctl show -P FragmentPath infervisord)" "unit file"
 	assert_contains "$(systemctl show -P ExecStart infervisord)" "path=/usr/sbin/infervisord" "ExecStart"
