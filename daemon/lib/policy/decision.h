@@ -41,6 +41,9 @@ struct Decision {
     // once the host has room; a suspension it asks for moves no GPU memory
     // into host memory.
     bool for_memory = false;
+    // The rule reads GPU memory (gpu.*, host.gpu.*): a run it ends restarts
+    // only once its devices have room for it again.
+    bool for_gpu = false;
     std::string reason;  // one line for people, e.g.
                          // "memory.growth is 117.19%/min (> 15%/min) for 2m0s"
     Measurements measurements;

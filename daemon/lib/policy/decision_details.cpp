@@ -110,6 +110,7 @@ Decision start_decision(std::string worker, const RuleSpec& rule, RuleScope scop
     // it ends restarts without waiting for host memory.
     d.for_memory = (scope == RuleScope::host && !only_metrics(rule.when, "host.gpu.")) ||
                    mentions_metric(rule.when, "memory.") || mentions_metric(rule.when, "swap.");
+    d.for_gpu = mentions_metric(rule.when, "gpu.") || mentions_metric(rule.when, "host.gpu.");
     d.reason = describe_cause(rule, readings, due);
     return d;
 }

@@ -301,7 +301,7 @@ void PolicyRunner::evaluate_now() {
             if (auto phase = engine_.phase_of(w->name()))
                 shown->set_phase(std::string(phase_name(*phase)),
                                  engine_.serving_baseline(w->name()));
-            shown->set_gpu_use(sample.gpu_memory, sample.gpu_utilization);
+            shown->set_gpu_use(sample.gpu_memory, sample.gpu_utilization, sample.gpu_devices);
         }
         candidates.push_back({w->name(), static_cast<int>(w->spec().priority),
                               w->spec().is_protected, std::move(facts)});
@@ -433,6 +433,7 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::checkpoint:
             if (d.for_memory && d.then != Then::keep_running)
                 worker.expect_memory_room(d.scope == RuleScope::host);
+            if (d.for_gpu && d.then != Then::keep_running) worker.expect_gpu_room();
             return worker.checkpoint_by_policy(d.then, d.rule);
         case Action::unload:
             preempt_history_.unloaded(d.worker, ctx_.clock.now());
@@ -440,6 +441,7 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
         case Action::preempt:  // the engine decides it as one of the others
         case Action::kill:
             if (d.for_memory) worker.expect_memory_room(d.scope == RuleScope::host);
+            if (d.for_gpu) worker.expect_gpu_room();
             return worker.kill_by_policy(d.then, d.rule);
     }
     return {};

@@ -2,7 +2,19 @@
 
 #include <algorithm>
 
+#include "base/units.h"
+
 namespace infervisor {
+
+namespace {
+
+std::string join_devices(const std::vector<std::string>& devices) {
+    std::string out;
+    for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d;
+    return out;
+}
+
+}  // namespace
 
 std::optional<uint64_t> room_needed(std::optional<uint64_t> memory_max,
                                     std::optional<uint64_t> last_peak) {
@@ -34,6 +46,32 @@ RoomVerdict judge_room(uint64_t needed, const MemInfo& host) {
     v.needed = std::min(needed, total / 10 * 8);
     v.wanted_available = v.needed + total / 10;
     v.fits = *host.mem_available >= v.wanted_available;
+    return v;
+}
+
+GpuRoomVerdict judge_gpu_room(const GpuRoomNeeded& needed, const std::vector<GpuDevice>& host) {
+    GpuRoomVerdict v;
+    v.needed = needed.bytes;
+    uint64_t total = 0;
+    for (const std::string& pci : needed.devices) {
+        auto d = std::find_if(host.begin(), host.end(),
+                              [&](const GpuDevice& g) { return g.pci_bus_id == pci; });
+        if (d == host.end()) continue;
+        if (!d->fault.empty()) {
+            v.fits = false;
+            v.why = pci + " is in error: " + d->fault;
+            return v;
+        }
+        if (!d->memory_total || !d->memory_used) return v;  // nothing to judge by
+        total += *d->memory_total;
+        v.available += *d->memory_total > *d->memory_used ? *d->memory_total - *d->memory_used : 0;
+    }
+    if (total == 0) return v;
+    v.needed = std::min(needed.bytes, total / 10 * 8);
+    v.fits = v.available >= v.needed;
+    if (!v.fits)
+        v.why = human_size(v.available) + " of GPU memory free on " + join_devices(needed.devices) +
+                ", less than the " + human_size(v.needed) + " its last run held";
     return v;
 }
 

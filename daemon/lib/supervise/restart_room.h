@@ -27,8 +27,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/clock.h"
+#include "gpu/gpu_snapshot.h"
 #include "policy/stat_files.h"
 
 namespace infervisor {
@@ -58,5 +61,26 @@ struct RoomVerdict {
 };
 
 RoomVerdict judge_room(uint64_t needed, const MemInfo& host);
+
+// GPU room, after a run a rule on GPU memory ended: what it held, and where.
+struct GpuRoomNeeded {
+    uint64_t bytes = 0;
+    std::vector<std::string> devices;  // PCI addresses
+};
+
+struct GpuRoomVerdict {
+    bool fits = true;
+    uint64_t needed = 0;     // after the 80% bound
+    uint64_t available = 0;  // free on its devices together
+    std::string why;         // !fits: in words, e.g. "0000:03:00.0 is in error: ..."
+};
+
+// Whether `host` (the GPUs at the last reading) has room on `needed.devices`
+// together for `needed.bytes` (at most 80% of their memory: a worker that
+// held nearly a whole card is not held forever by the driver's own
+// reserve). A device in error does not fit: the worker is not restarted
+// onto a broken card. A device not in the list, or one without figures,
+// gives nothing to judge by: it fits.
+GpuRoomVerdict judge_gpu_room(const GpuRoomNeeded& needed, const std::vector<GpuDevice>& host);
 
 }  // namespace infervisor

@@ -182,6 +182,7 @@ void Worker::launch() {
     }
     run_.emplace();  // a new run, with nothing of the last one
     room_needed_.reset();
+    gpu_room_needed_.reset();
     if (!setup) return fail_start(setup.error());
     if (auto r = prepare_cgroup(); !r) return fail_start(r.error());
     if (setup->checkpoints.criu_restore) return restore_by_criu(std::move(*setup));

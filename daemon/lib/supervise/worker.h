@@ -28,6 +28,7 @@
 #include "supervise/exit_reason.h"
 #include "supervise/host_kill_guard.h"
 #include "supervise/persisted_worker.h"
+#include "supervise/restart_room.h"
 #include "supervise/restart_tracker.h"
 #include "supervise/worker_checkpoints.h"
 #include "supervise/worker_context.h"
@@ -118,6 +119,14 @@ class Worker {
         if (!run_) return;
         run_->ended_for_memory = true;
         run_->host_ran_out = host_ran_out;
+    }
+
+    // The policy action about to end this run acts for GPU memory (a rule
+    // on gpu.* or host.gpu.*): its restart waits until the devices it held
+    // memory on have room for what it held (restart_room.h
+    // judge_gpu_room). Call before the kill.
+    void expect_gpu_room() {
+        if (run_) run_->ended_for_gpu = true;
     }
 
     // Adoption (adoption.h): takes over the run an earlier daemon started.
@@ -226,10 +235,12 @@ class Worker {
     // Its GPU use at the policy's last sample (GpuWatch), for status
     // displays. Set by PolicyRunner; empty until then and where the host's
     // GPUs are not read.
-    void set_gpu_use(std::optional<uint64_t> memory, std::optional<double> utilization) {
+    void set_gpu_use(std::optional<uint64_t> memory, std::optional<double> utilization,
+                     std::vector<std::string> devices = {}) {
         if (!run_) return;
         run_->gpu_memory = memory;
         run_->gpu_utilization = utilization;
+        if (memory) run_->gpu_devices = std::move(devices);
     }
     std::optional<uint64_t> gpu_memory() const { return run_ ? run_->gpu_memory : std::nullopt; }
     std::optional<double> gpu_utilization() const {
@@ -359,6 +370,7 @@ class Worker {
     void schedule_restart(const RestartVerdict& verdict);
     // Launches now, or once the host has room (restart_room.h).
     void launch_when_room();
+    void launch_when_gpu_room();
     // Every change of state goes through here; `move` says which of the
     // lifecycle's moves it is (worker_state.h), and a change the lifecycle
     // does not list is logged as the bug it is.
@@ -407,8 +419,10 @@ class Worker {
     std::unique_ptr<WorkerProbes> probes_;               // null without probes
     std::vector<Done> on_stopped_;
     WorkerCheckpoints checkpoints_;
-    std::optional<uint64_t> room_needed_;  // the pending restart waits for room
+    std::optional<uint64_t> room_needed_;           // the pending restart waits for room
+    std::optional<GpuRoomNeeded> gpu_room_needed_;  // and for GPU room
     bool room_wait_logged_ = false;
+    bool gpu_room_wait_logged_ = false;
     WorkerSuspension suspension_;
     WorkerVllmSleep vllm_sleep_;              // `suspend: {method: vllm-sleep}`
     WorkerGpuRelease gpu_release_;            // `suspend: {gpu: release}`

@@ -83,6 +83,10 @@ void Worker::end_run_watches() {
 
 void Worker::note_room_needed(const ExitReason& reason, std::optional<uint64_t> peak) {
     room_needed_.reset();
+    gpu_room_needed_.reset();
+    if (run_->killed_by_policy && run_->ended_for_gpu && run_->gpu_memory.value_or(0) > 0 &&
+        !run_->gpu_devices.empty())
+        gpu_room_needed_ = GpuRoomNeeded{*run_->gpu_memory, run_->gpu_devices};
     if (!reason.oom_killed() && !(run_->killed_by_policy && run_->ended_for_memory)) return;
     room_needed_ = room_needed_after({.memory_max = spec_.memory.max,
                                       .peak = peak,
@@ -234,14 +238,14 @@ void Worker::schedule_restart(const RestartVerdict& verdict) {
 }
 
 void Worker::launch_when_room() {
-    if (!room_needed_) return launch();
+    if (!room_needed_) return launch_when_gpu_room();
     RoomVerdict room =
         judge_room(*room_needed_, read_meminfo(ctx_.paths.procfs).value_or(MemInfo{}));
     if (room.fits) {
         if (room_wait_logged_)
             spdlog::info("{}: the host has room again ({} available); restarting", spec_.name,
                          human_size(room.available.value_or(0)));
-        return launch();
+        return launch_when_gpu_room();
     }
     if (!room_wait_logged_) {
         room_wait_logged_ = true;
@@ -256,6 +260,36 @@ void Worker::launch_when_room() {
     }
     restart_timer_->arm(kRoomPoll, [this] {
         if (state_ == WorkerState::backoff) launch_when_room();
+    });
+}
+
+// After a run a rule on GPU memory ended: the restart waits, re-reading
+// every kRoomPoll, until the devices it held memory on have room for what
+// it held (judge_gpu_room), or while one of them is in error. Without a GPU
+// reading there is nothing to judge by, and it goes ahead.
+void Worker::launch_when_gpu_room() {
+    if (!gpu_room_needed_ || !ctx_.gpu_devices) return launch();
+    auto host = ctx_.gpu_devices();
+    GpuRoomVerdict room = host ? judge_gpu_room(*gpu_room_needed_, *host) : GpuRoomVerdict{};
+    if (room.fits) {
+        if (gpu_room_wait_logged_)
+            spdlog::info("{}: its GPUs have room again ({} free); restarting", spec_.name,
+                         human_size(room.available));
+        gpu_room_wait_logged_ = false;
+        return launch();
+    }
+    if (!gpu_room_wait_logged_) {
+        gpu_room_wait_logged_ = true;
+        std::string devices;
+        for (const auto& d : gpu_room_needed_->devices) devices += (devices.empty() ? "" : ",") + d;
+        emit(EventKind::restart_waiting_for_memory,
+             "restart waits for GPU memory: the last run ended for GPU memory and " + room.why,
+             {{"GPU_NEEDED_BYTES", std::to_string(room.needed)},
+              {"GPU_AVAILABLE_BYTES", std::to_string(room.available)},
+              {"GPU_DEVICES", devices}});
+    }
+    restart_timer_->arm(kRoomPoll, [this] {
+        if (state_ == WorkerState::backoff) launch_when_gpu_room();
     });
 }
 

@@ -55,6 +55,8 @@ struct WorkerRun {
     std::optional<uint64_t> serving_baseline;
     std::optional<uint64_t> gpu_memory;  // at the policy's last sample, for displays
     std::optional<double> gpu_utilization;
+    std::vector<std::string> gpu_devices;          // PCI addresses it held memory on, then
+    bool ended_for_gpu = false;                    // Worker::expect_gpu_room()
     WorkerState resume_to = WorkerState::running;  // suspended: the state it was frozen in
 
     // How it is being ended, when it is: what finish_run() makes of its end.

@@ -786,6 +786,7 @@ TEST_F(HostPolicy, AHostRuleOnTheGpusAloneIsNotForMemory) {
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].rule, "gpu-full");
     EXPECT_FALSE(out[0].for_memory);
+    EXPECT_TRUE(out[0].for_gpu);
     EXPECT_EQ(out[1].rule, "both");
     EXPECT_TRUE(out[1].for_memory);
 }

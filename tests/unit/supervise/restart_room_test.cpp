@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 
+#include "gpu/gpu_snapshot.h"
 #include "supervisor_fixture.h"
 #include "support/byte_units.h"
 
@@ -63,6 +64,45 @@ TEST(RestartRoom, ACapAboveWhatTheHostCanOfferIsNotAWaitForever) {
 
 TEST(RestartRoom, WithoutMeminfoNothingIsHeldBack) {
     EXPECT_TRUE(judge_room(1 * GiB, MemInfo{}).fits);
+}
+
+GpuDevice card(const std::string& pci, uint64_t total, uint64_t used, std::string fault = "") {
+    GpuDevice d;
+    d.vendor = "nvidia";
+    d.pci_bus_id = pci;
+    d.memory_total = total;
+    d.memory_used = used;
+    d.fault = std::move(fault);
+    return d;
+}
+
+TEST(GpuRestartRoom, WaitsUntilItsDevicesTogetherHaveWhatItHeld) {
+    GpuRoomNeeded needed{30 * GiB, {"0000:03:00.0", "0000:04:00.0"}};
+    auto full = judge_gpu_room(
+        needed, {card("0000:03:00.0", 80 * GiB, 70 * GiB), card("0000:04:00.0", 80 * GiB, 70 * GiB),
+                 card("0000:05:00.0", 80 * GiB, 0)});  // not its
+    EXPECT_FALSE(full.fits);
+    EXPECT_EQ(full.available, 20 * GiB);
+    EXPECT_THAT(full.why, HasSubstr("20G of GPU memory free on 0000:03:00.0, 0000:04:00.0, less "
+                                    "than the 30G its last run held"));
+    EXPECT_TRUE(judge_gpu_room(needed, {card("0000:03:00.0", 80 * GiB, 60 * GiB),
+                                        card("0000:04:00.0", 80 * GiB, 70 * GiB)})
+                    .fits);
+    // A card held whole is not waited for beyond 80% of it.
+    GpuRoomNeeded whole{80 * GiB, {"0000:03:00.0"}};
+    EXPECT_TRUE(judge_gpu_room(whole, {card("0000:03:00.0", 80 * GiB, 14 * GiB)}).fits);
+}
+
+TEST(GpuRestartRoom, NeverOntoACardInErrorAndNoWaitWithoutFigures) {
+    GpuRoomNeeded needed{1 * GiB, {"0000:03:00.0"}};
+    auto broken = judge_gpu_room(
+        needed, {card("0000:03:00.0", 80 * GiB, 0, "the GPU has fallen off the bus")});
+    EXPECT_FALSE(broken.fits);
+    EXPECT_EQ(broken.why, "0000:03:00.0 is in error: the GPU has fallen off the bus");
+    EXPECT_TRUE(judge_gpu_room(needed, {}).fits) << "not in the reading: nothing to judge by";
+    GpuDevice unknown = card("0000:03:00.0", 80 * GiB, 0);
+    unknown.memory_used.reset();
+    EXPECT_TRUE(judge_gpu_room(needed, {unknown}).fits);
 }
 
 // Real workers; the host's memory is a fixture /proc/meminfo.
@@ -201,6 +241,30 @@ TEST_F(RestartWaitsForRoom, KillsForTheWorkersOwnGrowthAreNoHostKills) {
         run_until_event("batch", K::started, kill + 1);
     }
     EXPECT_EQ(count("batch", K::parked), 0u);
+}
+
+// A kill by a rule on GPU memory: the restart waits for its card to have
+// the room its run held (the GPU reading is the context's gpu_devices).
+TEST_F(RestartWaitsForRoom, AfterAKillForGpuMemoryUntilItsCardHasRoom) {
+    std::vector<GpuDevice> host = {card("0000:03:00.0", 80 * GiB, 75 * GiB)};
+    ctx_->gpu_devices = [&]() -> Result<std::vector<GpuDevice>> { return host; };
+    set_available(900 * MiB);  // RAM is not what it waits for
+    Worker& w = start_batch();
+    w.set_gpu_use(20 * GiB, 50.0, {"0000:03:00.0"});
+    w.expect_gpu_room();
+    ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "gpu-near-the-cap").ok());
+    run_until_event("batch", K::restart_waiting_for_memory);
+    const Event* wait = last("batch", K::restart_waiting_for_memory);
+    EXPECT_THAT(wait->message, HasSubstr("restart waits for GPU memory"));
+    EXPECT_EQ(field(*wait, "GPU_NEEDED_BYTES"), std::to_string(20 * GiB));
+    EXPECT_EQ(field(*wait, "GPU_AVAILABLE_BYTES"), std::to_string(5 * GiB));
+    EXPECT_EQ(field(*wait, "GPU_DEVICES"), "0000:03:00.0");
+    EXPECT_EQ(w.state(), WorkerState::backoff);
+
+    host[0].memory_used = 40 * GiB;  // the stray process that held it is gone
+    advance(kRoomPoll);
+    run_until_event("batch", K::started, 2);
+    EXPECT_EQ(count("batch", K::restart_waiting_for_memory), 1u);
 }
 
 TEST_F(RestartWaitsForRoom, AKillForSomethingElseRestartsOnTheClock) {
