@@ -171,7 +171,7 @@ class WorkerChecker {
         }
     }
 
-    // gpu.devices sets CUDA_VISIBLE_DEVICES itself (gpu/gpu_assignment.h).
+    // gpu.devices sets each vendor's variables itself (gpu/gpu_assignment.h).
     void check_gpu() {
         if (!spec_.gpu || spec_.gpu->devices.empty()) return;
         for (const auto& name : gpu_environment_names())

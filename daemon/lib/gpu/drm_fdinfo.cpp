@@ -251,6 +251,28 @@ void fill_amdgpu_figures(const fs::path& device, GpuDevice& out) {
         out.utilization = static_cast<double>(*busy);
 }
 
+// amdgpu's <device>/unique_id (amdgpu_pm.c, "DOC: unique_id": "%016llx";
+// GFX9 and newer, absent on older cards, empty when the card has none, EPERM
+// while it is in reset or suspended) is the 64-bit value that ROCm's runtime
+// prints as the agent's UUID, "GPU-" and 16 lower-case hex digits
+// (ROCR-Runtime amd_gpu_agent.cpp, HSA_AMD_AGENT_INFO_UUID, from the KFD
+// topology's unique_id): the name ROCR_VISIBLE_DEVICES takes for the card.
+void read_amdgpu_uuid(const fs::path& device, GpuDevice& out, ErrorSink& errors) {
+    auto text = read_file(device / "unique_id");
+    if (!text) {
+        if (!is_gone(text.error().code)) {
+            out.uuid_unreadable = true;
+            errors.add_errno("read " + (device / "unique_id").string(), text.error().code);
+        }
+        return;
+    }
+    std::string_view id = trim(*text);
+    bool hex = id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
+                   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+               });
+    if (hex) out.uuid = "GPU-" + std::string(id);
+}
+
 std::optional<unsigned> card_number(std::string_view name) {
     if (!name.starts_with("card")) return std::nullopt;
     auto n = parse_uint(name.substr(4));
@@ -285,7 +307,10 @@ std::optional<DrmCard> read_card(const fs::path& card, unsigned index, ErrorSink
     out.index = index;
     out.vendor = vendor_of(driver);
     out.pci_bus_id = lower(address);
-    if (driver == "amdgpu") fill_amdgpu_figures(card / "device", out);
+    if (driver == "amdgpu") {
+        fill_amdgpu_figures(card / "device", out);
+        read_amdgpu_uuid(card / "device", out, errors);
+    }
     return DrmCard{std::move(out), std::move(driver)};
 }
 

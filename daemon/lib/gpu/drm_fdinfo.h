@@ -103,7 +103,8 @@ bool has_drm_gpus(const DrmRoots& roots);
 // The cards of <sysfs>/class/drm, by card number: cardN only (not renderD*
 // nor connectors like card0-DP-1); vendor "amd" for amdgpu, "intel" for i915
 // and xe, else the driver's name; amdgpu's mem_info_vram_total/used and
-// gpu_busy_percent fill memory and utilization. Failures go to `errors`.
+// gpu_busy_percent fill memory and utilization, its unique_id the uuid
+// ("GPU-" and 16 hex digits, as ROCm names the card). Failures go to `errors`.
 std::vector<GpuDevice> list_drm_devices(const DrmRoots& roots, std::vector<std::string>& errors);
 
 // Reads devices and the given processes' use of them. Keeps each client's

@@ -21,7 +21,14 @@ struct GpuDevice {
     unsigned index = 0;
     std::string vendor;  // "nvidia", "amd", "intel", or the DRM driver's name
     std::string name;    // "NVIDIA H100 80GB HBM3"; empty when unknown
-    std::string uuid;    // "GPU-8f...": NVIDIA only
+    // "GPU-8f...": NVIDIA's (NVML); for AMD "GPU-" and amdgpu's sysfs
+    // unique_id, as ROCm's runtime spells the card's UUID (gpu/drm_fdinfo.h);
+    // empty for Intel and when unknown.
+    std::string uuid;
+    // The card has a UUID but it could not be read now (amdgpu refuses the
+    // read while the card is in reset or suspended); false when read or when
+    // the card has none.
+    bool uuid_unreadable = false;
     // "0000:03:00.0": domain, bus, device, function, lower case; the key that
     // joins a process's use to its device (NVML gives it upper case with an
     // 8-digit domain: normalised by the source).

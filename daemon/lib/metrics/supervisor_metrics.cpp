@@ -472,7 +472,7 @@ void SupervisorMetrics::render_host(Exposition& out) const {
 void SupervisorMetrics::render_gpus(Exposition& out) const {
     if (gpus_.empty()) return;
     out.family("infervisor_gpu_info", MetricType::gauge,
-               "Always 1; the labels index, vendor, name and uuid (NVIDIA only) describe the "
+               "Always 1; the labels index, vendor, name and uuid (NVIDIA, AMD) describe the "
                "GPU at the PCI address device.");
     for (const GpuDevice& d : gpus_) {
         std::string index = std::to_string(d.index);

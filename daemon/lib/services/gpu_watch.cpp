@@ -138,7 +138,10 @@ void GpuWatch::take(GpuReading reading) {
         std::string key = key_of(d);
         if (auto was = seen_.find(key); was != seen_.end()) {  // what it could not say now
             if (d.name.empty()) d.name = was->second.name;
-            if (d.uuid.empty()) d.uuid = was->second.uuid;
+            if (d.uuid.empty() && !was->second.uuid.empty()) {
+                d.uuid = was->second.uuid;
+                d.uuid_unreadable = false;
+            }
         }
         missing_.erase(key);
         now.emplace(std::move(key), d);

@@ -76,6 +76,14 @@ TEST(GpuConfig, TheVariablesGpuDevicesSetsAreNotTheEnvironmentsToSet) {
     EXPECT_FALSE(loaded.ok());
     EXPECT_THAT(loaded.errors.format(),
                 HasSubstr("'CUDA_VISIBLE_DEVICES' is set by gpu.devices: give the devices there"));
+    // AMD's and Intel's too, whichever vendor the devices are.
+    for (const char* name : {"ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}) {
+        auto other =
+            load_config_text(gpu_worker("    gpu: {devices: [0]}\n",
+                                        std::string("    environment: {") + name + ": '1'}\n"),
+                             "g.yaml");
+        EXPECT_THAT(other.errors.format(), HasSubstr(std::string("'") + name + "' is set by"));
+    }
     // Without gpu.devices the worker may set it itself.
     auto own = load_config_text(
         gpu_worker("    gpu: {memory_max: 1G}\n", "    environment: {CUDA_VISIBLE_DEVICES: '1'}\n"),

@@ -207,6 +207,34 @@ TEST(DrmDevices, CardsOnlyPciAndNotNvidia) {
     EXPECT_TRUE(has_drm_gpus(host.roots()));
 }
 
+// amdgpu's unique_id is ROCm's UUID of the card; absent (GFX8 and older) or
+// malformed is none, a failed read is one that could not be read now.
+TEST(DrmDevices, AmdgpuUniqueIdIsRocmsUuid) {
+    DrmHost host;
+    host.dir().write(host.add_card(0, "0000:03:00.0", "amdgpu") / "unique_id",
+                     "0123456789abcdef\n");
+    host.add_card(1, "0000:04:00.0", "amdgpu");
+    host.dir().write(host.add_card(2, "0000:05:00.0", "amdgpu") / "unique_id", "\n");
+    host.dir().mkdir("sys/devices/pci0000:00/0000:06:00.0/unique_id");  // read fails: EISDIR
+    host.add_card(3, "0000:06:00.0", "amdgpu");
+    host.dir().write(host.add_card(4, "0000:00:02.0", "i915") / "unique_id", "0123456789abcdef\n");
+
+    std::vector<std::string> errors;
+    auto devices = list_drm_devices(host.roots(), errors);
+    ASSERT_EQ(devices.size(), 5u);
+    EXPECT_EQ(devices[0].uuid, "GPU-0123456789abcdef");
+    EXPECT_FALSE(devices[0].uuid_unreadable);
+    EXPECT_EQ(devices[1].uuid, "");
+    EXPECT_FALSE(devices[1].uuid_unreadable);
+    EXPECT_EQ(devices[2].uuid, "");
+    EXPECT_FALSE(devices[2].uuid_unreadable);
+    EXPECT_EQ(devices[3].uuid, "");
+    EXPECT_TRUE(devices[3].uuid_unreadable);
+    EXPECT_EQ(devices[4].uuid, "");  // only amdgpu's is read
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("card3/device/unique_id"), std::string::npos) << errors[0];
+}
+
 TEST(DrmDevices, NoCardsIsQuickAndEmpty) {
     DrmHost host;
     EXPECT_FALSE(has_drm_gpus(host.roots()));

@@ -174,7 +174,7 @@ TEST(SupervisorMetrics, HostAndDaemonSeries) {
 TEST(SupervisorMetrics, GpuSeriesPerDeviceWithTheDescriptionOnInfo) {
     std::string text = rendered();
     EXPECT_THAT(text, HasSubstr("# HELP infervisor_gpu_info Always 1; the labels index, vendor, "
-                                "name and uuid (NVIDIA only) describe the GPU at the PCI address "
+                                "name and uuid (NVIDIA, AMD) describe the GPU at the PCI address "
                                 "device.\n# TYPE infervisor_gpu_info gauge\n"
                                 "infervisor_gpu_info{device=\"0000:03:00.0\",index=\"0\",vendor="
                                 "\"nvidia\",name=\"NVIDIA H100 80GB HBM3\",uuid=\"GPU-8f6b2c1e-"
