@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 
 #include "base/unique_fd.h"
@@ -123,6 +124,17 @@ Result<long long> read_keyed_value(const std::filesystem::path& path, std::strin
     auto value = find_keyed_value(*text, key);
     if (!value) return plain_error(path.string() + ": " + value.error().what);
     return value;
+}
+
+bool write_all(int fd, std::string_view data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
 }
 
 }  // namespace infervisor

@@ -42,4 +42,8 @@ Result<long long> find_keyed_value(std::string_view text, std::string_view key);
 // Strips trailing whitespace/newline.
 std::string_view trim(std::string_view s);
 
+// Writes all of `data` to `fd`, again after EINTR and short writes; false
+// when a write fails (errno says why) or writes nothing.
+bool write_all(int fd, std::string_view data);
+
 }  // namespace infervisor

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "base/file_io.h"
 #include "config/config_limits.h"
 #include "config/config_loader.h"
 
@@ -26,17 +27,6 @@ std::optional<std::string> read_bounded(int fd, std::size_t limit) {
         text.append(buffer, static_cast<std::size_t>(n));
     }
     return text;
-}
-
-bool write_all(int fd, const std::string& data) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<std::size_t>(n);
-    }
-    return true;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <optional>
 
+#include "base/file_io.h"
+
 namespace infervisor {
 
 namespace {
@@ -365,15 +367,7 @@ int cuda_checkpoint_helper_main(const std::vector<std::string_view>& args, int a
     if (pids.size() > kMaxCudaProcesses) return 2;
     CudaCheckpointAnswer answer =
         run_cuda_checkpoint(library, action, pids, std::chrono::milliseconds(*timeout_ms));
-    std::string text = format_cuda_checkpoint_answer(answer);
-    for (size_t done = 0; done < text.size();) {
-        ssize_t n = ::write(answer_fd, text.data() + done, text.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return 1;
-        }
-        done += static_cast<size_t>(n);
-    }
+    if (!write_all(answer_fd, format_cuda_checkpoint_answer(answer))) return 1;
     return answer.ok ? 0 : 1;
 }
 

@@ -144,14 +144,14 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     auto step = suspend_engine_step();
     if (step.before && step.name == kGpuReleaseStep) {
         uint64_t held = step.held_bytes.value_or(0);
+        CgroupStats stats(cgroup());
         if (for_memory)
             step.skipped = "for memory: it would move its " + human_size(held) +
                            " of GPU memory into host memory, charged to the worker";
         else
-            step.skipped =
-                gpu_release_refusal(held, read_meminfo(ctx_.paths.procfs).value_or(MemInfo{}),
-                                    value_or_empty(CgroupStats(cgroup()).memory_max()),
-                                    value_or_empty(CgroupStats(cgroup()).memory_current()));
+            step.skipped = gpu_release_refusal(
+                held, read_meminfo(ctx_.paths.procfs).value_or(MemInfo{}),
+                value_or_empty(stats.memory_max()), value_or_empty(stats.memory_current()));
     } else if (for_memory && step.before && spec_.suspend.level == 1) {
         step.skipped =
             "for memory: level 1 would move the weights into host memory, pinned and charged to "
@@ -222,6 +222,14 @@ std::string names_only(const std::vector<OllamaModel>& models) {
     return out;
 }
 
+// A step that cannot begin (a key or identity that cannot be read) fails,
+// answered from the loop: a step's callback never runs within its call.
+auto refuse_step(boost::asio::io_context& io) {
+    return [&io](Error error, std::function<void(Result<void>)> done) {
+        boost::asio::post(io, [error, done = std::move(done)] { done(error); });
+    };
+}
+
 }  // namespace
 
 std::pair<bool, std::string> Worker::journal_unload(
@@ -286,9 +294,7 @@ WorkerSuspension::EngineStep Worker::suspend_engine_step(std::string_view adopte
         return WorkerVllmSleep::Server{*spec_.engine, std::move(*bearer), spec_.engine->timeout};
     };
     // A key that cannot be read fails the step, answered from the loop.
-    auto refuse = [this](Error error, std::function<void(Result<void>)> done) {
-        boost::asio::post(ctx_.io, [error, done = std::move(done)] { done(error); });
-    };
+    auto refuse = refuse_step(ctx_.io);
     WorkerSuspension::EngineStep step;
     step.name = suspend_method_name(SuspendMethod::vllm_sleep);
     step.before = [this, server, refuse](std::function<void(Result<void>)> done) {
@@ -324,9 +330,7 @@ WorkerSuspension::EngineStep Worker::gpu_release_step(std::optional<uint64_t> he
                                          std::move(pids),
                                          {who->uid, who->gid, who->supplementary_groups}};
     };
-    auto refuse = [this](Error error, std::function<void(Result<void>)> done) {
-        boost::asio::post(ctx_.io, [error, done = std::move(done)] { done(error); });
-    };
+    auto refuse = refuse_step(ctx_.io);
     // The helper's answer: its detail is the error when it says not done.
     auto answered = [](std::function<void(Result<void>)> done) {
         return [done = std::move(done)](Result<CudaCheckpointAnswer> answer) {
