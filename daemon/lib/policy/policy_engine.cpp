@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "policy/condition.h"
 #include "policy/decision_details.h"
 #include "policy/metrics.h"
 #include "policy/rule_config.h"
@@ -67,7 +68,10 @@ void PolicyEngine::set_host_headroom_window(Duration window) {
 
 void PolicyEngine::set_victim_window(Duration window) {
     options_.victim_window = window;
-    for (auto& [name, state] : workers_) state.victim.set_window(window);
+    for (auto& [name, state] : workers_) {
+        state.victim.set_window(window);
+        state.gpu_victim.set_window(window);
+    }
 }
 
 void PolicyEngine::set_growth_window(Duration window) {
@@ -86,6 +90,7 @@ PolicyEngine::WorkerState& PolicyEngine::state_of(const std::string& worker) {
                           GrowthTracker(options_.headroom_window),
                           GrowthTracker(options_.victim_window),
                           GrowthTracker(options_.growth_window),
+                          GrowthTracker(options_.victim_window),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
                           CounterRate(options_.rate_interval),
@@ -109,6 +114,7 @@ void PolicyEngine::track(WorkerState& st, const WorkerSample& s) {
     // Victim choice sees every phase: a worker still loading may be the cause.
     if (auto size = s.memory_anon ? s.memory_anon : s.memory_current)
         st.victim.add(s.time, static_cast<double>(*size));
+    if (s.gpu_memory) st.gpu_victim.add(s.time, static_cast<double>(*s.gpu_memory));
     if (s.swapin_pages) st.swap_in.add(s.time, *s.swapin_pages);
     if (s.swapout_pages) st.swap_out.add(s.time, *s.swapout_pages);
     if (s.cpu_usage_usec) st.cpu.add(s.time, *s.cpu_usage_usec);
@@ -196,11 +202,37 @@ VictimView PolicyEngine::view_of(const WorkerCandidate& c) const {
     return view;
 }
 
+std::optional<VictimView> PolicyEngine::gpu_view_of(const WorkerCandidate& c,
+                                                    const std::string& device) const {
+    auto it = workers_.find(c.name);
+    if (it == workers_.end() || !it->second.last) return std::nullopt;
+    for (const WorkerGpuDeviceUse& use : it->second.last->gpu_devices) {
+        if (use.pci_bus_id != device || use.memory == 0) continue;
+        VictimView view{c.name, c.priority, c.is_protected, use.memory, std::nullopt};
+        view.preempt = c.preempt;
+        // Its GPU memory over all its cards: a worker on two cards that grows
+        // on the other one is seen growing here too (rare; the size decides
+        // among the ones that hold still).
+        view.growth_bytes_per_min = it->second.gpu_victim.per_minute();
+        view.gpu_device = device;
+        return view;
+    }
+    return std::nullopt;
+}
+
 std::optional<PolicyEngine::Chosen> PolicyEngine::choose_victim(
-    const std::string& rule, RuleStep step, const std::vector<WorkerCandidate>& candidates) const {
+    const RuleSpec& rule, RuleStep step, const std::vector<WorkerCandidate>& candidates,
+    const HostSample& host) const {
     std::vector<VictimView> views;
-    for (const auto& c : candidates) views.push_back(view_of(c));
-    auto pinned = host_.victims.find(rule);
+    bool on_gpu = !host.gpu_device.empty() && only_metrics(rule.when, "host.gpu.");
+    for (const auto& c : candidates) {
+        if (!on_gpu) {
+            views.push_back(view_of(c));
+        } else if (auto view = gpu_view_of(c, host.gpu_device)) {
+            views.push_back(std::move(*view));
+        }
+    }
+    auto pinned = host_.victims.find(rule.name);
     if (step == RuleStep::escalate && pinned != host_.victims.end()) {
         for (size_t i = 0; i < views.size(); ++i)
             if (views[i].name == pinned->second && !views[i].is_protected)
@@ -245,7 +277,7 @@ std::vector<Decision> PolicyEngine::evaluate_host(const HostSample& sample,
         auto due = timer.due(timing_of(rule), now);
         if (!due) continue;
         if (settling && due->step != RuleStep::escalate) continue;  // a repeat stays due
-        auto victim = choose_victim(rule.name, due->step, candidates);
+        auto victim = choose_victim(rule, due->step, candidates, in.sample);
         Action action = action_of(rule, due->step);
         if (!victim && action != Action::log) continue;  // stays due
         timer.commit(due->step, now);
@@ -295,9 +327,12 @@ void PolicyEngine::aim_at(Decision& d, const Chosen& chosen, const RuleSpec& rul
 void PolicyEngine::take_gentlest_step(Decision& d, const VictimView& victim,
                                       const HostInputs& host) {
     PreemptContext context{
-        victim_size(victim), victim.memory_unevictable, host.sample.swap_free,
+        victim_size(victim),
+        victim.memory_unevictable,
+        host.sample.swap_free,
         host_mem_headroom(host.sample, host.mem_available_change_per_minute),
-        victim.growth_bytes_per_min && *victim.growth_bytes_per_min >= kRunawayGrowthBytesPerMin};
+        victim.growth_bytes_per_min && *victim.growth_bytes_per_min >= kRunawayGrowthBytesPerMin,
+        !victim.gpu_device.empty()};
     PreemptChoice choice = choose_preempt_step(victim.preempt, context);
     d.action = choice.step.action;
     d.ladder = true;

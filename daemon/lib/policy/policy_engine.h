@@ -25,7 +25,11 @@
 // Host rules keep one timer each for the host. A step picks its victim with
 // pick_victim() (victim.h), by each worker's growth over the victim window
 // in every phase (loading too) and its anonymous memory; the decision says
-// why (VICTIM_REASON, with the others considered). `action: preempt`
+// why (VICTIM_REASON, with the others considered). A rule whose conditions
+// read the GPUs alone (host.gpu.*) picks among the workers that hold memory
+// on the card that runs short (HostSample::gpu_device), by what they hold
+// there and by their GPU memory's growth: a worker that holds none there
+// frees nothing there, however large it is in RAM. `action: preempt`
 // becomes suspend, checkpoint or kill by the ladder (preempt_ladder.h) and
 // says why (PREEMPT_STEP); an escalation hits the same victim as the step
 // before it while that worker is still a candidate. A step with no victim
@@ -148,10 +152,11 @@ class PolicyEngine {
     };
     struct WorkerState {
         PhaseTracker phase;
-        GrowthTracker growth;  // serving samples only
-        GrowthTracker recent;  // the same, over the headroom window
-        GrowthTracker victim;  // anon (else memory.current), every phase, victim window
-        GrowthTracker gpu;     // gpu.memory, serving samples only (gpu.growth)
+        GrowthTracker growth;      // serving samples only
+        GrowthTracker recent;      // the same, over the headroom window
+        GrowthTracker victim;      // anon (else memory.current), every phase, victim window
+        GrowthTracker gpu;         // gpu.memory, serving samples only (gpu.growth)
+        GrowthTracker gpu_victim;  // gpu.memory, every phase, victim window
         CounterRate swap_in, swap_out, cpu;
         std::optional<MemoryEvents> events_baseline;
         std::optional<WorkerSample> last;
@@ -182,8 +187,12 @@ class PolicyEngine {
     static void take_gentlest_step(Decision& decision, const VictimView& victim,
                                    const HostInputs& host);
     VictimView view_of(const WorkerCandidate& candidate) const;
-    std::optional<Chosen> choose_victim(const std::string& rule, RuleStep step,
-                                        const std::vector<WorkerCandidate>& candidates) const;
+    // Its view on the GPU `device`; empty when it holds no memory there.
+    std::optional<VictimView> gpu_view_of(const WorkerCandidate& candidate,
+                                          const std::string& device) const;
+    std::optional<Chosen> choose_victim(const RuleSpec& rule, RuleStep step,
+                                        const std::vector<WorkerCandidate>& candidates,
+                                        const HostSample& host) const;
     bool dry_run(const RuleSpec& rule) const { return options_.dry_run || rule.dry_run; }
 
     PolicyOptions options_;

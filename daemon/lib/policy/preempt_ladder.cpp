@@ -13,6 +13,9 @@ std::string why_not_suspend(const PreemptFacts& facts, const PreemptContext& c) 
     if (facts.resumed_ago && c.victim_growing)
         return "it grew back within " + format_duration(*facts.resumed_ago) +
                " of resume_when's resume: the suspension did not help";
+    if (c.on_gpu)
+        return facts.keeps_gpu.empty() ? ""
+                                       : "a suspension keeps its GPU memory: " + facts.keeps_gpu;
     if (c.victim_anon && c.victim_unevictable && *c.victim_anon > 0 &&
         static_cast<double>(*c.victim_unevictable) >=
             kMostlyUnevictable * static_cast<double>(*c.victim_anon))
@@ -31,6 +34,9 @@ std::string why_not_checkpoint(const PreemptFacts& facts, const PreemptContext& 
 }
 
 std::string suspend_reason(const PreemptContext& c) {
+    if (c.on_gpu)
+        return "suspend: preemptible, its suspension gives back its " +
+               (c.victim_anon ? human_size(*c.victim_anon) + " of " : std::string()) + "GPU memory";
     std::string why = "suspend: preemptible";
     if (c.swap_free) why += ", swap free " + human_size(*c.swap_free);
     if (c.victim_anon) why += " for its " + human_size(*c.victim_anon);

@@ -22,7 +22,12 @@
 //                picked for another's trouble is suspended again), its
 //                memory is not mostly unevictable (memory.stat unevictable:
 //                mlocked pages cannot go to swap), and the host's free swap
-//                holds its anonymous memory (there is somewhere to put it);
+//                holds its anonymous memory (there is somewhere to put it).
+//                For a host rule on the GPUs alone (PreemptContext::on_gpu)
+//                the memory to free is the card's: a suspension is chosen
+//                only if it gives the GPU memory back (PreemptFacts::
+//                keeps_gpu empty: `suspend: {gpu: release}` of a worker on
+//                NVIDIA, or vllm-sleep), and swap does not matter;
 //  2. checkpoint (its state written, then stopped; the next run restores it)
 //                if a checkpoint requested of this worker has completed
 //                before (the method works) and the host has time for one:
@@ -30,8 +35,9 @@
 //                its last checkpoint took;
 //  3. kill       otherwise.
 //
-// After a suspension that frees (almost) nothing (suspension_freed_nothing()),
-// the ladder goes on at once: the executor kills the frozen worker (a
+// After a suspension that frees (almost) nothing (suspension_freed_nothing();
+// for a rule on the GPUs, one whose GPU release or engine sleep did not
+// happen), the ladder goes on at once: the executor kills the frozen worker (a
 // checkpoint needs it thawed, and the host is short of memory now), and
 // remembers it in no_suspend for the next time.
 // Pure: facts in, a step and the reason out, for the journal (PREEMPT_STEP).
@@ -65,6 +71,10 @@ struct PreemptFacts {
     // How long ago the ladder unloaded its models, within PreemptHistory's
     // kRegrowWindow; empty otherwise.
     std::optional<Duration> unloaded_ago = std::nullopt;
+    // Why a suspension would leave its GPU memory where it is ("suspend.gpu
+    // is keep"); empty when it would give it back (Worker::
+    // why_suspension_keeps_gpu()).
+    std::string keeps_gpu = "";
 };
 
 // Whether a checkpoint before a kill fits in the time left: `runs_out_in`
@@ -84,6 +94,9 @@ struct PreemptContext {
     // Growing at kRunawayGrowthBytesPerMin or faster (victim.h), loading or
     // serving: the victim's own memory is what runs the host out.
     bool victim_growing = false;
+    // The rule reads the GPUs alone: the victim was chosen on a card, and
+    // victim_anon is what it holds there.
+    bool on_gpu = false;
 };
 
 struct PreemptStep {

@@ -28,6 +28,13 @@ struct EngineReading {
     EngineSeries series;
 };
 
+// What a worker's processes hold on one GPU.
+struct WorkerGpuDeviceUse {
+    std::string pci_bus_id;  // "0000:03:00.0" (gpu/gpu_snapshot.h)
+    uint64_t memory = 0;     // bytes
+    bool operator==(const WorkerGpuDeviceUse&) const = default;
+};
+
 struct WorkerSample {
     TimePoint time{};  // when the kernel files were read
 
@@ -98,8 +105,9 @@ struct WorkerSample {
     // memory on (of its gpu.devices when it holds none yet).
     std::optional<uint64_t> gpu_memory_max;
     std::optional<uint64_t> gpu_device_memory;
-    // The PCI addresses of the devices it holds memory on (snapshot order).
-    std::vector<std::string> gpu_devices;
+    // The devices it holds memory on (snapshot order), each with what it
+    // holds there: host GPU rules choose their victim on the tight card.
+    std::vector<WorkerGpuDeviceUse> gpu_devices;
 
     // Files that existed but could not be read or parsed ("path: why"); a
     // missing file is normal (no such controller) and is not listed.

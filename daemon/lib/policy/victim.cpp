@@ -68,7 +68,9 @@ std::string explain_victim(const std::vector<VictimView>& workers, size_t chosen
         if (workers[i].priority > v.priority) lower_priority = true;
     }
     auto size = victim_size(v);
-    std::string what = v.memory_anon ? "anon" : "memory";
+    std::string what = !v.gpu_device.empty() ? "GPU memory on " + v.gpu_device
+                       : v.memory_anon       ? "anon"
+                                             : "memory";
     std::string size_text =
         size ? what + " " + mib(static_cast<double>(*size)) + " MiB" : std::string("size unknown");
     std::string out;

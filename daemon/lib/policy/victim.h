@@ -36,6 +36,11 @@ struct VictimView {
     std::optional<uint64_t> memory_anon = std::nullopt;
     std::optional<uint64_t> memory_unevictable = std::nullopt;
     PreemptFacts preempt = {};
+    // Set for a host rule on the GPUs alone: the card whose memory runs
+    // short ("0000:03:00.0"). Then memory_current is what the worker holds
+    // on that card, growth_bytes_per_min its GPU memory's growth (every
+    // phase), and the other figures are empty.
+    std::string gpu_device = "";
 };
 
 // Growth at or above this marks a worker as the likely cause of the host's
@@ -57,7 +62,8 @@ std::optional<uint64_t> victim_size(const VictimView& view);
 std::optional<size_t> pick_victim(const std::vector<VictimView>& workers);
 
 // Why workers[chosen] was chosen, for the journal (VICTIM_REASON): "growing
-// 19.8 MiB/s (anon 412 MiB); others: server +0.0 MiB/s 368 MiB".
+// 19.8 MiB/s (anon 412 MiB); others: server +0.0 MiB/s 368 MiB"; on a GPU
+// "growing 19.8 MiB/s (GPU memory on 0000:03:00.0 12288.0 MiB); ...".
 std::string explain_victim(const std::vector<VictimView>& workers, size_t chosen);
 
 }  // namespace infervisor

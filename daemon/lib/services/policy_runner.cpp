@@ -295,6 +295,7 @@ void PolicyRunner::evaluate_now() {
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);
         facts.unload_bound = w->unload_bound();
+        facts.keeps_gpu = w->why_suspension_keeps_gpu();
         for (auto& d : engine_.evaluate(w->name(), sample, now, facts.checkpoint_took))
             decisions.push_back(std::move(d));
         if (Worker* shown = supervisor_.find(w->name())) {
@@ -449,23 +450,32 @@ Result<void> PolicyRunner::carry_out(Worker& worker, const Decision& d) {
 
 WorkerSuspension::Finished PolicyRunner::ladder_goes_on(const Decision& d) {
     std::weak_ptr<char> alive = alive_;
-    return [this, alive, d](const WorkerSuspension::Outcome& o) {
-        if (alive.expired() || !o.ok ||
-            !suspension_freed_nothing(o.memory_before, o.bytes_reclaimed))
+    // A rule on the GPUs alone wanted the card's memory back: only the step
+    // before the freeze (GPU release, engine sleep) gives it.
+    bool on_gpu = d.for_gpu && !d.for_memory;
+    return [this, alive, d, on_gpu](const WorkerSuspension::Outcome& o) {
+        if (alive.expired() || !o.ok) return;
+        if (on_gpu ? o.step_done : !suspension_freed_nothing(o.memory_before, o.bytes_reclaimed))
             return;
         Worker* worker = supervisor_.find(d.worker);
         if (!worker || worker->state() != WorkerState::suspended) return;
-        std::string freed = human_size(o.bytes_reclaimed) + " of " +
-                            (o.memory_before ? human_size(*o.memory_before) : "its memory");
+        std::string freed =
+            on_gpu
+                ? "none of its GPU memory (" +
+                      (o.step.empty() ? std::string("no GPU release") : o.step + " not done") + ")"
+                : human_size(o.bytes_reclaimed) + " of " +
+                      (o.memory_before ? human_size(*o.memory_before) : "its memory");
         preempt_history_.suspension_freed_nothing(
             d.worker, "its suspension by rule '" + d.rule + "' freed " + freed);
+        if (!on_gpu) freed = "only " + freed;
         // The cause, then its effect: this entry before the kill's exit.
         Decision kill = d;
         kill.action = Action::kill;
         kill.step = RuleStep::escalate;
-        kill.reason = "the suspension freed only " + freed +
-                      " (memory pinned, or no room in swap): the ladder goes on";
-        kill.measurements = {{"PREEMPT_STEP", "kill: the suspension freed only " + freed},
+        kill.reason = "the suspension freed " + freed +
+                      (on_gpu ? "" : " (memory pinned, or no room in swap)") +
+                      ": the ladder goes on";
+        kill.measurements = {{"PREEMPT_STEP", "kill: the suspension freed " + freed},
                              {"SUSPENSION_BYTES_RECLAIMED", std::to_string(o.bytes_reclaimed)}};
         if (o.memory_before)
             kill.measurements.emplace_back("SUSPENSION_MEMORY_BEFORE",

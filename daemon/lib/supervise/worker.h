@@ -24,6 +24,7 @@
 #include "gpu/gpu_assignment.h"
 #include "notify/notify_socket.h"
 #include "policy/rule_spec.h"
+#include "policy/samples.h"
 #include "process/spawn_request.h"
 #include "supervise/exit_reason.h"
 #include "supervise/host_kill_guard.h"
@@ -171,6 +172,11 @@ class Worker {
     // step the earlier image took (PersistedWorker::suspended_step) is the
     // one, whatever the configuration says now: its resume must undo it.
     WorkerSuspension::EngineStep suspend_engine_step(std::string_view adopted_step = {});
+    // Why a suspension now would leave its GPU memory on the card ("suspend.gpu
+    // is keep"); "" when it would give it back: vllm-sleep (the server drops
+    // its weights and KV cache from the GPU), or the GPU release of a worker
+    // holding NVIDIA memory (for the preempt ladder of host GPU rules).
+    std::string why_suspension_keeps_gpu() const;
     // The preempt ladder's unload (policy/preempt_ladder.h): the worker's
     // Ollama server (engine.kind ollama) unloads every model it holds and
     // keeps running (WorkerOllamaUnload, bounded by unload_bound()). Journals
@@ -236,11 +242,13 @@ class Worker {
     // displays. Set by PolicyRunner; empty until then and where the host's
     // GPUs are not read.
     void set_gpu_use(std::optional<uint64_t> memory, std::optional<double> utilization,
-                     std::vector<std::string> devices = {}) {
+                     const std::vector<WorkerGpuDeviceUse>& devices = {}) {
         if (!run_) return;
         run_->gpu_memory = memory;
         run_->gpu_utilization = utilization;
-        if (memory) run_->gpu_devices = std::move(devices);
+        if (!memory) return;
+        run_->gpu_devices.clear();
+        for (const auto& d : devices) run_->gpu_devices.push_back(d.pci_bus_id);
     }
     std::optional<uint64_t> gpu_memory() const { return run_ ? run_->gpu_memory : std::nullopt; }
     std::optional<double> gpu_utilization() const {

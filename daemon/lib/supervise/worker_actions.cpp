@@ -311,6 +311,18 @@ WorkerSuspension::EngineStep Worker::suspend_engine_step(std::string_view adopte
     return step;
 }
 
+std::string Worker::why_suspension_keeps_gpu() const {
+    if (spec_.suspend.method == SuspendMethod::vllm_sleep)
+        return spec_.engine ? "" : "suspend.method is vllm-sleep, but it has no engine to ask";
+    if (!spec_.suspend.release_gpu) return "suspend.gpu is keep";
+    auto held =
+        ctx_.nvidia_memory_of && live() ? ctx_.nvidia_memory_of(cgroup_in_mount()) : std::nullopt;
+    if (!held || *held == 0)
+        return "it holds no NVIDIA GPU memory at the last reading (only NVIDIA's driver moves "
+               "GPU memory out)";
+    return "";
+}
+
 std::string Worker::cgroup_in_mount() const {
     return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
 }

@@ -277,7 +277,8 @@ void WorkerSuspension::on_reclaimed(const ReclaimResult& r, bool frozen) {
           "suspended (" + trigger_ + "): " + (frozen ? "frozen" : "not fully frozen") + ", " + how +
               engine,
           std::move(fields));
-    answer_suspend({true, "suspended; " + how, wanted, freed});
+    answer_suspend(
+        {true, "suspended; " + how, wanted, freed, step_.name, slept_ && step_.skipped.empty()});
     if (queued_resume_) {
         auto [trigger, finished] = std::move(*queued_resume_);
         queued_resume_.reset();

@@ -111,6 +111,10 @@ class WorkerSuspension {
         // sleep, with one), and what left it since.
         std::optional<uint64_t> memory_before;
         uint64_t bytes_reclaimed = 0;
+        // The step before the freeze (SuspensionStep::name, e.g. the GPU
+        // release) and whether it was done; empty and false without one.
+        std::string step;
+        bool step_done = false;
     };
     using Finished = std::function<void(const Outcome&)>;
     // Runs once thawed, before `resumed` is journaled: the Worker's state

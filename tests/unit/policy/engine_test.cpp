@@ -765,6 +765,84 @@ TEST_F(HostPolicy, TheLoadingGrowerGoesBeforeTheSteadyLargerServer) {
         << out[0].reason;
 }
 
+// Issue 30: a host rule on the GPUs alone picks among the workers on the card
+// that runs short, by what they hold there and how fast their GPU memory
+// grows (loading too), not by their RAM; a worker that holds nothing there
+// is no candidate, however large.
+TEST_F(HostPolicy, AHostGpuRulePicksOnTheTightCard) {
+    engine.set_host_rules(rules(
+        "- {name: gpu-full, when: host.gpu.memory.available < 2G, action: kill}", RuleScope::host));
+    const std::string tight = "0000:03:00.0", other = "0000:04:00.0";
+    auto gpu_worker = [this](const std::string& name, uint64_t ram,
+                             std::vector<WorkerGpuDeviceUse> on, bool loading = false) {
+        WorkerSample s;
+        s.time = clock.now();
+        if (!loading) {
+            s.signals_readiness = true;
+            s.ready_at = s.time - 10min;
+        } else {
+            s.started_at = s.time - 5s;
+        }
+        s.memory_current = ram;
+        uint64_t total = 0;
+        for (const auto& d : on) total += d.memory;
+        s.gpu_memory = total;
+        s.gpu_devices = std::move(on);
+        engine.evaluate(name, s, s.time);
+    };
+    for (int i = 0; i <= 10; ++i) {
+        gpu_worker("ram-giant", 60 * GiB, {{other, 70 * GiB}});
+        gpu_worker("server", 4 * GiB, {{tight, 50 * GiB}});
+        // Loading its second model onto the tight card: 1 GiB a second.
+        gpu_worker("loader", 2 * GiB, {{tight, (10 + i) * GiB}}, true);
+        gpu_worker("cpu-only", 80 * GiB, {});
+        if (i < 10) clock.advance(1s);
+    }
+    HostSample h;
+    h.time = clock.now();
+    h.mem_total = 256 * GiB;
+    h.mem_available = 100 * GiB;
+    h.gpu_memory_total = 80 * GiB;
+    h.gpu_memory_available = 1 * GiB;
+    h.gpu_device = tight;
+    std::vector<WorkerCandidate> all{{"ram-giant", 0, false},
+                                     {"server", 0, false},
+                                     {"loader", 0, false},
+                                     {"cpu-only", 0, false}};
+    auto out = engine.evaluate_host(h, all, clock.now());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "loader");
+    EXPECT_TRUE(out[0].for_gpu);
+    EXPECT_EQ(measurement(out[0], "VICTIM_REASON"),
+              "growing 1024.0 MiB/s (GPU memory on 0000:03:00.0 20480.0 MiB); others: server "
+              "+0.0 MiB/s 51200.0 MiB");
+    EXPECT_EQ(measurement(out[0], "VICTIM_GROWTH_BYTES_PER_SEC"), std::to_string(1 * GiB));
+
+    // Nobody grows: the largest holder on that card, not the RAM giant.
+    clock.advance(1min);
+    for (int i = 0; i <= 10; ++i) {
+        gpu_worker("ram-giant", 60 * GiB, {{other, 70 * GiB}});
+        gpu_worker("server", 4 * GiB, {{tight, 50 * GiB}});
+        gpu_worker("loader", 2 * GiB, {{tight, 20 * GiB}});
+        if (i < 10) clock.advance(1s);
+    }
+    h.time = clock.now();
+    h.gpu_memory_available = 10 * GiB;
+    engine.evaluate_host(h, all, clock.now());  // clears the rule
+    h.gpu_memory_available = 1 * GiB;
+    out = engine.evaluate_host(h, all, clock.now());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].worker, "server");
+
+    // Only a stranger's process holds the card: no victim, the step stays due.
+    h.gpu_memory_available = 10 * GiB;
+    engine.evaluate_host(h, all, clock.now());
+    h.gpu_memory_available = 1 * GiB;
+    EXPECT_TRUE(
+        engine.evaluate_host(h, {{"ram-giant", 0, false}, {"cpu-only", 0, false}}, clock.now())
+            .empty());
+}
+
 // A host rule on the GPUs alone does not act for the host's memory: its
 // suspension may move GPU memory into host memory (supervise/
 // worker_gpu_release.h) and a run it ends restarts without waiting for RAM;
@@ -775,6 +853,12 @@ TEST_F(HostPolicy, AHostRuleOnTheGpusAloneIsNotForMemory) {
         "- {name: both, when: host.gpu.memory.available < 1G and host.mem.available "
         "< 50%, action: suspend}",
         0s);
+    WorkerSample on_card;  // "a" holds memory on the card: the GPU rule's victim
+    on_card.time = clock.now();
+    on_card.memory_current = 2 * GiB;
+    on_card.gpu_memory = 40 * GiB;
+    on_card.gpu_devices = {{"0000:03:00.0", 40 * GiB}};
+    engine.evaluate("a", on_card, clock.now());
     HostSample h;
     h.time = clock.now();
     h.mem_total = 100 * GiB;

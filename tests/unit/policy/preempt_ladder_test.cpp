@@ -28,6 +28,27 @@ TEST(PreemptLadder, SuspendsAPreemptibleWorkerWhoseMemoryFitsInFreeSwap) {
     EXPECT_EQ(step.why, "suspend: preemptible, swap free 1G for its 400M");
 }
 
+// A host rule on the GPUs alone wants the card's memory back: a suspension
+// that gives it (a GPU release, an engine's sleep) whatever swap holds; one
+// that keeps it is no step at all.
+TEST(PreemptLadder, OnAGpuOnlyASuspensionThatGivesBackItsGpuMemory) {
+    PreemptContext gpu{12 * GiB, std::nullopt, 0, std::nullopt, false, true};
+    auto step = choose_preempt_step({}, gpu).step;
+    EXPECT_EQ(step.action, Action::suspend) << "no swap, yet the copy goes to host memory";
+    EXPECT_EQ(step.why, "suspend: preemptible, its suspension gives back its 12G of GPU memory");
+    PreemptFacts keeps;
+    keeps.keeps_gpu = "suspend.gpu is keep";
+    step = choose_preempt_step(keeps, gpu).step;
+    EXPECT_EQ(step.action, Action::kill);
+    EXPECT_EQ(step.why,
+              "kill: not suspended (a suspension keeps its GPU memory: suspend.gpu is keep), not "
+              "checkpointed (no checkpoint of it has completed)");
+    keeps.checkpoint_took = 5s;
+    EXPECT_EQ(choose_preempt_step(keeps, gpu).step.action, Action::checkpoint);
+    // For the host's memory the same facts change nothing.
+    EXPECT_EQ(choose_preempt_step(keeps, host(400 * MiB, 1024 * MiB)).step.action, Action::suspend);
+}
+
 TEST(PreemptLadder, DoesNotSuspendWhenSwapCannotHoldIt) {
     EXPECT_EQ(choose_preempt_step({}, host(400 * MiB, 300 * MiB)).step.why,
               "kill: not suspended (swap free 300M < its 400M), not checkpointed (no checkpoint "

@@ -55,6 +55,7 @@ class PolicyRunnerTest : public SupervisorFixture {
         if (runner_) runner_->stop();
         // A test's GpuWatch is gone by now; the workers' restarts must not ask it.
         ctx_->gpu_devices = nullptr;
+        ctx_->nvidia_memory_of = nullptr;
         SupervisorFixture::TearDown();
     }
     std::unique_ptr<PolicyRunner> runner_;
@@ -508,6 +509,74 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
     EXPECT_EQ(field(*action, "GPU_MEMORY_PCT"), "60.00");
     EXPECT_EQ(field(*action, "GPU_MEMORY_BYTES"), "6442450944");
     EXPECT_EQ(field(*action, "GPU_MEMORY_MAX_BYTES"), "10737418240");
+}
+
+// Issue 30: a host rule on the GPUs alone preempts the worker that holds the
+// card that runs short, not the one large in RAM beside it. Its suspension
+// is taken because it would release the GPU (stand-in NVML and libcuda);
+// the driver fails the checkpoint, the release is undone and the worker only
+// frozen, which gives the card nothing: the ladder goes on to a kill.
+TEST_F(PolicyRunnerTest, AHostGpuRulePreemptsTheHolderOfTheTightCard) {
+    const char* nvml = std::getenv("INFERVISOR_FAKE_NVML");
+    const char* cuda = std::getenv("INFERVISOR_FAKE_CUDA");
+    const char* daemon = std::getenv("INFERVISOR_DAEMON");
+    ASSERT_TRUE(nvml && cuda && daemon) << "the tests' meson.build sets these";
+    TempDir dir;
+    const std::string device =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
+        "used=85362475008 util=90\n";  // 512 MiB free
+    ::setenv("FAKE_NVML_FIXTURE", dir.write("nvml", device).c_str(), 1);
+    ctx_->paths.nvml_library = nvml;
+    const std::string library = (dir.path() / "libcuda.so.1").string();
+    std::filesystem::copy_file(cuda, library);
+    ctx_->paths.cuda_library = library;
+    ctx_->paths.helper_program = daemon;
+    GpuWatch gpus(io_, ctx_->paths, clock_);
+    open(gpus);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    ctx_->nvidia_memory_of = [&gpus](const std::string& cgroup) {
+        return gpus.memory_on(cgroup, "nvidia", 1h);
+    };
+
+    Config c = config({example("cuda", {}), example("big", {})});
+    c.daemon.sample_interval = 100ms;
+    c.daemon.host_settle = 0ms;
+    ConfigErrors errors;
+    c.host_rules = parse_host_rules(
+        YAML::Load("[{name: card-full, when: 'host.gpu.memory.available < 1G', action: preempt}]"),
+        errors);
+    ASSERT_TRUE(errors.empty()) << errors.format();
+    runner_ = std::make_unique<PolicyRunner>(*ctx_, *supervisor_);
+    runner_->set_gpu_watch(&gpus);
+    runner_->configure(c);
+    supervisor_->apply(c);
+    runner_->start();
+    run_until_event("cuda", K::ready);
+    run_until_event("big", K::ready);
+    pid_t pid = supervisor_->find("cuda")->main_pid();
+    dir.write("libcuda.so.1.state",
+              std::to_string(pid) + " running\nfail checkpoint " + std::to_string(pid) + " 2\n");
+    // Until now only a stranger held the card: no victim, the step stayed due.
+    EXPECT_EQ(count("cuda", K::policy_action) + count("big", K::policy_action), 0u);
+    dir.write("nvml", device + "process 0 pid=" + std::to_string(pid) +
+                          " kind=compute used=536870912 sm=80\n");
+    run_until_event("cuda", K::exited);
+    std::vector<const Event*> actions;
+    for (const Event& e : events_)
+        if (e.worker == "cuda" && e.kind == K::policy_action) actions.push_back(&e);
+    ASSERT_EQ(actions.size(), 2u);
+    EXPECT_EQ(field(*actions[0], "ACTION"), "suspend");
+    EXPECT_EQ(field(*actions[0], "PREEMPT_STEP"),
+              "suspend: preemptible, its suspension gives back its 512M of GPU memory");
+    EXPECT_THAT(field(*actions[0], "VICTIM_REASON"),
+                HasSubstr("GPU memory on 0000:03:00.0 512.0 MiB"));
+    const Event* suspended = last("cuda", K::suspended);
+    ASSERT_NE(suspended, nullptr);
+    EXPECT_EQ(field(*suspended, "GPU_RELEASE"), "failed");
+    EXPECT_EQ(field(*actions[1], "ACTION"), "kill");
+    EXPECT_EQ(field(*actions[1], "PREEMPT_STEP"),
+              "kill: the suspension freed none of its GPU memory (cuda-checkpoint not done)");
+    EXPECT_EQ(count("big", K::policy_action), 0u) << "large in RAM, nothing on the card";
 }
 
 // A start whose gpu.devices names a card the host lacks fails, naming it

@@ -250,7 +250,7 @@ TEST_F(RestartWaitsForRoom, AfterAKillForGpuMemoryUntilItsCardHasRoom) {
     ctx_->gpu_devices = [&]() -> Result<std::vector<GpuDevice>> { return host; };
     set_available(900 * MiB);  // RAM is not what it waits for
     Worker& w = start_batch();
-    w.set_gpu_use(20 * GiB, 50.0, {"0000:03:00.0"});
+    w.set_gpu_use(20 * GiB, 50.0, {{"0000:03:00.0", 20 * GiB}});
     w.expect_gpu_room();
     ASSERT_TRUE(w.kill_by_policy(Then::worker_policy, "gpu-near-the-cap").ok());
     run_until_event("batch", K::restart_waiting_for_memory);
