@@ -381,7 +381,9 @@ std::vector<ResumeCandidate> PolicyRunner::waiting_for_room() {
             it = preempted_.erase(it);
             continue;
         }
-        if (w->state() == it->second.state) {
+        // Its GPU memory has nowhere to go back to yet: it waits, and does
+        // not hold up the others (the host's memory is another matter).
+        if (w->state() == it->second.state && w->gpu_room_to_resume().fits) {
             const MemorySpec& memory = w->spec().memory;
             std::optional<uint64_t> needs = it->second.state == WorkerState::suspended
                                                 ? w->suspension().memory_before()

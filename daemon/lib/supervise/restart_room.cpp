@@ -71,7 +71,7 @@ GpuRoomVerdict judge_gpu_room(const GpuRoomNeeded& needed, const std::vector<Gpu
     v.fits = v.available >= v.needed;
     if (!v.fits)
         v.why = human_size(v.available) + " of GPU memory free on " + join_devices(needed.devices) +
-                ", less than the " + human_size(v.needed) + " its last run held";
+                ", less than the " + human_size(v.needed) + " it held";
     return v;
 }
 

@@ -164,8 +164,16 @@ class Worker {
     // when the copy would not fit (gpu_release_refusal).
     Result<void> suspend(std::string trigger, WorkerSuspension::Finished finished = {},
                          bool for_memory = false);
-    // Thaws a suspended worker back to the state it was suspended in.
+    // Thaws a suspended worker back to the state it was suspended in. Refused
+    // while the GPU memory its suspension released has no room to go back
+    // to (gpu_room_to_resume()): a restore onto a full card fails and leaves
+    // the worker's CUDA calls waiting.
     Result<void> resume(std::string trigger, WorkerSuspension::Finished finished = {});
+    // Whether the cards it held memory on have room for what its GPU
+    // release moved out (judge_gpu_room, at the last GPU reading); fits
+    // when it released none, without a reading, and for a suspension
+    // adopted from an earlier daemon (which did not say where it was held).
+    GpuRoomVerdict gpu_room_to_resume() const;
     // The step around a suspension's freeze (spec_.suspend): vllm-sleep's;
     // the GPU release (`gpu: release`) when the last GPU reading has the
     // worker holding NVIDIA GPU memory; or none. Adopting a suspension, the

@@ -144,6 +144,7 @@ Result<void> Worker::suspend(std::string trigger, WorkerSuspension::Finished fin
     auto step = suspend_engine_step();
     if (step.before && step.name == kGpuReleaseStep) {
         uint64_t held = step.held_bytes.value_or(0);
+        run_->gpu_released = GpuRoomNeeded{held, run_->gpu_devices};
         CgroupStats stats(cgroup());
         if (for_memory)
             step.skipped = "for memory: it would move its " + human_size(held) +
@@ -381,7 +382,19 @@ WorkerSuspension::EngineStep Worker::gpu_release_step(std::optional<uint64_t> he
 
 Result<void> Worker::resume(std::string trigger, WorkerSuspension::Finished finished) {
     if (state_ != WorkerState::suspended) return plain_error("not suspended");
+    if (GpuRoomVerdict room = gpu_room_to_resume(); !room.fits)
+        return plain_error("its GPU memory cannot go back yet: " + room.why +
+                           "; resume it once its cards have room");
     return suspension_.resume(std::move(trigger), std::move(finished));
+}
+
+GpuRoomVerdict Worker::gpu_room_to_resume() const {
+    if (state_ != WorkerState::suspended || !run_ || !run_->gpu_released ||
+        run_->gpu_released->bytes == 0 || !ctx_.gpu_devices ||
+        suspension_.step_name() != kGpuReleaseStep || suspension_.engine_asleep() != true)
+        return {};
+    auto host = ctx_.gpu_devices();
+    return host ? judge_gpu_room(*run_->gpu_released, *host) : GpuRoomVerdict{};
 }
 
 void Worker::on_thawed() {

@@ -55,8 +55,11 @@ struct WorkerRun {
     std::optional<uint64_t> serving_baseline;
     std::optional<uint64_t> gpu_memory;  // at the policy's last sample, for displays
     std::optional<double> gpu_utilization;
-    std::vector<std::string> gpu_devices;          // PCI addresses it held memory on, then
-    bool ended_for_gpu = false;                    // Worker::expect_gpu_room()
+    std::vector<std::string> gpu_devices;  // PCI addresses it held memory on, then
+    bool ended_for_gpu = false;            // Worker::expect_gpu_room()
+    // Suspended with a GPU release: what it moved out and from which cards;
+    // a resume puts it back (Worker::gpu_room_to_resume()).
+    std::optional<GpuRoomNeeded> gpu_released;
     WorkerState resume_to = WorkerState::running;  // suspended: the state it was frozen in
 
     // How it is being ended, when it is: what finish_run() makes of its end.

@@ -109,6 +109,43 @@ TEST_F(GpuRelease, ASuspendedCudaWorkerGivesItsGpuMemoryBackAndGetsItBackOnResum
     EXPECT_EQ(w->main_pid(), pid_);
 }
 
+// A resume puts the released GPU memory back: while its card has no room
+// (another process took it), the resume is refused, saying so, and the
+// worker stays suspended with its memory safe in host memory; once the card
+// has room it resumes.
+TEST_F(GpuRelease, AResumeWaitsUntilItsCardHasRoomForWhatItReleased) {
+    GpuDevice card;
+    card.index = 0;
+    card.vendor = "nvidia";
+    card.pci_bus_id = "0000:03:00.0";
+    card.memory_total = 80 * kGiB;
+    card.memory_used = 80 * kGiB - 256 * (uint64_t{1} << 20);  // 256 MiB free
+    ctx_->gpu_devices = [&card]() -> Result<std::vector<GpuDevice>> {
+        return std::vector<GpuDevice>{card};
+    };
+    Worker* w = start(worker("llm"));
+    w->set_gpu_use(kMiB512, 40.0, {{card.pci_bus_id, kMiB512}});
+    ASSERT_TRUE(w->suspend("test").ok());
+    run_until_event("llm", K::suspended);
+    ASSERT_EQ(field(*last("llm", K::suspended), "GPU_RELEASE"), "ok");
+    EXPECT_FALSE(w->gpu_room_to_resume().fits);
+    auto refused = w->resume("test");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().message(),
+              "its GPU memory cannot go back yet: 256M of GPU memory free on 0000:03:00.0, less "
+              "than the 512M it held; resume it once its cards have room");
+    EXPECT_EQ(w->state(), WorkerState::suspended);
+    EXPECT_THAT(calls(), Not(HasSubstr("restore ")));
+
+    card.memory_used = 40 * kGiB;
+    std::optional<WorkerSuspension::Outcome> resumed;
+    ASSERT_TRUE(w->resume("test", [&](const auto& o) { resumed = o; }).ok());
+    run_until([&] { return resumed.has_value(); });
+    EXPECT_TRUE(resumed->ok) << resumed->detail;
+    EXPECT_THAT(calls(), HasSubstr(pid_call("restore") + pid_call("unlock")));
+    ctx_->gpu_devices = nullptr;
+}
+
 TEST_F(GpuRelease, AWorkerWithoutGpuMemoryOrWithGpuKeepIsAPlainFreeze) {
     held_ = 0;
     Worker* w = start(worker("cpu"));

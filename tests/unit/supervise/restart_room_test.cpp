@@ -84,7 +84,7 @@ TEST(GpuRestartRoom, WaitsUntilItsDevicesTogetherHaveWhatItHeld) {
     EXPECT_FALSE(full.fits);
     EXPECT_EQ(full.available, 20 * GiB);
     EXPECT_THAT(full.why, HasSubstr("20G of GPU memory free on 0000:03:00.0, 0000:04:00.0, less "
-                                    "than the 30G its last run held"));
+                                    "than the 30G it held"));
     EXPECT_TRUE(judge_gpu_room(needed, {card("0000:03:00.0", 80 * GiB, 60 * GiB),
                                         card("0000:04:00.0", 80 * GiB, 70 * GiB)})
                     .fits);
