@@ -9,6 +9,7 @@
 
 #include "cli_context.h"
 #include "option_checks.h"
+#include "view/gpu_card_view.h"
 
 namespace infervisor::cli {
 
@@ -33,5 +34,9 @@ std::optional<std::string> simulation_report(CliContext& ctx, const std::string&
                                              const std::string& from, const std::string& since,
                                              const std::vector<std::string>& workers, bool as_json);
 void add_drain_commands(CLI::App& app, CliContext& ctx);  // drain, undrain
+
+// The host's GPUs (ListGpus); none from a daemon that reads none, or one
+// too old to know the method. An error on a transport failure.
+Result<std::vector<GpuCardView>> host_gpus(VarlinkClient& client);
 
 }  // namespace infervisor::cli

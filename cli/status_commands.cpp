@@ -62,6 +62,20 @@ std::optional<bool> host_drained(CliContext& ctx, VarlinkClient& client) {
     return reply->error.empty() && reply->parameters.value("drained", false);
 }
 
+}  // namespace
+
+Result<std::vector<GpuCardView>> host_gpus(VarlinkClient& client) {
+    auto reply = client.call("io.infervisor.supervisor.ListGpus", json::object());
+    if (!reply) return reply.error();
+    std::vector<GpuCardView> cards;
+    if (!reply->error.empty()) return cards;  // an older daemon: MethodNotFound
+    for (const auto& item : reply->parameters.value("gpus", json::array()))
+        cards.push_back(gpu_card_from_json(item));
+    return cards;
+}
+
+namespace {
+
 void run_status(CliContext& ctx, const StatusArgs& args) {
     if (!ctx.use_timeout(args.timeout)) return;
     if (ctx.hosts.size() > 1) {
@@ -101,8 +115,16 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
     if (!ctx.json && drained)
         std::cout << "The host is drained (infervisorctl drain): no worker starts until "
                      "'infervisorctl undrain'.\n\n";
+    auto gpus = host_gpus(*client);
+    if (!gpus) return ctx.fail_transport(gpus.error());
+    const std::vector<GpuCardView>& cards = *gpus;
     if (ctx.json) {
-        std::cout << dump_json({{"workers", shown}, {"drained", drained}}, 2) << "\n";
+        json out = {{"workers", shown}, {"drained", drained}};
+        if (!cards.empty()) {
+            out["gpus"] = json::array();
+            for (const auto& card : cards) out["gpus"].push_back(to_json(card));
+        }
+        std::cout << dump_json(out, 2) << "\n";
     } else if (!args.names.empty()) {
         for (std::size_t i = 0; i < workers.size(); ++i) {
             if (i > 0) std::cout << "\n";
@@ -113,6 +135,7 @@ void run_status(CliContext& ctx, const StatusArgs& args) {
         auto width = args.output == "wide" ? TableWidth::wide : TableWidth::narrow;
         print_status_table(std::cout, workers, ctx.colour, ctx.legend, width);
         if (width == TableWidth::narrow && ctx.legend) print_status_notes(std::cout, workers);
+        if (ctx.legend) print_gpu_cards(std::cout, cards);
     }
     // As `systemctl status UNIT...`: 3 when a named worker is unknown or not running.
     for (const auto& name : args.names) {

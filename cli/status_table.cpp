@@ -58,11 +58,14 @@ std::string gpu_cell(const WorkerView& w) {
            (w.gpu_memory_max ? "/" + human_bytes(w.gpu_memory_max) : "");
 }
 
-// "6.0G (gpu.memory_max 10G), compute 85.00%"
+// "6.0G (gpu.memory_max 10G), compute 85.00%, on 0000:03:00.0 4.0G, 0000:04:00.0 2.0G"
 std::string gpu_line(const WorkerView& w) {
     std::string text = human_bytes(w.gpu_memory);
     if (w.gpu_memory_max) text += " (gpu.memory_max " + human_bytes(w.gpu_memory_max) + ")";
     if (w.gpu_utilization) text += ", compute " + human_percent(w.gpu_utilization) + "%";
+    for (std::size_t i = 0; i < w.gpu_devices.size(); ++i)
+        text += (i == 0 ? ", on " : ", ") + printable(w.gpu_devices[i].device) + " " +
+                human_bytes(w.gpu_devices[i].memory);
     return text;
 }
 
@@ -140,6 +143,23 @@ std::string next_step(const WorkerView& w) {
 }
 
 }  // namespace
+
+void print_gpu_cards(std::ostream& out, const std::vector<GpuCardView>& cards) {
+    if (cards.empty()) return;
+    out << "\n";
+    for (const GpuCardView& c : cards) {
+        out << "GPU " << c.index << " " << printable(c.device);
+        if (!c.name.empty()) out << " " << printable(c.name);
+        out << ": ";
+        if (!c.fault.empty()) {
+            out << "in error: " << printable(c.fault) << "\n";
+            continue;
+        }
+        out << human_bytes(c.memory_used) << " of " << human_bytes(c.memory_total) << " used";
+        if (c.utilization) out << ", " << human_percent(c.utilization) << "% busy";
+        out << "\n";
+    }
+}
 
 void print_status_table(std::ostream& out, const std::vector<WorkerView>& workers, bool colour,
                         bool legend, TableWidth table_width) {

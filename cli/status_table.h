@@ -26,6 +26,11 @@ void print_status_table(std::ostream& out, const std::vector<WorkerView>& worker
 // whose output scripts read as the table's rows alone.
 void print_status_notes(std::ostream& out, const std::vector<WorkerView>& workers);
 
+// Under the table (status, top): a line for each of the host's GPUs, "GPU 0
+// 0000:03:00.0 NVIDIA H100 80GB HBM3: 62G of 80G used, 85.00% busy", or
+// "...: in error: GPU is lost"; nothing without GPUs.
+void print_gpu_cards(std::ostream& out, const std::vector<GpuCardView>& cards);
+
 // One worker as `systemctl status` shows a unit: its state and for how long,
 // why, what would change it (the command to run), its process and memory,
 // then `events` (its newest events, oldest first), each line as `events`

@@ -73,6 +73,7 @@ std::optional<Result<VarlinkReply>> draw(VarlinkClient& client, const CliContext
               << (terminal ? "   (q to quit)" : "") << "\n\n";
     print_status_table(std::cout, workers, ctx.colour, ctx.legend, width);
     if (width == TableWidth::narrow && ctx.legend) print_status_notes(std::cout, workers);
+    if (auto cards = host_gpus(client); cards && ctx.legend) print_gpu_cards(std::cout, *cards);
     std::cout << std::flush;
     return std::nullopt;
 }

@@ -57,6 +57,13 @@ json to_json(const ProbeStatus& p) {
     };
 }
 
+json gpu_uses_json(const std::vector<GpuCardUse>& uses) {
+    if (uses.empty()) return nullptr;
+    json out = json::array();
+    for (const auto& u : uses) out.push_back({{"device", u.device}, {"memory", u.memory}});
+    return out;
+}
+
 ProbeStatus probe_status_from_json(const json& v) {
     ProbeStatus p;
     read(v, "probe", p.probe);
@@ -115,6 +122,7 @@ json to_json(const WorkerView& s) {
         {"gpu_memory", nullable(s.gpu_memory)},
         {"gpu_memory_max", nullable(s.gpu_memory_max)},
         {"gpu_utilization", nullable(s.gpu_utilization)},
+        {"gpu_devices", gpu_uses_json(s.gpu_devices)},
         {"last_exit", s.last_exit},
         {"status_text", s.status_text},
         {"protected", s.is_protected},
@@ -132,6 +140,32 @@ std::string kind_to_varlink(std::string kind) {
 std::string kind_from_varlink(std::string kind) {
     std::replace(kind.begin(), kind.end(), '_', '-');
     return kind;
+}
+
+json to_json(const GpuCardView& c) {
+    return {
+        {"index", c.index},
+        {"device", c.device},
+        {"vendor", c.vendor},
+        {"name", c.name},
+        {"memory_total", nullable(c.memory_total)},
+        {"memory_used", nullable(c.memory_used)},
+        {"utilization", nullable(c.utilization)},
+        {"fault", c.fault},
+    };
+}
+
+GpuCardView gpu_card_from_json(const json& v) {
+    GpuCardView c;
+    read(v, "index", c.index);
+    read(v, "device", c.device);
+    read(v, "vendor", c.vendor);
+    read(v, "name", c.name);
+    read(v, "memory_total", c.memory_total);
+    read(v, "memory_used", c.memory_used);
+    read(v, "utilization", c.utilization);
+    read(v, "fault", c.fault);
+    return c;
 }
 
 json to_json(const ControlEvent& e) {
@@ -160,6 +194,13 @@ WorkerView worker_view_from_json(const json& v) {
     read(v, "gpu_memory", s.gpu_memory);
     read(v, "gpu_memory_max", s.gpu_memory_max);
     read(v, "gpu_utilization", s.gpu_utilization);
+    if (auto uses = member(v, "gpu_devices"); uses && uses->is_array())
+        for (const auto& u : *uses) {
+            GpuCardUse use;
+            read(u, "device", use.device);
+            read(u, "memory", use.memory);
+            s.gpu_devices.push_back(std::move(use));
+        }
     read(v, "last_exit", s.last_exit);
     read(v, "status_text", s.status_text);
     read(v, "protected", s.is_protected);

@@ -19,8 +19,10 @@ namespace infervisor {
 
 nlohmann::json to_json(const WorkerView& view);
 nlohmann::json to_json(const ControlEvent& event);
+nlohmann::json to_json(const GpuCardView& card);  // GpuStatus
 
 WorkerView worker_view_from_json(const nlohmann::json& value);
+GpuCardView gpu_card_from_json(const nlohmann::json& value);
 ControlEvent event_from_json(const nlohmann::json& value);
 
 // "oom-killed" <-> "oom_killed" (Varlink enum values cannot hold a "-").

@@ -197,6 +197,8 @@ class SupervisorApi {
 
     // Reading: synchronous snapshots of current state.
     virtual std::vector<WorkerView> list_workers() const = 0;
+    // The host's GPUs at the last reading; empty where none are read.
+    virtual std::vector<GpuCardView> list_gpus() const { return {}; }
     virtual std::optional<WorkerDetail> get_worker(const std::string& name) const = 0;
     // The newest events that match `query`, oldest first (the daemon keeps
     // a ring of the last ones, control/event_ring.h).

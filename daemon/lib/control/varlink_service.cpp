@@ -128,6 +128,7 @@ const VarlinkService::Method* VarlinkService::find_method(std::string_view name)
         {"org.varlink.service.GetInterfaceDescription",
          {false, &VarlinkService::get_interface_description}},
         {"io.infervisor.supervisor.List", {false, &VarlinkService::list}},
+        {"io.infervisor.supervisor.ListGpus", {false, &VarlinkService::list_gpus}},
         {"io.infervisor.supervisor.Get", {false, &VarlinkService::get}},
         {"io.infervisor.supervisor.Start", {true, &VarlinkService::start}},
         {"io.infervisor.supervisor.Stop", {true, &VarlinkService::stop}},
@@ -231,6 +232,14 @@ void VarlinkService::list(const VarlinkCall& call, const Sink& sink) {
     json workers = json::array();
     for (const auto& status : supervisor_.list_workers()) workers.push_back(to_json(status));
     sink->reply({{"workers", std::move(workers)}}, false);
+}
+
+void VarlinkService::list_gpus(const VarlinkCall& call, const Sink& sink) {
+    CallParameters params(call.parameters);
+    if (rejected(params, sink)) return;
+    json gpus = json::array();
+    for (const auto& card : supervisor_.list_gpus()) gpus.push_back(to_json(card));
+    sink->reply({{"gpus", std::move(gpus)}}, false);
 }
 
 void VarlinkService::get(const VarlinkCall& call, const Sink& sink) {

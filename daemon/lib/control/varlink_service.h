@@ -70,6 +70,7 @@ class VarlinkService {
     void get_info(const VarlinkCall& call, const Sink& sink);
     void get_interface_description(const VarlinkCall& call, const Sink& sink);
     void list(const VarlinkCall& call, const Sink& sink);
+    void list_gpus(const VarlinkCall& call, const Sink& sink);
     void get(const VarlinkCall& call, const Sink& sink);
     void start(const VarlinkCall& call, const Sink& sink);
     void stop(const VarlinkCall& call, const Sink& sink);

@@ -142,6 +142,17 @@ std::vector<WorkerView> SupervisorService::list_workers() const {
     return out;
 }
 
+std::vector<GpuCardView> SupervisorService::list_gpus() const {
+    std::vector<GpuCardView> out;
+    if (!ctx_.gpu_devices) return out;
+    auto devices = ctx_.gpu_devices();
+    if (!devices) return out;  // none read
+    for (const GpuDevice& d : *devices)
+        out.push_back({d.index, d.pci_bus_id, d.vendor, d.name, d.memory_total, d.memory_used,
+                       d.utilization, d.fault});
+    return out;
+}
+
 std::optional<WorkerDetail> SupervisorService::get_worker(const std::string& name) const {
     for (const Worker* w : supervisor_.workers())
         if (w->name() == name)

@@ -35,6 +35,7 @@ class SupervisorService final : public SupervisorApi {
     ~SupervisorService() override;
 
     std::vector<WorkerView> list_workers() const override;
+    std::vector<GpuCardView> list_gpus() const override;
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     std::optional<TraceRecorder::Chunk> trace(uint64_t from) const override;

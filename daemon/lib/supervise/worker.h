@@ -254,11 +254,18 @@ class Worker {
         if (!run_) return;
         run_->gpu_memory = memory;
         run_->gpu_utilization = utilization;
+        run_->gpu_cards.clear();
         if (!memory) return;
         run_->gpu_devices.clear();
-        for (const auto& d : devices) run_->gpu_devices.push_back(d.pci_bus_id);
+        for (const auto& d : devices) {
+            run_->gpu_devices.push_back(d.pci_bus_id);
+            run_->gpu_cards.push_back({d.pci_bus_id, d.memory});
+        }
     }
     std::optional<uint64_t> gpu_memory() const { return run_ ? run_->gpu_memory : std::nullopt; }
+    std::vector<GpuCardUse> gpu_cards() const {
+        return run_ ? run_->gpu_cards : std::vector<GpuCardUse>{};
+    }
     std::optional<double> gpu_utilization() const {
         return run_ ? run_->gpu_utilization : std::nullopt;
     }

@@ -20,6 +20,7 @@
 #include "supervise/learned_watchdog.h"
 #include "supervise/persisted_worker.h"
 #include "supervise/worker_state.h"
+#include "view/gpu_card_view.h"
 
 namespace infervisor {
 
@@ -55,6 +56,7 @@ struct WorkerRun {
     std::optional<uint64_t> serving_baseline;
     std::optional<uint64_t> gpu_memory;  // at the policy's last sample, for displays
     std::optional<double> gpu_utilization;
+    std::vector<GpuCardUse> gpu_cards;     // what it holds per card, for displays
     std::vector<std::string> gpu_devices;  // PCI addresses it held memory on, then
     bool ended_for_gpu = false;            // Worker::expect_gpu_room()
     // Suspended with a GPU release: what it moved out and from which cards;

@@ -54,6 +54,7 @@ WorkerView view_of(const Worker& w, TimePoint now, ViewReads reads) {
     if (pid) v.phase = w.phase();
     if (pid) v.gpu_memory = w.gpu_memory();
     if (pid) v.gpu_utilization = w.gpu_utilization();
+    if (pid) v.gpu_devices = w.gpu_cards();
     if (w.spec().gpu) v.gpu_memory_max = w.spec().gpu->memory_max;
     if (const auto& c = w.parked_checkpoint(); c && w.state() == WorkerState::parked)
         v.checkpoint = CheckpointStatus{c->path, c->bytes, age_usec(c->written_at, now)};

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "view/gpu_card_view.h"
 
 namespace infervisor {
 
@@ -77,6 +78,7 @@ struct WorkerView {
     std::optional<uint64_t> gpu_memory;
     std::optional<double> gpu_utilization;
     std::optional<uint64_t> gpu_memory_max;  // gpu.memory_max; empty: no cap
+    std::vector<GpuCardUse> gpu_devices;     // gpu_memory card by card
     std::string last_exit;      // e.g. "exited 0", "killed by SIGKILL (memory.max)"; "" if none
     std::string status_text;    // the worker's last STATUS= notification; "" if none
     bool is_protected = false;  // exempt from policy kills

@@ -25,6 +25,8 @@ class FakeSupervisor : public SupervisorApi {
     void add_workers(std::size_t n);
 
     std::vector<WorkerView> list_workers() const override;
+    std::vector<GpuCardView> list_gpus() const override { return gpus; }
+    std::vector<GpuCardView> gpus;  // what list_gpus() answers
     std::optional<WorkerDetail> get_worker(const std::string& name) const override;
     std::vector<ControlEvent> recent_events(const EventQuery& query) const override;
     // Every line (of every text) that says "bad" is an error there;

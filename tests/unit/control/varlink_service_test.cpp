@@ -54,6 +54,36 @@ TEST_F(VarlinkServiceTest, ListsWorkers) {
     EXPECT_TRUE(workers[0]["memory_max"].is_null());
 }
 
+// Issue 30: the host's GPUs for `infervisorctl status` and `top`, and a
+// worker's memory card by card, through the wire and back.
+TEST_F(VarlinkServiceTest, ListsTheHostsGpusAndAWorkersUseCardByCard) {
+    EXPECT_EQ(call("io.infervisor.supervisor.ListGpus")->last().parameters["gpus"], json::array())
+        << "no GPUs read: an empty list";
+    fake.gpus = {{0, "0000:03:00.0", "nvidia", "NVIDIA H100", 80ull << 30, 60ull << 30, 85.0, ""},
+                 {1, "0000:04:00.0", "nvidia", "NVIDIA H100", 80ull << 30, std::nullopt,
+                  std::nullopt, "GPU is lost (fallen off the bus)"}};
+    auto sink = call("io.infervisor.supervisor.ListGpus");
+    ASSERT_EQ(sink->last().error, "");
+    const json& gpus = sink->last().parameters["gpus"];
+    ASSERT_EQ(gpus.size(), 2u);
+    EXPECT_EQ(gpus[0]["device"], "0000:03:00.0");
+    EXPECT_EQ(gpus[0]["memory_used"], 60ull << 30);
+    EXPECT_TRUE(gpus[1]["memory_used"].is_null());
+    EXPECT_EQ(gpu_card_from_json(gpus[0]), fake.gpus[0]);
+    EXPECT_EQ(gpu_card_from_json(gpus[1]), fake.gpus[1]);
+    EXPECT_EQ(call("io.infervisor.supervisor.ListGpus", {{"x", 1}})->last().error,
+              err::kInvalidParameter);
+
+    WorkerView w;
+    w.name = "llm";
+    w.gpu_memory = 6ull << 30;
+    w.gpu_devices = {{"0000:03:00.0", 4ull << 30}, {"0000:04:00.0", 2ull << 30}};
+    json wire = to_json(w);
+    EXPECT_EQ(wire["gpu_devices"][1]["memory"], 2ull << 30);
+    EXPECT_EQ(worker_view_from_json(wire).gpu_devices, w.gpu_devices);
+    EXPECT_TRUE(to_json(WorkerView{})["gpu_devices"].is_null());
+}
+
 TEST_F(VarlinkServiceTest, GetsOneWorkerWithItsSpec) {
     auto sink = call("io.infervisor.supervisor.Get", {{"name", "llama"}});
     EXPECT_EQ(sink->last().error, "");
