@@ -98,8 +98,10 @@ struct WorkerSample {
     // memory on (of its gpu.devices when it holds none yet).
     std::optional<uint64_t> gpu_memory_max;
     std::optional<uint64_t> gpu_device_memory;
-    // The PCI addresses of the devices it holds memory on (snapshot order).
+    // The PCI addresses of the devices it holds memory on (snapshot order),
+    // and parallel to them the bytes its processes hold on each.
     std::vector<std::string> gpu_devices;
+    std::vector<uint64_t> gpu_device_bytes;
 
     // Files that existed but could not be read or parsed ("path: why"); a
     // missing file is normal (no such controller) and is not listed.

@@ -281,7 +281,10 @@ void GpuWatch::fill(WorkerSample& sample, std::string_view cgroup,
     sample.gpu_memory = use.memory;
     sample.gpu_utilization = use.devices.empty() ? std::optional<double>(0.0) : use.utilization;
     sample.gpu_device_memory = use.memory_total;
-    for (const auto& device : use.devices) sample.gpu_devices.push_back(device.pci_bus_id);
+    for (const auto& device : use.devices) {
+        sample.gpu_devices.push_back(device.pci_bus_id);
+        sample.gpu_device_bytes.push_back(device.memory);
+    }
     if (use.devices.empty() && spec) {  // not on its devices yet: theirs
         for (const auto& selector : spec->devices)
             if (const GpuDevice* d = find_gpu(last_->snapshot.devices, selector);
