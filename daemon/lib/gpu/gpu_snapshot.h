@@ -36,8 +36,9 @@ struct GpuDevice {
     std::optional<uint64_t> memory_total;  // bytes
     std::optional<uint64_t> memory_used;   // bytes, by every process on the device
     std::optional<double> utilization;     // %, busy over the driver's last period
-    // Why the device cannot be used (NVML_ERROR_GPU_IS_LOST, ...); empty when
-    // it answers.
+    // Why the device cannot be used (NVML_ERROR_GPU_IS_LOST, uncorrected ECC
+    // errors, a row remap pending: gpu/nvml_library.h); empty when it
+    // answers and is healthy.
     std::string fault;
 };
 
@@ -51,9 +52,18 @@ struct GpuProcessUse {
     std::optional<double> utilization;
 };
 
+// One Xid event (NVIDIA's driver error report, as in the kernel log's
+// "NVRM: Xid (PCI:0000:03:00): 79, ...") taken from the driver since the
+// last reading.
+struct GpuXid {
+    std::string pci_bus_id;  // the device, as GpuDevice::pci_bus_id; empty when unknown
+    uint64_t xid = 0;        // 999: the driver's "unknown Xid"
+};
+
 struct GpuSnapshot {
     std::vector<GpuDevice> devices;
     std::vector<GpuProcessUse> processes;
+    std::vector<GpuXid> xids;         // NVML's; each reported by one snapshot only
     std::vector<std::string> errors;  // "what: why", one per failed call or device
 };
 

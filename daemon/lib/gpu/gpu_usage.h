@@ -30,6 +30,9 @@ struct GpuReading {
     // Parallel to snapshot.processes: "/system.slice/.../workers/llama", or
     // empty when the process was gone.
     std::vector<std::string> process_cgroups;
+    // Why NVML was closed after this reading (NvmlLibrary::stale(): the
+    // driver was unloaded or upgraded); empty when it was not.
+    std::string nvml_stale;
 };
 
 // The cgroup v2 path of `pid` ("0::/a/b" in {procfs}/PID/cgroup); empty when

@@ -21,7 +21,13 @@ namespace infervisor {
 // nvmlProcessUtilizationSample_t, the nvmlReturn_t values, and the v1/_v2
 // process list prototypes from its backwards-compatibility section. The same
 // layouts are in nvtop's src/extract_gpuinfo_nvidia.c (Syllo/nvtop at
-// 3d4a953da02b), which loads NVML the same way.
+// 3d4a953da02b), which loads NVML the same way. The health and event
+// declarations (nvmlDeviceGetTotalEccErrors, nvmlDeviceGetRemappedRows, the
+// event set calls, nvmlEventData_t with its gpuInstanceId and
+// computeInstanceId of NVML 11 and later, the values of
+// nvmlMemoryErrorType_t, nvmlEccCounterType_t and
+// nvmlEventTypeXidCriticalError) are from the same nvml.h. An older NVML
+// writes only the first 24 bytes of nvmlEventData_t: the rest is zeroed here.
 namespace nvml_abi {
 
 using nvmlReturn_t = int;  // an enum of values 0..999 in nvml.h: int-sized
@@ -29,10 +35,17 @@ struct nvmlDevice_st;
 using nvmlDevice_t = nvmlDevice_st*;
 
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
 constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
+constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
+constexpr nvmlReturn_t NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18;
+constexpr int NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;  // nvmlMemoryErrorType_t
+constexpr int NVML_VOLATILE_ECC = 0;                   // nvmlEccCounterType_t
+constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8;
 constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 // NVML_VALUE_NOT_AVAILABLE is (-1), stored in unsigned long long fields.
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE_ULL = ULLONG_MAX;
@@ -81,11 +94,23 @@ struct nvmlProcessUtilizationSample_t {
     unsigned int decUtil;
 };
 
+struct nvmlEventSet_st;
+using nvmlEventSet_t = nvmlEventSet_st*;
+
+struct nvmlEventData_t {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;  // the Xid for nvmlEventTypeXidCriticalError (999: unknown)
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+};
+
 // The C layouts on LP64 (x86_64, aarch64), pinned against accidental edits.
 static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
 static_assert(sizeof(nvmlProcessInfo_v2_t) == 24);
 static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+static_assert(sizeof(nvmlEventData_t) == 32);
 
 // Which struct a process list entry point fills. Outside the anonymous
 // namespace: NvmlLibrary::EntryPoints, which has external linkage, holds it.
@@ -107,6 +132,13 @@ constexpr const char* kGpuLost = "GPU is lost (fallen off the bus)";
 constexpr unsigned kFirstListGuess = 64;
 constexpr unsigned kMaxDevices = 256;
 constexpr unsigned kMaxMigDevices = 64;
+
+// What NVML answers once the driver under it was unloaded or upgraded: the
+// library must be closed and opened again (NvmlLibrary::stale()).
+bool means_stale(nvmlReturn_t code) {
+    return code == NVML_ERROR_UNINITIALIZED || code == NVML_ERROR_DRIVER_NOT_LOADED ||
+           code == NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+}
 // Not an NVML code: a list longer than kMaxNvmlEntries.
 constexpr nvmlReturn_t kTooManyEntries = -1;
 
@@ -138,6 +170,13 @@ struct NvmlLibrary::EntryPoints {
     nvmlReturn_t (*get_mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
     nvmlReturn_t (*get_max_mig_device_count)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*get_mig_device_handle)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
+    nvmlReturn_t (*get_total_ecc_errors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+    nvmlReturn_t (*get_remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
+                                      unsigned*) = nullptr;
+    nvmlReturn_t (*event_set_create)(nvmlEventSet_t*) = nullptr;
+    nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+    nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
+    nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
 
     // NVML's words for `code`, or the number when it has none.
     std::string text(nvmlReturn_t code) const {
@@ -149,6 +188,9 @@ struct NvmlLibrary::EntryPoints {
     }
     bool has_mig() const {
         return get_mig_mode && get_max_mig_device_count && get_mig_device_handle;
+    }
+    bool has_events() const {
+        return event_set_create && register_events && event_set_wait && event_set_free;
     }
 };
 
@@ -214,6 +256,12 @@ Result<std::unique_ptr<NvmlLibrary::EntryPoints>> resolve_entry_points(
     resolve.optional(nvml->get_mig_mode, "nvmlDeviceGetMigMode");
     resolve.optional(nvml->get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount");
     resolve.optional(nvml->get_mig_device_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+    resolve.optional(nvml->get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors");
+    resolve.optional(nvml->get_remapped_rows, "nvmlDeviceGetRemappedRows");
+    resolve.optional(nvml->event_set_create, "nvmlEventSetCreate");
+    resolve.optional(nvml->register_events, "nvmlDeviceRegisterEvents");
+    resolve.optional(nvml->event_set_wait, "nvmlEventSetWait_v2");
+    resolve.optional(nvml->event_set_free, "nvmlEventSetFree");
     if (!resolve.missing().empty())
         return plain_error("the NVML library has no " + resolve.missing());
     return nvml;
@@ -266,14 +314,16 @@ nvmlReturn_t list_processes(const ProcessListCall& call, nvmlDevice_t device,
 
 // The outcome of each call on one device, recorded where the contract puts
 // it: GPU lost -> fault (and no further calls), not supported -> nothing,
-// any other failure -> an `errors` entry.
+// any other failure -> an `errors` entry; one that says the library is
+// stale (means_stale) is also kept in stale().
 class DeviceCalls {
   public:
     DeviceCalls(const NvmlLibrary::EntryPoints& nvml, GpuDevice& device,
                 std::vector<std::string>& errors)
         : nvml_(nvml), device_(device), errors_(errors) {}
 
-    bool lost() const { return !device_.fault.empty(); }
+    bool lost() const { return lost_; }
+    const std::string& stale() const { return stale_; }
 
     // Runs `call` unless the device is lost; true when it succeeded.
     template <class Call>
@@ -283,11 +333,15 @@ class DeviceCalls {
 
     bool ok(nvmlReturn_t code, std::string_view name) {
         if (code == NVML_SUCCESS) return true;
-        if (code == NVML_ERROR_GPU_IS_LOST)
+        if (code == NVML_ERROR_GPU_IS_LOST) {
+            lost_ = true;
             device_.fault = kGpuLost;
-        else if (code != NVML_ERROR_NOT_SUPPORTED)
+        } else if (code != NVML_ERROR_NOT_SUPPORTED) {
             errors_.push_back("device " + std::to_string(device_.index) + ": " + std::string(name) +
                               ": " + nvml_.text(code));
+            if (means_stale(code) && stale_.empty())
+                stale_ = std::string(name) + ": " + nvml_.text(code);
+        }
         return false;
     }
 
@@ -295,6 +349,8 @@ class DeviceCalls {
     const NvmlLibrary::EntryPoints& nvml_;
     GpuDevice& device_;
     std::vector<std::string>& errors_;
+    bool lost_ = false;
+    std::string stale_;
 };
 
 template <size_t N>
@@ -342,6 +398,39 @@ void read_figures(const NvmlLibrary::EntryPoints& nvml, nvmlDevice_t handle, Dev
     if (calls.run("nvmlDeviceGetUtilizationRates",
                   [&] { return nvml.get_utilization(handle, &utilization); }))
         device.utilization = utilization.gpu;
+}
+
+// Why the card needs a reset or service, from the state its driver keeps:
+// uncorrected ECC errors since the driver loaded (volatile counts, which a
+// GPU reset clears), a row remap pending or failed. Empty when healthy or
+// when the figures are unknown (no entry point, or NOT_SUPPORTED: no ECC).
+std::string read_health(const NvmlLibrary::EntryPoints& nvml, nvmlDevice_t handle,
+                        DeviceCalls& calls) {
+    std::vector<std::string> faults;
+    unsigned long long uncorrected = 0;
+    if (nvml.get_total_ecc_errors &&
+        calls.run("nvmlDeviceGetTotalEccErrors",
+                  [&] {
+                      return nvml.get_total_ecc_errors(handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                                       NVML_VOLATILE_ECC, &uncorrected);
+                  }) &&
+        uncorrected > 0)
+        faults.push_back(std::to_string(uncorrected) + " uncorrected ECC error" +
+                         (uncorrected == 1 ? "" : "s") +
+                         " since the driver loaded (reset the GPU)");
+    unsigned corrected_rows = 0, uncorrected_rows = 0, pending = 0, failed = 0;
+    if (nvml.get_remapped_rows && calls.run("nvmlDeviceGetRemappedRows", [&] {
+            return nvml.get_remapped_rows(handle, &corrected_rows, &uncorrected_rows, &pending,
+                                          &failed);
+        })) {
+        if (failed)
+            faults.push_back("row remapping failed (the GPU needs service)");
+        else if (pending)
+            faults.push_back("a row remap is pending (reset the GPU)");
+    }
+    std::string fault;
+    for (const auto& f : faults) fault += (fault.empty() ? "" : "; ") + f;
+    return fault;
 }
 
 // pid -> bytes on one device: a pid in both lists once, with the larger
@@ -466,41 +555,116 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open(const std::string& librar
         ::dlclose(handle);
         return plain_error(text);
     }
-    return std::unique_ptr<NvmlLibrary>(new NvmlLibrary(handle, std::move(*entry_points)));
+    auto opened = std::unique_ptr<NvmlLibrary>(new NvmlLibrary(handle, std::move(*entry_points)));
+    opened->register_xid_events();
+    return opened;
 }
 
 NvmlLibrary::NvmlLibrary(void* handle, std::unique_ptr<EntryPoints> entry_points)
     : handle_(handle), nvml_(std::move(entry_points)) {}
 
-NvmlLibrary::~NvmlLibrary() {
+NvmlLibrary::~NvmlLibrary() { close(); }
+
+void NvmlLibrary::close() {
+    if (!handle_) return;
+    if (event_set_) nvml_->event_set_free(static_cast<nvmlEventSet_t>(event_set_));
+    event_set_ = nullptr;
     nvml_->shutdown();
     ::dlclose(handle_);
+    handle_ = nullptr;
+}
+
+// Every device's Xid events into one set. A device that cannot report them
+// (NOT_SUPPORTED: older or consumer GPUs) is left out silently; another
+// failure is an error of the first read(). No device registered: no set.
+void NvmlLibrary::register_xid_events() {
+    if (!nvml_->has_events()) return;
+    nvmlEventSet_t set = nullptr;
+    unsigned count = 0;
+    if (nvmlReturn_t code = nvml_->event_set_create(&set); code != NVML_SUCCESS) {
+        if (code != NVML_ERROR_NOT_SUPPORTED)
+            open_errors_.push_back("nvmlEventSetCreate: " + nvml_->text(code));
+        return;
+    }
+    bool any = false;
+    if (nvml_->get_count(&count) == NVML_SUCCESS)
+        for (unsigned index = 0; index < std::min(count, kMaxDevices); ++index) {
+            nvmlDevice_t device = nullptr;
+            if (nvml_->get_handle(index, &device) != NVML_SUCCESS) continue;
+            nvmlReturn_t code = nvml_->register_events(device, nvmlEventTypeXidCriticalError, set);
+            if (code == NVML_SUCCESS)
+                any = true;
+            else if (code != NVML_ERROR_NOT_SUPPORTED && code != NVML_ERROR_GPU_IS_LOST)
+                open_errors_.push_back("device " + std::to_string(index) +
+                                       ": nvmlDeviceRegisterEvents: " + nvml_->text(code));
+        }
+    if (any)
+        event_set_ = set;
+    else
+        nvml_->event_set_free(set);
 }
 
 GpuSnapshot NvmlLibrary::read() {
     GpuSnapshot snapshot;
+    if (!handle_) {
+        snapshot.errors.push_back("NVML: closed");
+        return snapshot;
+    }
+    snapshot.errors = std::move(open_errors_);
+    open_errors_.clear();
     unsigned count = 0;
     if (nvmlReturn_t code = nvml_->get_count(&count); code != NVML_SUCCESS) {
         snapshot.errors.push_back("nvmlDeviceGetCount_v2: " + nvml_->text(code));
+        if (means_stale(code)) stale_ = snapshot.errors.back();
         return snapshot;
     }
     if (count > kMaxDevices)
         snapshot.errors.push_back("nvmlDeviceGetCount_v2: " + std::to_string(count) +
                                   " devices, the first " + std::to_string(kMaxDevices) + " read");
-    for (unsigned index = 0; index < std::min(count, kMaxDevices); ++index)
-        read_device(index, snapshot);
+    unsigned stale_devices = 0;
+    std::string why_stale;
+    for (unsigned index = 0; index < std::min(count, kMaxDevices); ++index) {
+        std::string why = read_device(index, snapshot);
+        if (why.empty()) continue;
+        ++stale_devices;
+        if (why_stale.empty()) why_stale = "device " + std::to_string(index) + ": " + why;
+    }
+    if (count > 0 && stale_devices == std::min(count, kMaxDevices)) stale_ = why_stale;
+    drain_xid_events(snapshot);
     return snapshot;
 }
 
-void NvmlLibrary::read_device(unsigned index, GpuSnapshot& snapshot) {
+void NvmlLibrary::drain_xid_events(GpuSnapshot& snapshot) {
+    if (!event_set_) return;
+    for (unsigned i = 0; i < kMaxXidEventsPerRead; ++i) {
+        nvmlEventData_t data{};
+        nvmlReturn_t code =
+            nvml_->event_set_wait(static_cast<nvmlEventSet_t>(event_set_), &data, 0);
+        if (code == NVML_ERROR_TIMEOUT) return;  // none left
+        if (code != NVML_SUCCESS) {
+            if (code != NVML_ERROR_GPU_IS_LOST)  // a lost card's fault says it
+                snapshot.errors.push_back("nvmlEventSetWait_v2: " + nvml_->text(code));
+            return;
+        }
+        if (!(data.eventType & nvmlEventTypeXidCriticalError)) continue;
+        auto bus_id = bus_ids_.find(data.device);
+        snapshot.xids.push_back(
+            {bus_id == bus_ids_.end() ? std::string() : bus_id->second, data.eventData});
+    }
+}
+
+std::string NvmlLibrary::read_device(unsigned index, GpuSnapshot& snapshot) {
     GpuDevice device;
     device.index = index;
     device.vendor = "nvidia";
     DeviceCalls calls(*nvml_, device, snapshot.errors);
     nvmlDevice_t handle = nullptr;
+    std::string health;
     if (calls.ok(nvml_->get_handle(index, &handle), "nvmlDeviceGetHandleByIndex_v2")) {
         read_identity(*nvml_, handle, calls, device);
+        if (!device.pci_bus_id.empty()) bus_ids_[handle] = device.pci_bus_id;
         read_figures(*nvml_, handle, calls, device);
+        health = read_health(*nvml_, handle, calls);
         if (in_mig_mode(*nvml_, handle, calls)) {
             // Per-process utilization is not supported in MIG mode (nvml.h).
             add_processes(read_mig_process_lists(*nvml_, handle, calls), std::nullopt, device,
@@ -512,9 +676,11 @@ void NvmlLibrary::read_device(unsigned index, GpuSnapshot& snapshot) {
             add_processes(bytes, utilization, device, snapshot);
         }
     }
+    if (device.fault.empty()) device.fault = health;
     // A device without a handle is listed only when it is lost: the
     // fault says what is wrong with it; other failures are in `errors`.
     if (handle || calls.lost()) snapshot.devices.push_back(std::move(device));
+    return calls.stale();
 }
 
 }  // namespace infervisor

@@ -73,6 +73,7 @@ constexpr KindInfo kKinds[] = {
      LOG_WARNING},
     {EventKind::gpu_fault, "gpu-fault", "e80993043914425b9ad3e9c1fb38cadc", LOG_ERR},
     {EventKind::gpu_recovered, "gpu-recovered", "f37af8a1416a4103b6a0ccc75c0d30eb", LOG_NOTICE},
+    {EventKind::gpu_xid, "gpu-xid", "3e97bb91ccb54535b372192e7a1d3db2", LOG_WARNING},
 };
 
 const KindInfo& info(EventKind kind) {

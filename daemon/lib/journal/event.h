@@ -56,11 +56,12 @@ enum class EventKind {
     engine_metrics_failed,  // its metrics endpoint did not answer usably (once per run)
     gpu_fault,              // a GPU went into error or vanished from its driver (the host's)
     gpu_recovered,          // a GPU in error answers again
+    gpu_xid,                // NVIDIA's driver reported an Xid error on a GPU
     // New kinds go here, and kLastEventKind below moves with them.
 };
 
 // The last enumerator: tests walk every kind up to it.
-inline constexpr EventKind kLastEventKind = EventKind::gpu_recovered;
+inline constexpr EventKind kLastEventKind = EventKind::gpu_xid;
 
 // "oom-killed", "start-limit-hit"... the value of INFERVISOR_EVENT=.
 std::string_view event_name(EventKind kind);

@@ -3,6 +3,8 @@
 // are the ones the engine judged; nothing is read again for the metrics.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,9 @@ struct EvaluationRound {
     // The host's GPUs at the reading the samples took (services/gpu_watch.h);
     // empty when none is read or the reading is stale.
     std::vector<GpuDevice> gpus;
+    // Xid events reported since the daemon started, per (device, Xid code)
+    // (GpuWatch::xid_counts()); empty on a host without NVIDIA GPUs.
+    std::map<std::pair<std::string, uint64_t>, uint64_t> gpu_xids;
     std::chrono::microseconds evaluation_time{};  // sampling + engine + actions, on the loop
     // How late the sampling tick that started this round fired (0 for a
     // kernel wake-up): time the event loop was busy with something else.

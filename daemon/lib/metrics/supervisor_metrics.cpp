@@ -103,6 +103,7 @@ void SupervisorMetrics::record_round(const EvaluationRound& round) {
     total_lateness_ += round.tick_lateness;
     host_ = round.host;
     gpus_ = round.gpus;
+    gpu_xids_ = round.gpu_xids;
     for (auto& [name, w] : workers_) w.last.reset();
     for (const SampledWorker& s : round.workers) {
         worker(s.name).last = s;
@@ -213,6 +214,7 @@ std::string SupervisorMetrics::render(const DaemonStats& daemon) const {
     render_admissions(out);
     render_host(out);
     render_gpus(out);
+    render_gpu_xids(out);
     render_daemon(out, daemon);
     last_size_ = out.text().size();
     return out.take();
@@ -319,6 +321,18 @@ void SupervisorMetrics::render_workers(Exposition& out) const {
             return *w.sample.gpu_utilization / 100;
         },
         true);
+    bool per_device = false;
+    for (const auto& [name, w] : live) per_device = per_device || !w->sample.gpu_devices.empty();
+    if (!per_device) return;
+    out.family("infervisor_worker_gpu_device_memory_bytes", gauge,
+               "GPU memory held by the worker's processes on the device (its PCI address); "
+               "only the devices it holds memory on.");
+    for (const auto& [name, w] : live) {
+        const WorkerSample& sample = w->sample;
+        for (const WorkerGpuDeviceUse& use : sample.gpu_devices)
+            out.sample({{"worker", name}, {"device", use.pci_bus_id}},
+                       static_cast<double>(use.memory));
+    }
 }
 
 void SupervisorMetrics::render_facts(Exposition& out) const {
@@ -498,6 +512,15 @@ void SupervisorMetrics::render_gpus(Exposition& out) const {
                "1 when the GPU cannot be used (lost, or its driver fails to answer), else 0.");
     for (const GpuDevice& d : gpus_)
         out.sample({{"device", d.pci_bus_id}}, d.fault.empty() ? 0 : 1);
+}
+
+void SupervisorMetrics::render_gpu_xids(Exposition& out) const {
+    if (gpu_xids_.empty()) return;
+    out.family("infervisor_gpu_xid_errors_total", MetricType::counter,
+               "Xid errors NVIDIA's driver reported on the GPU since the daemon started, by code.");
+    for (const auto& [key, n] : gpu_xids_)
+        out.sample({{"device", key.first}, {"xid", std::to_string(key.second)}},
+                   static_cast<double>(n));
 }
 
 void SupervisorMetrics::render_daemon(Exposition& out, const DaemonStats& daemon) const {

@@ -29,12 +29,15 @@
 //   in an admission); how many wait now is _state{state="waiting"}.
 //   Where the host's GPUs are read (the round has them, fresh), per running
 //   worker: _gpu_memory_bytes, _gpu_memory_max_bytes (its gpu.memory_max),
-//   _gpu_utilization_ratio.
+//   _gpu_utilization_ratio, and per device it holds memory on
+//   _gpu_device_memory_bytes{device}.
 //   infervisor_host_*: pressure, swapped in/out bytes, memory available/total.
 //   infervisor_gpu_* (label device="0000:03:00.0", the PCI address), for the
 //   GPUs of the last round only: _info{index,vendor,name,uuid} (always 1),
 //   _memory_total_bytes, _memory_used_bytes, _utilization_ratio, _fault (1
 //   when the device cannot be used). None of these families without GPUs.
+//   infervisor_gpu_xid_errors_total{device,xid}: NVIDIA Xid events since the
+//   daemon started (services/gpu_watch.h); absent until the first one.
 //   infervisor_daemon_*: cpu seconds, resident memory, loop lag, evaluation
 //   time, evaluations, start time.
 // Counters restart from 0 when a worker's cgroup is created again (each run)
@@ -148,6 +151,7 @@ class SupervisorMetrics {
     void render_admissions(Exposition& out) const;
     void render_host(Exposition& out) const;
     void render_gpus(Exposition& out) const;
+    void render_gpu_xids(Exposition& out) const;
     void render_daemon(Exposition& out, const DaemonStats& daemon) const;
 
     std::vector<WorkerView> views_;
@@ -157,6 +161,7 @@ class SupervisorMetrics {
     // Of the last round (GpuWatch::devices(): a card its driver no longer
     // lists is there, in error, without figures); one not in it loses its series.
     std::vector<GpuDevice> gpus_;
+    std::map<std::pair<std::string, uint64_t>, uint64_t> gpu_xids_;
     std::chrono::microseconds last_evaluation_{};
     std::chrono::microseconds last_lateness_{};
     std::chrono::microseconds total_lateness_{};

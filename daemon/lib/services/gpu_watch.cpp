@@ -9,6 +9,7 @@
 #include "cgroup/cgroup_dir.h"
 #include "gpu/drm_fdinfo.h"
 #include "gpu/gpu_assignment.h"
+#include "gpu/nvidia_xid.h"
 #include "gpu/nvml_library.h"
 
 namespace infervisor {
@@ -33,7 +34,11 @@ GpuReading read_gpus(NvmlLibrary* nvml, DrmUsageReader* drm, const Paths& paths,
                      const std::vector<std::filesystem::path>& worker_cgroups, TimePoint now) {
     GpuReading reading;
     reading.time = now;
-    if (nvml) reading.snapshot = nvml->read();
+    if (nvml) {
+        reading.snapshot = nvml->read();
+        reading.nvml_stale = nvml->stale();
+        if (!reading.nvml_stale.empty()) nvml->close();  // here: NVML calls may block
+    }
     if (drm) {
         std::vector<pid_t> pids;
         for (const auto& cgroup : worker_cgroups)
@@ -54,7 +59,10 @@ GpuWatch::~GpuWatch() = default;
 void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Duration min_gap) {
     if (reading_) return;
     TimePoint now = clock_.now();
-    if (!active()) {
+    if (nvml_closed_at_) {
+        if (now - *nvml_closed_at_ >= kReopenInterval) return reopen_nvml();
+        if (!drm_) return;  // nothing to read until then
+    } else if (!active()) {
         if (!opened_at_ || now - *opened_at_ >= kReopenInterval) open_sources();
         return;
     }
@@ -66,7 +74,40 @@ void GpuWatch::refresh(std::vector<std::filesystem::path> worker_cgroups, Durati
          now] { return read_gpus(nvml, drm, paths, cgroups, now); },
         [this](GpuReading reading) {
             reading_ = false;
+            if (!reading.nvml_stale.empty()) {
+                nvml_.reset();  // closed by the job
+                nvml_closed_at_ = clock_.now();
+                spdlog::warn(
+                    "NVML answers as if the NVIDIA driver was unloaded or upgraded ({}): "
+                    "closed, opened again every {}",
+                    reading.nvml_stale, format_duration(kReopenInterval));
+            }
             take(std::move(reading));
+        });
+}
+
+void GpuWatch::reopen_nvml() {
+    reading_ = true;
+    nvml_closed_at_ = clock_.now();
+    background_.run<std::shared_ptr<Sources>>(
+        [paths = paths_] {
+            auto sources = std::make_shared<Sources>();
+            if (auto nvml = NvmlLibrary::open(paths.nvml_library))
+                sources->nvml = std::move(*nvml);
+            else
+                sources->why_no_nvml = nvml.error().message();
+            return sources;
+        },
+        [this](std::shared_ptr<Sources> sources) {
+            reading_ = false;
+            if (!sources->nvml) {
+                spdlog::debug("NVML not opened again yet: {}", sources->why_no_nvml);
+                return;
+            }
+            nvml_ = std::move(sources->nvml);
+            nvml_closed_at_.reset();
+            began_.reset();  // the next refresh() reads
+            spdlog::info("NVML opened again");
         });
 }
 
@@ -95,6 +136,10 @@ void GpuWatch::open_sources() {
 void GpuWatch::adopt(Sources sources) {
     const bool first_time = !opened_;
     opened_ = true;
+    if (sources.first && !sources.first->nvml_stale.empty()) {  // closed by the job
+        sources.nvml.reset();
+        nvml_closed_at_ = clock_.now();
+    }
     nvml_ = std::move(sources.nvml);
     drm_ = std::move(sources.drm);
     if (!active()) {
@@ -149,8 +194,11 @@ void GpuWatch::take(GpuReading reading) {
     for (auto& [key, was] : seen_) {
         if (now.contains(key)) continue;
         GpuDevice kept = was;
-        if (++missing_[key] >= 2 && kept.fault.empty()) {
-            kept.fault = "no longer listed by its driver (fallen off the bus?)";
+        // Without NVML its cards are not listed: in error at once.
+        const bool unread = was.vendor == "nvidia" && !nvml_;
+        if ((++missing_[key] >= 2 || unread) && kept.fault.empty()) {
+            kept.fault = unread ? "its driver does not answer NVML (reloaded or upgraded?)"
+                                : "no longer listed by its driver (fallen off the bus?)";
             kept.memory_used.reset();  // nothing is known of it now
             kept.utilization.reset();
         }
@@ -178,11 +226,33 @@ void GpuWatch::take(GpuReading reading) {
                           last_->snapshot.errors.end())
             spdlog::warn("GPU reading: {}", e);
     seen_ = std::move(now);
+    take_xids(reading);
     last_ = std::move(reading);
 }
 
+// Journaled and counted once each; the card's name from what was seen.
+void GpuWatch::take_xids(const GpuReading& reading) {
+    for (const GpuXid& x : reading.snapshot.xids) {
+        std::string key = x.pci_bus_id.empty() ? "unknown" : x.pci_bus_id;
+        ++xid_counts_[{key, x.xid}];
+        if (!events_) continue;
+        std::string name;
+        if (auto it = seen_.find(key); it != seen_.end()) name = it->second.name;
+        std::string meaning(xid_meaning(x.xid));
+        std::string code = std::to_string(x.xid);
+        events_->emit(Event{EventKind::gpu_xid,
+                            "",
+                            "GPU " + key + (name.empty() ? "" : " (" + name + ")") +
+                                " reported Xid " + code + (meaning.empty() ? "" : ": " + meaning),
+                            {{"GPU_DEVICE", key},
+                             {"GPU_NAME", name},
+                             {"GPU_XID", code},
+                             {"GPU_XID_MEANING", meaning}}});
+    }
+}
+
 std::optional<std::vector<GpuDevice>> GpuWatch::devices() const {
-    if (!active() || !last_) return std::nullopt;
+    if (!watching() || !last_) return std::nullopt;
     std::vector<GpuDevice> out;
     for (const auto& [key, d] : seen_) {
         out.push_back(d);  // with the gone ones, in error
@@ -193,7 +263,7 @@ std::optional<std::vector<GpuDevice>> GpuWatch::devices() const {
 
 Result<std::vector<GpuDevice>> GpuWatch::devices_for_start() const {
     if (!opened_) return Error{EWOULDBLOCK, "the host's GPUs are being looked for"};
-    if (!active())
+    if (!watching())
         return Error{EWOULDBLOCK,
                      why_none_ + "; looked for again every " + format_duration(kReopenInterval)};
     return *devices();

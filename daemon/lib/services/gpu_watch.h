@@ -28,6 +28,26 @@
 // failing its starts into the limit. A card's name and UUID, once read,
 // are kept when a later reading cannot read them. Errors of a reading that
 // the last one did not have are logged.
+//
+// A card is in error (GpuDevice::fault) from the state its driver keeps,
+// read anew at each reading: lost, uncorrected ECC errors since the driver
+// loaded, a row remap pending or failed (gpu/nvml_library.h). An Xid event
+// does not by itself put a card in error: it is a report of the past, and
+// whether the card is still usable is what that state says (an Xid 48 or 95
+// leaves uncorrected ECC errors counted until a reset, an Xid 79 a lost
+// card). Each Xid NVML reports is journaled once (gpu-xid, GPU_DEVICE=,
+// GPU_NAME=, GPU_XID=, GPU_XID_MEANING= from gpu/nvidia_xid.h) and counted
+// per card and code (xid_counts(), the metric
+// infervisor_gpu_xid_errors_total).
+//
+// A stale NVML (NvmlLibrary::stale(): its calls answer "driver not
+// loaded", "uninitialized" or "NVML/RM version mismatch" after a driver
+// reload or upgrade) is closed on the background thread after the reading
+// that found it, with one warning in the log saying why, and opened again
+// every kReopenInterval until it opens. Meanwhile the NVIDIA cards seen stay
+// in devices() in error ("its driver does not answer NVML ..."), journaled as
+// gpu-fault at once, so that starts on them wait; after the reopen the
+// first reading that lists them healthy journals gpu-recovered.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -56,7 +76,7 @@ class GpuWatch {
   public:
     static constexpr Duration kReopenInterval = std::chrono::minutes(1);
 
-    // `events`: where gpu-fault and gpu-recovered go; null: nowhere.
+    // `events`: where gpu-fault, gpu-recovered and gpu-xid go; null: nowhere.
     GpuWatch(boost::asio::io_context& io, const Paths& paths, const Clock& clock,
              EventBus* events = nullptr);
     ~GpuWatch();
@@ -93,6 +113,11 @@ class GpuWatch {
     std::optional<uint64_t> memory_on(std::string_view cgroup, std::string_view vendor,
                                       Duration max_age) const;
 
+    // Xid events reported since the daemon started, per (card's PCI
+    // address, or "unknown"; Xid code).
+    using XidCounts = std::map<std::pair<std::string, uint64_t>, uint64_t>;
+    const XidCounts& xid_counts() const { return xid_counts_; }
+
   private:
     struct Sources {
         std::unique_ptr<NvmlLibrary> nvml;
@@ -102,6 +127,10 @@ class GpuWatch {
     };
     void open_sources();
     void adopt(Sources sources);
+    void reopen_nvml();
+    // Sources are open, or NVML was closed as stale and will be reopened.
+    bool watching() const { return active() || nvml_closed_at_.has_value(); }
+    void take_xids(const GpuReading& reading);
     bool fresh(Duration max_age) const;
     // Takes a reading: journals the cards that went into error or came
     // back, and remembers every card seen.
@@ -118,6 +147,10 @@ class GpuWatch {
     bool opened_ = false;
     std::string why_none_;                // why no source is open
     std::optional<TimePoint> opened_at_;  // the last open begun
+    // When a stale NVML was closed, or its last reopen began; empty while
+    // NVML is open or was never.
+    std::optional<TimePoint> nvml_closed_at_;
+    XidCounts xid_counts_;
     // Used on the background thread only, one reading at a time (after the
     // first, at construction).
     std::unique_ptr<NvmlLibrary> nvml_;

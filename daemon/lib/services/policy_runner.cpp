@@ -331,6 +331,7 @@ void PolicyRunner::evaluate_now() {
     // With the cards gone from the driver's list, in error (GpuWatch::devices).
     if (gpus_ && gpus_->last() && now - gpus_->last()->time <= gpu_max_age())
         round.gpus = gpus_->devices().value_or(std::vector<GpuDevice>{});
+    if (gpus_) round.gpu_xids = gpus_->xid_counts();  // counters: stale or not
     round.tick_lateness = tick_lateness_;
     round.evaluation_time = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - began);

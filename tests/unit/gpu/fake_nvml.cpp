@@ -8,17 +8,23 @@
 //
 // Fixture lines ('#' starts a comment; fields key=value, any order):
 //   init_fails CODE              nvmlInit_v2 answers CODE
+//   stale CODE                   nvmlInit_v2, nvmlDeviceGetCount_v2 and every device's
+//                                calls answer CODE (a driver unloaded, 9, or upgraded, 18)
 //   device I name=NVIDIA_H100 uuid=GPU-1 pci=00000000:03:00.0 total=B used=B util=P mig=N
 //                                device I ('_' in name is a space); mig=N: MIG mode with
-//                                N MIG devices
+//                                N MIG devices; ecc=N: N volatile uncorrected ECC errors;
+//                                remap=pending|failed: nvmlDeviceGetRemappedRows says so
 //   process I pid=P kind=compute|graphics used=B|na sm=P ts=T mig=M
 //                                a process on device I (on its MIG device M); used=na is
 //                                NVML_VALUE_NOT_AVAILABLE; sm=P ts=T: a utilization sample
 //                                of P % at CPU time T (default 1)
 //   lost I                       every call on device I but the handle's: GPU_IS_LOST
+//   xid I CODE                   an Xid CODE event on device I; each xid line of the file
+//                                is delivered once (by its position: append to add more);
+//                                those in the file when the event set is made are not
 //   fail I CALL CODE             device I's CALL answers CODE; CALL is one of handle,
 //                                pci, name, uuid, memory, utilization, compute, graphics,
-//                                mig_mode, process_utilization
+//                                mig_mode, process_utilization, ecc, remap, register
 //
 // Plain C ABI; the structs are declared here from nvml.h (NVIDIA/go-nvml,
 // pkg/nvml/nvml.h), independently of the daemon's declarations, so that a
@@ -43,6 +49,7 @@ constexpr nvmlReturn_t kInvalidArgument = 2;
 constexpr nvmlReturn_t kNotSupported = 3;
 constexpr nvmlReturn_t kNotFound = 6;
 constexpr nvmlReturn_t kInsufficientSize = 7;
+constexpr nvmlReturn_t kTimeout = 10;
 constexpr nvmlReturn_t kGpuIsLost = 15;
 constexpr nvmlReturn_t kUnknown = 999;
 constexpr unsigned kMaxDevices = 16;
@@ -85,11 +92,21 @@ struct ProcessUtilizationSample {
     unsigned int decUtil;
 };
 
+struct EventData {
+    void* device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+};
+
 struct FakeDevice {
     std::string name, uuid, pci;
     unsigned long long total = 0, used = 0;
     unsigned util = 0;
     unsigned mig_count = 0;
+    unsigned long long ecc = 0;
+    std::string remap;
     bool lost = false;
     std::map<std::string, nvmlReturn_t> failures;  // call -> code
 };
@@ -105,14 +122,25 @@ struct FakeProcess {
     unsigned long long time = 1;
 };
 
+struct FakeXid {
+    unsigned device = 0;
+    unsigned long long code = 0;
+};
+
 struct Fixture {
     bool bad = false;
     nvmlReturn_t init_code = kSuccess;
+    nvmlReturn_t stale_code = kSuccess;
+    std::vector<FakeXid> xids;
     std::vector<FakeDevice> devices;
     std::vector<FakeProcess> processes;
 };
 
 Fixture fixture;
+// Xid lines already delivered, over the file's rewrites; devices registered.
+size_t xids_delivered = 0;
+bool registered[kMaxDevices] = {};
+int event_set_object = 0;  // the one event set handed out
 
 }  // namespace
 
@@ -168,6 +196,8 @@ void parse_device(Fixture& f, unsigned index, std::istringstream& line) {
     d.used = number(fields, "used");
     d.util = static_cast<unsigned>(number(fields, "util"));
     d.mig_count = static_cast<unsigned>(number(fields, "mig"));
+    d.ecc = number(fields, "ecc");
+    d.remap = fields["remap"];
     if (d.mig_count > kMaxMig) throw std::out_of_range("mig count");
 }
 
@@ -192,6 +222,7 @@ bool parse_line(Fixture& f, const std::string& raw) {
     if (!(line >> directive)) return true;
     unsigned index = 0;
     if (directive == "init_fails") return static_cast<bool>(line >> f.init_code);
+    if (directive == "stale") return static_cast<bool>(line >> f.stale_code);
     if (!(line >> index)) return false;
     if (directive == "device")
         parse_device(f, index, line);
@@ -199,7 +230,12 @@ bool parse_line(Fixture& f, const std::string& raw) {
         parse_process(f, index, line);
     else if (directive == "lost")
         device_at(f, index).lost = true;
-    else if (directive == "fail") {
+    else if (directive == "xid") {
+        FakeXid x{index, 0};
+        if (!(line >> x.code)) return false;
+        device_at(f, index);
+        f.xids.push_back(x);
+    } else if (directive == "fail") {
         std::string call;
         nvmlReturn_t code = 0;
         if (!(line >> call >> code)) return false;
@@ -228,6 +264,7 @@ void load_fixture() {
 
 // The device behind a handle, or the code its `call` answers.
 nvmlReturn_t check(nvmlDevice_st* handle, const char* call, const FakeDevice** device) {
+    if (fixture.stale_code) return fixture.stale_code;
     if (!handle || handle->device >= fixture.devices.size()) return kInvalidArgument;
     const FakeDevice& d = fixture.devices[handle->device];
     if (d.lost) return kGpuIsLost;
@@ -304,6 +341,7 @@ extern "C" {
 nvmlReturn_t nvmlInit_v2() {
     load_fixture();
     if (fixture.bad) return kUnknown;
+    if (fixture.stale_code) return fixture.stale_code;
     return fixture.init_code;
 }
 
@@ -323,8 +361,14 @@ const char* nvmlErrorString(nvmlReturn_t code) {
             return "Not Found";
         case kInsufficientSize:
             return "Insufficient Size";
+        case 1:
+            return "Uninitialized";
         case 9:
             return "Driver Not Loaded";
+        case kTimeout:
+            return "Timeout";
+        case 18:
+            return "RM has detected an NVML/RM version mismatch";
         case kGpuIsLost:
             return "GPU is lost";
         default:
@@ -335,12 +379,14 @@ const char* nvmlErrorString(nvmlReturn_t code) {
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
     load_fixture();
     if (fixture.bad) return kUnknown;
+    if (fixture.stale_code) return fixture.stale_code;
     if (!count) return kInvalidArgument;
     *count = static_cast<unsigned>(fixture.devices.size());
     return kSuccess;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_st** handle) {
+    if (fixture.stale_code) return fixture.stale_code;
     if (index >= fixture.devices.size() || !handle) return kInvalidArgument;
     auto failure = fixture.devices[index].failures.find("handle");
     if (failure != fixture.devices[index].failures.end()) return failure->second;
@@ -447,6 +493,62 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_st* handle, unsigned
     nvmlDevice_st& slot = handles[handle->device][index + 1];
     slot = {handle->device, static_cast<int>(index)};
     *mig = &slot;
+    return kSuccess;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_st* handle, int error_type, int counter_type,
+                                         unsigned long long* count) {
+    const FakeDevice* d = nullptr;
+    if (nvmlReturn_t code = check(handle, "ecc", &d)) return code;
+    if (!count || error_type != 1 || counter_type != 0) return kInvalidArgument;  // the fake's
+    *count = d->ecc;
+    return kSuccess;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_st* handle, unsigned* corrected,
+                                       unsigned* uncorrected, unsigned* pending, unsigned* failed) {
+    const FakeDevice* d = nullptr;
+    if (nvmlReturn_t code = check(handle, "remap", &d)) return code;
+    if (!corrected || !uncorrected || !pending || !failed) return kInvalidArgument;
+    *corrected = *uncorrected = 0;
+    *pending = d->remap == "pending";
+    *failed = d->remap == "failed";
+    return kSuccess;
+}
+
+nvmlReturn_t nvmlEventSetCreate(void** set) {
+    if (!set) return kInvalidArgument;
+    std::fill(std::begin(registered), std::end(registered), false);
+    xids_delivered = fixture.xids.size();  // events before the set are not in it
+    *set = &event_set_object;
+    return kSuccess;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_st* handle, unsigned long long types, void* set) {
+    const FakeDevice* d = nullptr;
+    if (nvmlReturn_t code = check(handle, "register", &d)) return code;
+    if (set != &event_set_object || types != 0x8) return kInvalidArgument;
+    registered[handle->device] = true;
+    return kSuccess;
+}
+
+// The next Xid line not delivered yet, on a registered device.
+nvmlReturn_t nvmlEventSetWait_v2(void* set, EventData* data, unsigned timeout_ms) {
+    if (set != &event_set_object || !data || timeout_ms != 0) return kInvalidArgument;
+    if (fixture.stale_code) return fixture.stale_code;
+    while (xids_delivered < fixture.xids.size()) {
+        const FakeXid& x = fixture.xids[xids_delivered++];
+        if (x.device >= kMaxDevices || !registered[x.device]) continue;
+        handles[x.device][0] = {x.device, -1};
+        *data = {&handles[x.device][0], 0x8, x.code, 0xFFFFFFFFu, 0xFFFFFFFFu};
+        return kSuccess;
+    }
+    return kTimeout;
+}
+
+nvmlReturn_t nvmlEventSetFree(void* set) {
+    if (set != &event_set_object) return kInvalidArgument;
+    std::fill(std::begin(registered), std::end(registered), false);
     return kSuccess;
 }
 

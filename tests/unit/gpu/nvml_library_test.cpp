@@ -318,5 +318,123 @@ TEST_F(NvmlLibraryTest, ACountFailureIsOneError) {
     EXPECT_EQ(snapshot.errors[0], "nvmlDeviceGetCount_v2: Unknown Error");
 }
 
+TEST_F(NvmlLibraryTest, UncorrectedEccErrorsAreAFaultAndTheCardIsStillRead) {
+    std::string h100 = kH100;
+    h100.pop_back();
+    write_fixture(h100 + " ecc=3\n" + kA100 + "process 0 pid=42 kind=compute used=4096\n");
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    GpuSnapshot snapshot = nvml->read();
+    EXPECT_TRUE(snapshot.errors.empty());
+    ASSERT_EQ(snapshot.devices.size(), 2u);
+    EXPECT_EQ(snapshot.devices[0].fault,
+              "3 uncorrected ECC errors since the driver loaded (reset the GPU)");
+    EXPECT_EQ(snapshot.devices[0].memory_total, 85899345920u);
+    EXPECT_EQ(memory_of(snapshot, 42), 4096u);
+    EXPECT_EQ(snapshot.devices[1].fault, "");
+}
+
+TEST_F(NvmlLibraryTest, ARowRemapPendingOrFailedIsAFault) {
+    std::string h100 = kH100, a100 = kA100;
+    h100.pop_back();
+    a100.pop_back();
+    write_fixture(h100 + " remap=pending\n" + a100 + " remap=failed ecc=1\n");
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    GpuSnapshot snapshot = nvml->read();
+    ASSERT_EQ(snapshot.devices.size(), 2u);
+    EXPECT_EQ(snapshot.devices[0].fault, "a row remap is pending (reset the GPU)");
+    EXPECT_EQ(snapshot.devices[1].fault,
+              "1 uncorrected ECC error since the driver loaded (reset the GPU); "
+              "row remapping failed (the GPU needs service)");
+}
+
+TEST_F(NvmlLibraryTest, WithoutTheHealthEntryPointsOrTheirSupportThereIsNoFaultNorError) {
+    std::string h100 = kH100;
+    h100.pop_back();
+    write_fixture(h100 + " ecc=3 remap=pending\nxid 0 79\n");
+    auto nvml = open_fake({.absent_symbols = {"nvmlDeviceGetTotalEccErrors",
+                                              "nvmlDeviceGetRemappedRows", "nvmlEventSetWait_v2"}});
+    ASSERT_TRUE(nvml);
+    write_fixture(h100 + " ecc=3 remap=pending\nxid 0 79\nxid 0 79\n");
+    GpuSnapshot snapshot = nvml->read();
+    EXPECT_TRUE(snapshot.errors.empty());
+    ASSERT_EQ(snapshot.devices.size(), 1u);
+    EXPECT_EQ(snapshot.devices[0].fault, "");
+    EXPECT_TRUE(snapshot.xids.empty());
+
+    write_fixture(h100 + " ecc=3 remap=pending\nfail 0 ecc 3\nfail 0 remap 3\nfail 0 register 3\n");
+    nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    write_fixture(h100 +
+                  " ecc=3 remap=pending\nfail 0 ecc 3\nfail 0 remap 3\nfail 0 register 3\n"
+                  "xid 0 79\n");
+    snapshot = nvml->read();
+    EXPECT_TRUE(snapshot.errors.empty());
+    EXPECT_EQ(snapshot.devices[0].fault, "");
+    EXPECT_TRUE(snapshot.xids.empty());
+}
+
+TEST_F(NvmlLibraryTest, XidEventsAreDrainedOnceEach) {
+    write_fixture(std::string(kH100) + kA100);
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    EXPECT_TRUE(nvml->read().xids.empty());
+    write_fixture(std::string(kH100) + kA100 + "xid 1 79\nxid 0 13\n");
+    GpuSnapshot snapshot = nvml->read();
+    EXPECT_TRUE(snapshot.errors.empty());
+    ASSERT_EQ(snapshot.xids.size(), 2u);
+    EXPECT_EQ(snapshot.xids[0].pci_bus_id, "0000:c1:00.0");
+    EXPECT_EQ(snapshot.xids[0].xid, 79u);
+    EXPECT_EQ(snapshot.xids[1].pci_bus_id, "0000:03:00.0");
+    EXPECT_EQ(snapshot.xids[1].xid, 13u);
+    EXPECT_TRUE(nvml->read().xids.empty()) << "each once";
+    EXPECT_EQ(snapshot.devices[0].fault, "") << "an Xid alone is no fault";
+}
+
+TEST_F(NvmlLibraryTest, TheDrainIsBoundedPerRead) {
+    write_fixture(kH100);
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    std::string fixture = kH100;
+    for (unsigned i = 0; i < kMaxXidEventsPerRead + 3; ++i) fixture += "xid 0 31\n";
+    write_fixture(fixture);
+    EXPECT_EQ(nvml->read().xids.size(), kMaxXidEventsPerRead);
+    EXPECT_EQ(nvml->read().xids.size(), 3u);
+}
+
+TEST_F(NvmlLibraryTest, ADriverUpgradeMakesTheLibraryStale) {
+    write_fixture(kH100);
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    EXPECT_EQ(nvml->read().devices.size(), 1u);
+    EXPECT_EQ(nvml->stale(), "");
+    write_fixture(std::string(kH100) + "stale 18\n");
+    GpuSnapshot snapshot = nvml->read();
+    EXPECT_TRUE(snapshot.devices.empty());
+    EXPECT_EQ(nvml->stale(), "nvmlDeviceGetCount_v2: RM has detected an NVML/RM version mismatch");
+    nvml->close();
+    nvml->close();  // idempotent
+    EXPECT_EQ(nvml->read().errors, std::vector<std::string>{"NVML: closed"});
+    // The new driver is not loaded yet: open says so.
+    auto reopened = NvmlLibrary::open(fake_library());
+    ASSERT_FALSE(reopened.ok());
+    EXPECT_EQ(reopened.error().message(),
+              "nvmlInit_v2: RM has detected an NVML/RM version mismatch");
+}
+
+TEST_F(NvmlLibraryTest, OneDeviceFailingIsNotStale) {
+    write_fixture(std::string(kH100) + kA100);
+    auto nvml = open_fake();
+    ASSERT_TRUE(nvml);
+    write_fixture(std::string(kH100) + kA100 + "fail 1 handle 9\n");
+    GpuSnapshot snapshot = nvml->read();
+    EXPECT_EQ(snapshot.devices.size(), 1u);
+    EXPECT_EQ(nvml->stale(), "");
+    write_fixture(std::string(kH100) + kA100 + "fail 0 handle 9\nfail 1 handle 1\n");
+    nvml->read();
+    EXPECT_EQ(nvml->stale(), "device 0: nvmlDeviceGetHandleByIndex_v2: Driver Not Loaded");
+}
+
 }  // namespace
 }  // namespace infervisor

@@ -77,10 +77,12 @@ inline void feed_example(SupervisorMetrics& m) {
         bare.gpu_memory_max = 40ull << 30;
         bare.gpu_utilization = 75;
         bare.gpu_device_memory = 80ull << 30;
+        bare.gpu_devices = {{"0000:03:00.0", 36ull << 30}};
         round.workers.back().sample.gpu_memory = 0;
         round.workers.back().sample.gpu_utilization = 0;
         round.workers.push_back({"chat", bare, std::nullopt});
         round.gpus = example_gpus();
+        round.gpu_xids = {{{"0000:04:00.0", 79}, 1}};  // before it was lost
         round.host.time = round.time;
         round.host.memory_pressure = PsiReading{{5.0, 1, 1, 9'000'000}, PsiAverages{1, 1, 1, 10}};
         round.host.pswpin = 1000;

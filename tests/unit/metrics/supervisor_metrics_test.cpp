@@ -209,6 +209,20 @@ TEST(SupervisorMetrics, GpuSeriesPerWorkerWhereTheGpusAreRead) {
                                 "42949672960\n# HELP "));
     EXPECT_THAT(text, HasSubstr("infervisor_worker_gpu_utilization_ratio{worker=\"chat\"} 0.75\n"
                                 "infervisor_worker_gpu_utilization_ratio{worker=\"leaky\"} 0\n"));
+    // Per card it holds memory on: leaky holds none, so has no series.
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_worker_gpu_device_memory_bytes gauge\n"
+                                "infervisor_worker_gpu_device_memory_bytes{worker=\"chat\","
+                                "device=\"0000:03:00.0\"} 38654705664\n# HELP "));
+}
+
+TEST(SupervisorMetrics, XidErrorsAreCountedPerDeviceAndCode) {
+    std::string text = rendered();
+    EXPECT_THAT(text, HasSubstr("# TYPE infervisor_gpu_xid_errors_total counter\n"
+                                "infervisor_gpu_xid_errors_total{device=\"0000:04:00.0\","
+                                "xid=\"79\"} 1\n"));
+    SupervisorMetrics m;
+    m.record_round(EvaluationRound{});
+    EXPECT_THAT(m.render({}), Not(HasSubstr("xid")));
 }
 
 TEST(SupervisorMetrics, NoGpuFamiliesWithoutGpus) {

@@ -651,5 +651,125 @@ TEST_F(PolicyRunnerTest, ACardThatVanishesIsAFaultAndAStartOnItWaits) {
     EXPECT_EQ(count("on-it", K::start_failed), 0u);
 }
 
+// A card its driver counts uncorrected ECC errors on since it loaded needs a
+// reset: it is in error, journaled with the reason, and a start on it waits
+// as on a lost card; a remap pending is the same. Healthy again: recovered.
+TEST_F(PolicyRunnerTest, ACardWithUncorrectedEccErrorsIsAFaultAndAStartOnItWaits) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr);
+    TempDir dir;
+    const std::string h100 =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
+        "util=0";
+    auto fixture = dir.write("nvml", h100 + " ecc=3\n");
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
+    open(gpus);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    ASSERT_EQ(count("", K::gpu_fault), 1u);
+    EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"),
+              "3 uncorrected ECC errors since the driver loaded (reset the GPU)");
+    auto w = example("on-it", {});
+    w.gpu = GpuSpec{{"0"}, std::nullopt};
+    supervisor_->apply(config({w}));
+    run_until_event("on-it", K::start_delayed);
+    EXPECT_THAT(last("on-it", K::start_delayed)->message, HasSubstr("uncorrected ECC errors"));
+    EXPECT_EQ(count("on-it", K::start_failed), 0u);
+
+    dir.write("nvml", h100 + " remap=pending\n");  // reset: the count is 0, a remap pending
+    gpus.refresh({}, Duration::zero());
+    run_until([&] { return count("", K::gpu_fault) == 2; });
+    EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"),
+              "a row remap is pending (reset the GPU)");
+    dir.write("nvml", h100 + "\n");
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_recovered);
+    run_until_event("on-it", K::started);
+}
+
+// Each Xid NVML reports is journaled once, with its meaning, and counted;
+// it does not put the card in error by itself.
+TEST_F(PolicyRunnerTest, AnXidIsJournaledOnceAndCounted) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr);
+    TempDir dir;
+    const std::string h100 =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
+        "util=0\n";
+    auto fixture = dir.write("nvml", h100);
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
+    open(gpus);
+    dir.write("nvml", h100 + "xid 0 79\n");
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_xid);
+    const Event& xid = *last("", K::gpu_xid);
+    EXPECT_EQ(field(xid, "GPU_DEVICE"), "0000:03:00.0");
+    EXPECT_EQ(field(xid, "GPU_NAME"), "NVIDIA H100");
+    EXPECT_EQ(field(xid, "GPU_XID"), "79");
+    EXPECT_EQ(field(xid, "GPU_XID_MEANING"), "GPU has fallen off the bus");
+    EXPECT_EQ(xid.message,
+              "GPU 0000:03:00.0 (NVIDIA H100) reported Xid 79: GPU has fallen off "
+              "the bus");
+    const auto began = gpus.last()->time;
+    gpus.refresh({}, Duration::zero());
+    run_until([&] { return gpus.last()->time != began || count("", K::gpu_xid) > 1; });
+    run_for(50ms);
+    EXPECT_EQ(count("", K::gpu_xid), 1u);
+    EXPECT_EQ(count("", K::gpu_fault), 0u);
+    EXPECT_EQ(gpus.xid_counts(),
+              (GpuWatch::XidCounts{{{std::string("0000:03:00.0"), uint64_t{79}}, uint64_t{1}}}));
+}
+
+// A driver upgrade under an open NVML (NVML/RM version mismatch): the
+// library is closed, its cards stay listed in error and a start on one
+// waits; it is opened again every kReopenInterval, and the cards recover.
+TEST_F(PolicyRunnerOnFakeTime, AStaleNvmlIsClosedAndOpenedAgainAfterTheInterval) {
+    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+    ASSERT_NE(fake, nullptr);
+    TempDir dir;
+    const std::string h100 =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
+        "util=0\n";
+    auto fixture = dir.write("nvml", h100);
+    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
+    ctx_->paths.nvml_library = fake;
+    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
+    open(gpus);
+    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    dir.write("nvml", h100 + "stale 18\n");
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_fault);
+    EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"),
+              "its driver does not answer NVML (reloaded or upgraded?)");
+    EXPECT_FALSE(gpus.active());
+    ASSERT_TRUE(gpus.devices());
+    ASSERT_EQ(gpus.devices()->size(), 1u);
+    EXPECT_FALSE(gpus.devices()->front().fault.empty());
+    auto w = example("on-it", {});
+    w.gpu = GpuSpec{{"GPU-1111"}, std::nullopt};
+    supervisor_->apply(config({w}));
+    run_until_event("on-it", K::start_delayed);
+    EXPECT_EQ(count("on-it", K::start_failed), 0u);
+
+    // Not yet: the interval has not passed. Then a reopen that fails (the
+    // new driver is not loaded yet), and one that succeeds.
+    gpus.refresh({}, Duration::zero());
+    EXPECT_FALSE(gpus.active());
+    advance(GpuWatch::kReopenInterval);
+    gpus.refresh({}, Duration::zero());
+    run_for(100ms);
+    EXPECT_FALSE(gpus.active());
+    dir.write("nvml", h100);
+    advance(GpuWatch::kReopenInterval);
+    gpus.refresh({}, Duration::zero());
+    run_until([&] { return gpus.active(); });
+    gpus.refresh({}, Duration::zero());
+    run_until_event("", K::gpu_recovered);
+    EXPECT_EQ(count("", K::gpu_fault), 1u);
+}
+
 }  // namespace
 }  // namespace infervisor::testing
