@@ -10,7 +10,8 @@
 // start (gpu/gpu_assignment.h). They only tell CUDA what to use: a worker can
 // still open another GPU's device file. `memory_max` is what the gpu.memory
 // metric is a percentage of (policy/metrics.h): the shipped rules act on it;
-// no kernel controller enforces it for NVIDIA.
+// where the kernel's dmem controller has regions for the cards (AMD, Intel
+// xe; never NVIDIA) it is also each card's dmem.max (cgroup/dmem.h).
 #pragma once
 
 #include <optional>
