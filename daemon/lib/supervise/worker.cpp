@@ -12,11 +12,14 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include <algorithm>
+
 #include "base/file_io.h"
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/dmem.h"
+#include "gpu/gpu_device_groups.h"
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
@@ -305,6 +308,13 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     if (!dirs) return dirs.error();
     auto gpus = assign_gpus();
     if (!gpus) return gpus.error();
+    // The render nodes' groups of its AMD and Intel cards, for every user.
+    auto device_groups = gpu_device_groups(gpus->devices, ctx_.paths.sysfs, ctx_.paths.devfs);
+    if (!device_groups) return plain_error("gpu.devices: " + device_groups.error().message());
+    for (gid_t g : *device_groups)
+        if (std::find(who->supplementary_groups.begin(), who->supplementary_groups.end(), g) ==
+            who->supplementary_groups.end())
+            who->supplementary_groups.push_back(g);
     auto checkpoints = checkpoints_.prepare_run(
         ProcessIdentity::of(who->uid, who->gid, who->supplementary_groups));
     if (!checkpoints) return checkpoints.error();
