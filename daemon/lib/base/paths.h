@@ -16,6 +16,9 @@ struct Paths {
     std::filesystem::path state_dir = "/var/lib/infervisor";
     std::filesystem::path tmpfiles_dir = "/run/tmpfiles.d";
     std::filesystem::path sysfs = "/sys";
+    // Device nodes: a GPU's render node and /dev/kfd, whose groups a worker
+    // on that GPU gets (gpu/gpu_device_groups.h).
+    std::filesystem::path devfs = "/dev";
     // NVIDIA's management library, as dlopen(3) finds it (gpu/nvml_library.h);
     // tests load a stand-in.
     std::string nvml_library = "libnvidia-ml.so.1";

@@ -54,16 +54,28 @@ Result<void> CgroupTree::move_into_leaf(pid_t self) const {
     return {};
 }
 
+namespace {
+
+// The worker controllers, and dmem where `dir` offers it (cgroup/dmem.h).
+std::vector<std::string> controllers_for(const CgroupDir& dir) {
+    std::vector<std::string> names = CgroupTree::worker_controllers();
+    auto available = dir.controllers();
+    if (available && available->count("dmem")) names.push_back("dmem");
+    return names;
+}
+
+}  // namespace
+
 Result<void> CgroupTree::setup(pid_t self) {
     if (auto r = check_memory_controller(); !r) return r;
     if (auto r = move_into_leaf(self); !r) return r;
-    if (auto r = root_.enable_controllers(worker_controllers()); !r) return r;
+    if (auto r = root_.enable_controllers(controllers_for(root_)); !r) return r;
     CgroupDir w = workers();
     if (!w.exists()) {
         auto made = w.create();
         if (!made && made.error().code != EEXIST) return made.error();
     }
-    return w.enable_controllers(worker_controllers());
+    return w.enable_controllers(controllers_for(w));
 }
 
 std::vector<CgroupDir> CgroupTree::leftover_probes(const std::string& name) const {

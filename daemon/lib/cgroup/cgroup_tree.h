@@ -4,7 +4,8 @@
 //   ├── supervisor/         the daemon itself, when the root is its own cgroup
 //   │   or anchor/          the anchor unit's process, when the root is its cgroup
 //   │                       (cgroup v2: no processes in inner nodes)
-//   └── workers/            +memory +pids +cpu enabled for its children
+//   └── workers/            +memory +pids +cpu enabled for its children, and
+//       │                   +dmem where the kernel offers it (cgroup/dmem.h)
 //       └── <name>/         one per worker, with its limits; the worker's
 //           │               processes live here, and no controller is ever
 //           │               enabled for its children
@@ -49,7 +50,8 @@ class CgroupTree {
     // Checks that `memory` is available at the root (else an error that names
     // the missing controller and the remedy), moves every process of the root
     // into its leaf (supervisor/ with `self`, or anchor/), and enables the
-    // worker controllers on root and workers/.
+    // worker controllers on root and workers/, and dmem on each where its
+    // cgroup.controllers lists it (Linux 6.14+, when delegated).
     Result<void> setup(pid_t self);
 
     Home home() const { return home_; }
@@ -72,7 +74,7 @@ class CgroupTree {
     // Worker cgroups that exist now (for finding leftovers of an earlier run).
     std::vector<std::string> existing_workers() const { return workers().children(); }
 
-    // The controllers every worker gets.
+    // The controllers every worker gets (dmem too where offered: optional).
     static const std::vector<std::string>& worker_controllers();
 
   private:

@@ -10,7 +10,10 @@
 // start (gpu/gpu_assignment.h). They only tell CUDA what to use: a worker can
 // still open another GPU's device file. `memory_max` is what the gpu.memory
 // metric is a percentage of (policy/metrics.h): the shipped rules act on it;
-// no kernel controller enforces it for NVIDIA.
+// where the kernel's dmem controller has regions for the cards (AMD, Intel
+// xe; never NVIDIA) it is also each card's dmem.max (cgroup/dmem.h). An AMD
+// or Intel card's render node group is added to the worker's groups
+// (gpu/gpu_device_groups.h).
 #pragma once
 
 #include <optional>

@@ -12,10 +12,14 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include <algorithm>
+
 #include "base/file_io.h"
 #include "base/signal_names.h"
 #include "base/units.h"
 #include "cgroup/cgroup_limits.h"
+#include "cgroup/dmem.h"
+#include "gpu/gpu_device_groups.h"
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
@@ -184,7 +188,7 @@ void Worker::launch() {
     room_needed_.reset();
     gpu_room_needed_.reset();
     if (!setup) return fail_start(setup.error());
-    if (auto r = prepare_cgroup(); !r) return fail_start(r.error());
+    if (auto r = prepare_cgroup(setup->gpus); !r) return fail_start(r.error());
     if (setup->checkpoints.criu_restore) return restore_by_criu(std::move(*setup));
     auto spawned = spawn(*setup);
     if (!spawned) return fail_start(spawned.error());
@@ -228,7 +232,7 @@ void Worker::begin_run(SpawnedProcess spawned_process, bool restored) {
         begin_stop();  // asked for while criu restored it
 }
 
-Result<void> Worker::prepare_cgroup() {
+Result<void> Worker::prepare_cgroup(const GpuAssignment& gpus) {
     CgroupDir dir = cgroup();
     if (dir.exists()) {
         auto populated = dir.populated();
@@ -240,6 +244,37 @@ Result<void> Worker::prepare_cgroup() {
     auto warnings = ctx_.write_limits(dir, limits_of(spec_));
     if (!warnings) return warnings.error();
     for (const auto& w : *warnings) spdlog::warn("{}: {}", spec_.name, w);
+    return cap_gpu_memory(dir, gpus);
+}
+
+Result<void> Worker::cap_gpu_memory(const CgroupDir& dir, const GpuAssignment& gpus) {
+    if (!spec_.gpu || !spec_.gpu->memory_max) return {};
+    std::vector<std::string> cards;  // none: every card's region
+    for (const auto& d : gpus.devices) cards.push_back(d.pci_bus_id);
+    auto cap =
+        cap_device_memory(dir, ctx_.cgroup_mount / "dmem.capacity", cards, *spec_.gpu->memory_max);
+    if (!cap) return cap.error();
+    std::string note;
+    switch (cap->outcome) {
+        case DmemCap::Outcome::capped:
+            note = "gpu.memory_max=" + format_size(spec_.gpu->memory_max) +
+                   " is the kernel's cap (dmem.max) on each of";
+            for (const auto& region : cap->regions) note += " " + region;
+            break;
+        case DmemCap::Outcome::controller_absent:
+            note =
+                "gpu.memory_max is enforced by rules only: the dmem cgroup controller is not "
+                "available for " +
+                dir.path().string() + " (Linux 6.14+, delegated)";
+            break;
+        case DmemCap::Outcome::no_regions:
+            note = "gpu.memory_max is enforced by rules only: no VRAM region of its GPUs in " +
+                   (ctx_.cgroup_mount / "dmem.capacity").string() +
+                   " (NVIDIA's driver registers none)";
+            break;
+    }
+    if (note != dmem_note_) spdlog::info("{}: {}", spec_.name, note);
+    dmem_note_ = std::move(note);
     return {};
 }
 
@@ -273,6 +308,13 @@ Result<Worker::RunSetup> Worker::prepare_run() {
     if (!dirs) return dirs.error();
     auto gpus = assign_gpus();
     if (!gpus) return gpus.error();
+    // The render nodes' groups of its AMD and Intel cards, for every user.
+    auto device_groups = gpu_device_groups(gpus->devices, ctx_.paths.sysfs, ctx_.paths.devfs);
+    if (!device_groups) return plain_error("gpu.devices: " + device_groups.error().message());
+    for (gid_t g : *device_groups)
+        if (std::find(who->supplementary_groups.begin(), who->supplementary_groups.end(), g) ==
+            who->supplementary_groups.end())
+            who->supplementary_groups.push_back(g);
     auto checkpoints = checkpoints_.prepare_run(
         ProcessIdentity::of(who->uid, who->gid, who->supplementary_groups));
     if (!checkpoints) return checkpoints.error();

@@ -328,7 +328,13 @@ class Worker {
     // Its cgroup relative to the cgroup2 mount, with a leading '/'.
     std::string cgroup_in_mount() const;
     void wait_for_lock(const Error& error);
-    Result<void> prepare_cgroup();
+    // A new cgroup for the run, its limits written, and gpu.memory_max as
+    // dmem.max on the VRAM of `gpus` (cap_gpu_memory).
+    Result<void> prepare_cgroup(const GpuAssignment& gpus);
+    // gpu.memory_max as the kernel's cap where the dmem controller has
+    // regions for the worker's cards (cgroup/dmem.h); otherwise the rules
+    // alone enforce it, which is logged when that changes.
+    Result<void> cap_gpu_memory(const CgroupDir& dir, const GpuAssignment& gpus);
     Result<SpawnedProcess> spawn(const RunSetup& run);
     // How the worker's process is started (no cgroup, private /tmp or
     // output fds: spawn() adds those); exec probes run as it says.
@@ -457,6 +463,7 @@ class Worker {
     size_t rejected_notify_ = 0;
     TimePoint state_since_{};           // set_state(); the construction (or adoption) before
     std::string last_rejected_notify_;  // why the last one was dropped
+    std::string dmem_note_;             // what cap_gpu_memory() last logged
     int lock_waits_ = 0;                // consecutive starts delayed by a foreign lock
 };
 

@@ -54,6 +54,18 @@ TEST(CgroupTree, SetupMovesSelfAndEnablesControllers) {
               "+memory +pids +cpu");
 }
 
+TEST(CgroupTree, EnablesDmemWhereTheKernelOffersIt) {
+    testing::TempDir fs;
+    make_cgroup(fs, "svc", "cpu io memory pids dmem");
+    make_cgroup(fs, "svc/supervisor", "");
+    make_cgroup(fs, "svc/workers", "cpu memory pids dmem");
+    CgroupTree tree(fs.path() / "svc");
+    ASSERT_TRUE(tree.setup(4242).ok());
+    EXPECT_EQ(testing::slurp(fs.path() / "svc/cgroup.subtree_control"), "+memory +pids +cpu +dmem");
+    EXPECT_EQ(testing::slurp(fs.path() / "svc/workers/cgroup.subtree_control"),
+              "+memory +pids +cpu +dmem");
+}
+
 TEST(CgroupTree, AnAnchorHomeMovesTheAnchorsProcessIntoItsLeafAndLeavesTheDaemonWhereItIs) {
     testing::TempDir fs;
     make_cgroup(fs, "anchor-unit", "cpuset cpu io memory pids");

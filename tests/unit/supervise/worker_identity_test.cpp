@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <grp.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,6 +200,68 @@ TEST_F(WorkerIdentityTest, SwitchingFromASharedUserToItsOwnUidHandsItsWorkDirOve
     struct stat st;
     ASSERT_EQ(::stat((workdir("delta") / "notes").c_str(), &st), 0);
     EXPECT_EQ(std::to_string(st.st_uid), uid);
+}
+
+// Issue 30: an AMD or Intel card is used through its render node (and
+// ROCm's /dev/kfd), whose group a dynamic uid is not in; a worker given the
+// card gets those groups, and only those, through the real start.
+class GpuGroupsTest : public WorkerIdentityTest {
+  protected:
+    static constexpr gid_t kRender = 61911;
+    static constexpr gid_t kKfd = 61912;
+
+    void SetUp() override {
+        WorkerIdentityTest::SetUp();
+        if (IsSkipped()) return;
+        ctx_->paths.sysfs = dir_->mkdir("sys");
+        ctx_->paths.devfs = dir_->mkdir("dev");
+        dir_->mkdir("sys/class/drm/card1/device/drm/renderD128");
+        node("dev/dri/renderD128", kRender);
+        node("dev/kfd", kKfd);
+        GpuDevice amd;
+        amd.index = 1;
+        amd.vendor = "amd";
+        amd.uuid = "GPU-0123456789abcdef";
+        amd.pci_bus_id = "0000:03:00.0";
+        ctx_->gpu_devices = [amd]() -> Result<std::vector<GpuDevice>> {
+            return std::vector<GpuDevice>{amd};
+        };
+    }
+    void node(const std::string& rel, gid_t gid) {
+        fs::path p = dir_->path() / rel;
+        fs::create_directories(p.parent_path());
+        ASSERT_EQ(::mknod(p.c_str(), S_IFCHR | 0660, makedev(226, 128)), 0);
+        ASSERT_EQ(::chown(p.c_str(), 0, gid), 0);
+    }
+    WorkerSpec on_the_card(const std::string& name) const {
+        WorkerSpec spec = reporter(name);
+        spec.credentials.clear();
+        spec.command = {"/bin/sh", "-c",
+                        "id -G > \"$INFERVISOR_WORKDIR/uid.tmp\"; "
+                        "mv \"$INFERVISOR_WORKDIR/uid.tmp\" \"$INFERVISOR_WORKDIR/uid\"; "
+                        "exec sleep 1000"};
+        spec.gpu = GpuSpec{{"0000:03:00.0"}, std::nullopt};
+        return spec;
+    }
+};
+
+TEST_F(GpuGroupsTest, ADynamicWorkerOnAnAmdCardGetsItsRenderNodesAndKfdsGroupsOnly) {
+    supervisor_->apply(config({on_the_card("gamma")}));
+    wait_for_report("gamma");
+    auto who = resolve_identity(on_the_card("gamma"), ctx_->paths);
+    ASSERT_TRUE(who.ok()) << who.error().message();
+    EXPECT_EQ(report("gamma", "uid"), std::to_string(who->gid) + " " + std::to_string(kRender) +
+                                          " " + std::to_string(kKfd));
+}
+
+TEST_F(GpuGroupsTest, ARenderNodeOfRootsGroupIsAFailedStartNamingIt) {
+    ASSERT_EQ(::chown((dir_->path() / "dev/dri/renderD128").c_str(), 0, 0), 0);
+    supervisor_->apply(config({on_the_card("delta")}));
+    run_until_event("delta", K::start_failed);
+    const Event* failed = last("delta", K::start_failed);
+    EXPECT_THAT(failed->message, HasSubstr((dir_->path() / "dev/dri/renderD128").string()));
+    EXPECT_THAT(failed->message, HasSubstr("gid 0"));
+    EXPECT_FALSE(fs::exists(workdir("delta") / "uid"));
 }
 
 }  // namespace
