@@ -48,6 +48,9 @@ Result<void> add_group_of(const fs::path& node, const GpuDevice& d, std::vector<
     if (!S_ISCHR(st.st_mode))
         return plain_error(node.string() + " (the device node of " + card_text(d) +
                            ") is not a character device: its group is not given to the worker");
+    // Read and write for everyone (mode 0666, as some hosts set them): no
+    // group is needed.
+    if ((st.st_mode & (S_IROTH | S_IWOTH)) == (S_IROTH | S_IWOTH)) return {};
     if (st.st_gid == 0)
         return plain_error(node.string() + " (the device node of " + card_text(d) +
                            ") belongs to group root (gid 0), which is never given to a worker; "

@@ -13,7 +13,8 @@
 // <devfs>/kfd. Only these groups, never any other: the nodes are
 // lstat()ed (never followed) and must be character devices. A node that does
 // not exist (a card without a render node, no ROCm driver) adds nothing. A
-// node owned by root's group (gid 0) is an error: the worker would get
+// node that everyone may read and write (0666) needs no group and gives
+// none; one owned by root's group (gid 0) otherwise is an error: the worker would get
 // group root; a node that is not a character device is an error too. Both
 // name the node and the card. /sys and /dev are the kernel's and root's, never
 // a path a worker controls; the roots are parameters so that tests use a

@@ -82,6 +82,11 @@ TEST_F(GpuDeviceGroups, RootsGroupIsRefusedNamingTheNode) {
     EXPECT_THAT(g.error().message(), HasSubstr((fs_.path() / "dev/dri/renderD128").string()));
     EXPECT_THAT(g.error().message(), HasSubstr("gid 0"));
     EXPECT_THAT(g.error().message(), HasSubstr("card1"));
+    // A node everyone may read and write needs no group: none is given.
+    ASSERT_EQ(::chmod((fs_.path() / "dev/dri/renderD128").c_str(), 0666), 0);
+    g = groups({gpu(1, "intel")});
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    EXPECT_TRUE(g->empty());
 }
 
 TEST_F(GpuDeviceGroups, ASymlinkOrAFileIsNotFollowed) {
