@@ -46,6 +46,19 @@ class PolicyRunnerTest : public SupervisorFixture {
         auto end = std::chrono::steady_clock::now() + d;
         run_until([&] { return std::chrono::steady_clock::now() > end; });
     }
+    // A GpuWatch on the tests' stand-in NVML (tests/unit/gpu/fake_nvml.cpp)
+    // reading dir/nvml, written with `fixture` first; opened, its events in
+    // the test's journal, its cards the context's gpu_devices.
+    GpuWatch& fake_gpus(TempDir& dir, const std::string& fixture) {
+        const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
+        if (!fake) throw std::runtime_error("the tests' meson.build sets INFERVISOR_FAKE_NVML");
+        ::setenv("FAKE_NVML_FIXTURE", dir.write("nvml", fixture).c_str(), 1);
+        ctx_->paths.nvml_library = fake;
+        gpus_ = std::make_unique<GpuWatch>(io_, ctx_->paths, clock_, &ctx_->events);
+        open(*gpus_);
+        ctx_->gpu_devices = [this] { return gpus_->devices_for_start(); };
+        return *gpus_;
+    }
     // The first refresh() opens the GPU sources in the background.
     void open(GpuWatch& gpus) {
         gpus.refresh({}, Duration::zero());
@@ -56,9 +69,11 @@ class PolicyRunnerTest : public SupervisorFixture {
         // A test's GpuWatch is gone by now; the workers' restarts must not ask it.
         ctx_->gpu_devices = nullptr;
         ctx_->nvidia_memory_of = nullptr;
+        gpus_.reset();
         SupervisorFixture::TearDown();
     }
     std::unique_ptr<PolicyRunner> runner_;
+    std::unique_ptr<GpuWatch> gpus_;
 };
 
 TEST_F(PolicyRunnerTest, ARuleKillsTheWorkerAndParksIt) {
@@ -458,19 +473,13 @@ namespace {
 // its cgroup, and a gpu.memory rule on gpu.memory_max kills it. The start
 // gave it the card as CUDA_VISIBLE_DEVICES (its UUID, in PCI order).
 TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnItsCard) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr) << "the tests' meson.build sets INFERVISOR_FAKE_NVML";
     TempDir dir;
     const std::string device =
         "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
         "used=1073741824 util=5\n"
         "device 1 name=NVIDIA_H100 uuid=GPU-2222 pci=00000000:04:00.0 total=85899345920 "
         "used=0 util=0\n";
-    auto fixture = dir.write("nvml", device);
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_);
-    open(gpus);
+    GpuWatch& gpus = fake_gpus(dir, device);
     ASSERT_TRUE(gpus.active());
     ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
 
@@ -517,23 +526,18 @@ TEST_F(PolicyRunnerTest, AGpuMemoryRuleActsOnTheMemoryTheWorkersProcessHoldsOnIt
 // the driver fails the checkpoint, the release is undone and the worker only
 // frozen, which gives the card nothing: the ladder goes on to a kill.
 TEST_F(PolicyRunnerTest, AHostGpuRulePreemptsTheHolderOfTheTightCard) {
-    const char* nvml = std::getenv("INFERVISOR_FAKE_NVML");
     const char* cuda = std::getenv("INFERVISOR_FAKE_CUDA");
     const char* daemon = std::getenv("INFERVISOR_DAEMON");
-    ASSERT_TRUE(nvml && cuda && daemon) << "the tests' meson.build sets these";
+    ASSERT_TRUE(cuda && daemon) << "the tests' meson.build sets these";
     TempDir dir;
-    const std::string device =
-        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
-        "used=85362475008 util=90\n";  // 512 MiB free
-    ::setenv("FAKE_NVML_FIXTURE", dir.write("nvml", device).c_str(), 1);
-    ctx_->paths.nvml_library = nvml;
     const std::string library = (dir.path() / "libcuda.so.1").string();
     std::filesystem::copy_file(cuda, library);
     ctx_->paths.cuda_library = library;
     ctx_->paths.helper_program = daemon;
-    GpuWatch gpus(io_, ctx_->paths, clock_);
-    open(gpus);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    const std::string device =
+        "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 "
+        "used=85362475008 util=90\n";  // 512 MiB free
+    GpuWatch& gpus = fake_gpus(dir, device);
     ctx_->nvidia_memory_of = [&gpus](const std::string& cgroup) {
         return gpus.memory_on(cgroup, "nvidia", 1h);
     };
@@ -584,17 +588,10 @@ TEST_F(PolicyRunnerTest, AHostGpuRulePreemptsTheHolderOfTheTightCard) {
 // starts once the card answers again. The card's fault and its recovery are
 // journaled once each.
 TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr);
     TempDir dir;
-    auto fixture = dir.write("nvml",
-                             "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
-                             "total=85899345920 used=0 util=0\nlost 0\n");
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    open(gpus);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    GpuWatch& gpus = fake_gpus(dir,
+                               "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
+                               "total=85899345920 used=0 util=0\nlost 0\n");
     ASSERT_EQ(count("", K::gpu_fault), 1u);
     EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"), "GPU is lost (fallen off the bus)");
 
@@ -625,17 +622,10 @@ TEST_F(PolicyRunnerTest, AStartOnAMissingGpuFailsAndOnABrokenOneWaits) {
 // A card the driver no longer lists (fallen off the bus) is journaled and
 // kept as a card in error: a start on it waits rather than failing.
 TEST_F(PolicyRunnerTest, ACardThatVanishesIsAFaultAndAStartOnItWaits) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr);
     TempDir dir;
-    auto fixture = dir.write("nvml",
-                             "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
-                             "total=85899345920 used=0 util=0\n");
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    open(gpus);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    GpuWatch& gpus = fake_gpus(dir,
+                               "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 "
+                               "total=85899345920 used=0 util=0\n");
     EXPECT_EQ(count("", K::gpu_fault), 0u);
     dir.write("nvml", "");  // no device listed
     gpus.refresh({}, Duration::zero());
@@ -655,18 +645,11 @@ TEST_F(PolicyRunnerTest, ACardThatVanishesIsAFaultAndAStartOnItWaits) {
 // reset: it is in error, journaled with the reason, and a start on it waits
 // as on a lost card; a remap pending is the same. Healthy again: recovered.
 TEST_F(PolicyRunnerTest, ACardWithUncorrectedEccErrorsIsAFaultAndAStartOnItWaits) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr);
     TempDir dir;
     const std::string h100 =
         "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
         "util=0";
-    auto fixture = dir.write("nvml", h100 + " ecc=3\n");
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    open(gpus);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    GpuWatch& gpus = fake_gpus(dir, h100 + " ecc=3\n");
     ASSERT_EQ(count("", K::gpu_fault), 1u);
     EXPECT_EQ(field(*last("", K::gpu_fault), "GPU_FAULT"),
               "3 uncorrected ECC errors since the driver loaded (reset the GPU)");
@@ -691,17 +674,11 @@ TEST_F(PolicyRunnerTest, ACardWithUncorrectedEccErrorsIsAFaultAndAStartOnItWaits
 // Each Xid NVML reports is journaled once, with its meaning, and counted;
 // it does not put the card in error by itself.
 TEST_F(PolicyRunnerTest, AnXidIsJournaledOnceAndCounted) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr);
     TempDir dir;
     const std::string h100 =
         "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
         "util=0\n";
-    auto fixture = dir.write("nvml", h100);
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    open(gpus);
+    GpuWatch& gpus = fake_gpus(dir, h100);
     dir.write("nvml", h100 + "xid 0 79\n");
     gpus.refresh({}, Duration::zero());
     run_until_event("", K::gpu_xid);
@@ -727,18 +704,11 @@ TEST_F(PolicyRunnerTest, AnXidIsJournaledOnceAndCounted) {
 // library is closed, its cards stay listed in error and a start on one
 // waits; it is opened again every kReopenInterval, and the cards recover.
 TEST_F(PolicyRunnerOnFakeTime, AStaleNvmlIsClosedAndOpenedAgainAfterTheInterval) {
-    const char* fake = std::getenv("INFERVISOR_FAKE_NVML");
-    ASSERT_NE(fake, nullptr);
     TempDir dir;
     const std::string h100 =
         "device 0 name=NVIDIA_H100 uuid=GPU-1111 pci=00000000:03:00.0 total=85899345920 used=0 "
         "util=0\n";
-    auto fixture = dir.write("nvml", h100);
-    ::setenv("FAKE_NVML_FIXTURE", fixture.c_str(), 1);
-    ctx_->paths.nvml_library = fake;
-    GpuWatch gpus(io_, ctx_->paths, clock_, &ctx_->events);
-    open(gpus);
-    ctx_->gpu_devices = [&gpus] { return gpus.devices_for_start(); };
+    GpuWatch& gpus = fake_gpus(dir, h100);
     dir.write("nvml", h100 + "stale 18\n");
     gpus.refresh({}, Duration::zero());
     run_until_event("", K::gpu_fault);
