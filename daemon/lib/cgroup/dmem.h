@@ -27,7 +27,7 @@
 // the controller is there, a write refused) is an error that names the
 // region and the file.
 //
-// dmem.current is not the source of the per-worker GPU memory figure: DRM
+// dmem.current is not the first source of the per-worker GPU memory figure: DRM
 // fdinfo (gpu/drm_fdinfo.h) gives it per process and per card for every
 // amdgpu, i915 and xe card, whether or not dmem is delegated, and the rules,
 // the restart room and the metrics need it per card beside each card's own
@@ -35,8 +35,10 @@
 // counts the same buffers (both charge at allocation, in VRAM), but exists
 // only where the controller is delegated and the driver registers regions
 // (not every one does); mixing the two sources would make a worker's figure
-// jump as the controller comes and goes. read_dmem_current() is here for
-// the moment a driver lacks fdinfo memory stats.
+// jump as the controller comes and goes. read_dmem_current() fills in, card
+// by card, what fdinfo does not show (a driver without fdinfo memory stats,
+// a process whose fdinfo could not be read): services/gpu_watch.h
+// add_dmem_use().
 #pragma once
 
 #include <cstdint>

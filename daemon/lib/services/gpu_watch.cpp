@@ -273,8 +273,35 @@ bool GpuWatch::fresh(Duration max_age) const {
     return last_ && clock_.now() - last_->time <= max_age;
 }
 
+void add_dmem_use(WorkerSample& sample, const GpuSnapshot& snapshot,
+                  const std::vector<DmemRegion>& dmem) {
+    for (const DmemRegion& region : dmem) {
+        // "drm/0000:03:00.0/vram0": the card, then the region's own name.
+        std::string_view name = region.name;
+        if (region.bytes == 0 || !name.starts_with("drm/")) continue;
+        name.remove_prefix(4);
+        auto slash = name.find('/');
+        if (slash == std::string_view::npos || !name.substr(slash + 1).starts_with("vram"))
+            continue;
+        std::string pci(name.substr(0, slash));
+        auto seen = std::find_if(sample.gpu_devices.begin(), sample.gpu_devices.end(),
+                                 [&](const WorkerGpuDeviceUse& u) { return u.pci_bus_id == pci; });
+        if (seen != sample.gpu_devices.end()) continue;
+        auto card = std::find_if(snapshot.devices.begin(), snapshot.devices.end(),
+                                 [&](const GpuDevice& d) { return d.pci_bus_id == pci; });
+        if (card == snapshot.devices.end()) continue;
+        // A worker with nothing on its cards until now had their totals.
+        if (sample.gpu_devices.empty()) sample.gpu_device_memory.reset();
+        sample.gpu_devices.push_back({pci, region.bytes});
+        sample.gpu_memory = sample.gpu_memory.value_or(0) + region.bytes;
+        if (card->memory_total)
+            sample.gpu_device_memory = sample.gpu_device_memory.value_or(0) + *card->memory_total;
+    }
+}
+
 void GpuWatch::fill(WorkerSample& sample, std::string_view cgroup,
-                    const std::optional<GpuSpec>& spec, Duration max_age) const {
+                    const std::optional<GpuSpec>& spec, Duration max_age,
+                    const std::vector<DmemRegion>& dmem) const {
     if (spec) sample.gpu_memory_max = spec->memory_max;
     if (!fresh(max_age)) return;
     WorkerGpuUse use = use_of(*last_, cgroup);
@@ -289,6 +316,7 @@ void GpuWatch::fill(WorkerSample& sample, std::string_view cgroup,
                 d && d->memory_total)
                 sample.gpu_device_memory = sample.gpu_device_memory.value_or(0) + *d->memory_total;
     }
+    add_dmem_use(sample, last_->snapshot, dmem);
 }
 
 std::optional<uint64_t> GpuWatch::memory_on(std::string_view cgroup, std::string_view vendor,

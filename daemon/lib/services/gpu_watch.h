@@ -61,6 +61,7 @@
 #include "base/clock.h"
 #include "base/paths.h"
 #include "base/result.h"
+#include "cgroup/dmem.h"
 #include "gpu/gpu_spec.h"
 #include "gpu/gpu_usage.h"
 #include "journal/event_bus.h"
@@ -85,6 +86,8 @@ class GpuWatch {
 
     // Whether any source is open; whether the first open has finished.
     bool active() const { return nvml_ != nullptr || drm_ != nullptr; }
+    // Whether AMD or Intel cards are read (the ones dmem regions are for).
+    bool reads_drm() const { return drm_ != nullptr; }
     bool opened() const { return opened_; }
 
     // Opens the sources (the first call; then every kReopenInterval while
@@ -104,8 +107,12 @@ class GpuWatch {
     Result<std::vector<GpuDevice>> devices_for_start() const;
 
     // The worker in `cgroup` (relative to the cgroup2 mount, leading '/').
+    // `dmem`: the worker's dmem.current (cgroup/dmem.h), where the kernel has
+    // the controller: what it charges on a card that the processes' fdinfo
+    // does not show (a driver without fdinfo memory stats, a process whose
+    // fdinfo could not be read) counts as the worker's (add_dmem_use()).
     void fill(WorkerSample& sample, std::string_view cgroup, const std::optional<GpuSpec>& spec,
-              Duration max_age) const;
+              Duration max_age, const std::vector<DmemRegion>& dmem = {}) const;
     void fill(HostSample& sample, Duration max_age) const;
     // What the processes of `cgroup` hold on the devices of `vendor`
     // ("nvidia") at the last reading; empty when there is none younger
@@ -161,6 +168,14 @@ class GpuWatch {
     // Last: its destructor waits for the job that uses nvml_.
     BackgroundWork background_;
 };
+
+// dmem.current's VRAM regions ("drm/<pci>/vram*") on the cards of
+// `snapshot` that `sample` shows no use of: added to sample.gpu_devices and
+// gpu_memory (and the card's total to gpu_device_memory). A card the
+// processes' fdinfo shows keeps fdinfo's figure: one source per card, so a
+// figure does not jump between the two.
+void add_dmem_use(WorkerSample& sample, const GpuSnapshot& snapshot,
+                  const std::vector<DmemRegion>& dmem);
 
 // One reading: NVML's snapshot, DRM's for the processes of `worker_cgroups`,
 // each process tagged with its cgroup. Runs on the background thread.

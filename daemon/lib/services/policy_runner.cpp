@@ -291,7 +291,14 @@ void PolicyRunner::evaluate_now() {
         supervisor_.workdir_monitor().fill_sample(w->name(), sample);
         if (w->spec().watchdog.count() > 0) sample.watchdog_interval = w->spec().watchdog;
         engine_scrapes_.take(w->name(), sample, interval_);
-        if (gpus_) gpus_->fill(sample, cgroup_in_proc(*w), w->spec().gpu, gpu_max_age());
+        if (gpus_) {
+            // dmem.current where the kernel has it (Linux 6.14+) and AMD or
+            // Intel cards are read: their regions (services/gpu_watch.h).
+            std::vector<DmemRegion> dmem;
+            if (gpus_->reads_drm())
+                if (auto read = read_dmem_current(w->cgroup())) dmem = std::move(*read);
+            gpus_->fill(sample, cgroup_in_proc(*w), w->spec().gpu, gpu_max_age(), dmem);
+        }
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);
         facts.unload_bound = w->unload_bound();
