@@ -46,7 +46,11 @@ fresh_daemon() {
 	# after the cursor).
 	ivd_cursor=$(journalctl -q -n 1 --show-cursor | sed -n 's/^-- cursor: //p')
 	[[ -n $ivd_cursor ]] || { echo "no journal cursor" >&2; return 1; }
-	export ivd_cursor
+	# And the kernel's clock now: a kernel line journald reads late (it was
+	# slow under the memory pressure of the scenario before) is after the
+	# cursor but not of this scenario (kernel_oom_kills).
+	ivd_since_kernel_usec=$(awk '{ printf "%d", $1 * 1000000 }' /proc/uptime)
+	export ivd_cursor ivd_since_kernel_usec
 	systemctl start infervisord
 	wait_until 120 service_active
 }
@@ -107,10 +111,18 @@ event_field() {
 }
 
 # kernel_oom_kills [WORKER]: kernel oom-kill lines since fresh_daemon, for
-# the worker's memcg, or all of them.
+# the worker's memcg, or all of them. By the kernel's own time of each line
+# (_SOURCE_MONOTONIC_TIMESTAMP), not only the journal's order: the global
+# OOM kill that ended the scenario before may reach the journal after this
+# one's cursor. A line without the kernel's time counts.
 kernel_oom_kills() {
-	journalctl -k -q --no-pager --cursor="$ivd_cursor" |
-		grep -c "oom-kill:${1:+.*oom_memcg=/system.slice/$ivd_workers_unit/workers/$1}" || true
+	local pattern="oom-kill:${1:+.*oom_memcg=/system.slice/$ivd_workers_unit/workers/$1}"
+	journalctl -k -q --no-pager --cursor="$ivd_cursor" -o export |
+		awk -v since="${ivd_since_kernel_usec:-0}" -v pattern="$pattern" '
+			/^_SOURCE_MONOTONIC_TIMESTAMP=/ { t = substr($0, 29) + 0 }
+			/^MESSAGE=/ { m = substr($0, 9) }
+			/^$/ { if (m ~ pattern && (t == 0 || t >= since)) n++; t = 0; m = "" }
+			END { if (m ~ pattern && (t == 0 || t >= since)) n++; print n + 0 }'
 }
 
 served_count() { # WORKER
