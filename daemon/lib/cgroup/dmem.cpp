@@ -29,6 +29,11 @@ std::string_view region_memory(std::string_view region) {
 
 }  // namespace
 
+std::string_view vram_region_card(std::string_view region) {
+    std::string_view card = region_card(region);
+    return region_memory(region).starts_with("vram") ? card : std::string_view{};
+}
+
 std::vector<DmemRegion> parse_dmem_regions(std::string_view text) {
     std::vector<DmemRegion> out;
     while (!text.empty() && out.size() < kMaxRegions) {
@@ -51,8 +56,8 @@ std::vector<std::string> vram_regions(const std::vector<DmemRegion>& regions,
                                       const std::vector<std::string>& pci_bus_ids) {
     std::vector<std::string> out;
     for (const auto& r : regions) {
-        std::string_view card = region_card(r.name);
-        if (card.empty() || !region_memory(r.name).starts_with("vram")) continue;
+        std::string_view card = vram_region_card(r.name);
+        if (card.empty()) continue;
         if (!pci_bus_ids.empty() &&
             std::find(pci_bus_ids.begin(), pci_bus_ids.end(), card) == pci_bus_ids.end())
             continue;

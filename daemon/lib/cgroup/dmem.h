@@ -64,6 +64,10 @@ struct DmemRegion {
 // a region and a number is skipped.
 std::vector<DmemRegion> parse_dmem_regions(std::string_view text);
 
+// The card of a VRAM region: "0000:03:00.0" of "drm/0000:03:00.0/vram0";
+// empty for any other region (gtt, a name that is not drm's).
+std::string_view vram_region_card(std::string_view region);
+
 // The VRAM regions ("drm/<pci>/vram*") of the cards whose PCI addresses
 // (lower case, "0000:03:00.0") are `pci_bus_ids`; of every card when empty.
 // In the order of `regions`.

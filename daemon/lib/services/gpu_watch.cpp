@@ -276,14 +276,8 @@ bool GpuWatch::fresh(Duration max_age) const {
 void add_dmem_use(WorkerSample& sample, const GpuSnapshot& snapshot,
                   const std::vector<DmemRegion>& dmem) {
     for (const DmemRegion& region : dmem) {
-        // "drm/0000:03:00.0/vram0": the card, then the region's own name.
-        std::string_view name = region.name;
-        if (region.bytes == 0 || !name.starts_with("drm/")) continue;
-        name.remove_prefix(4);
-        auto slash = name.find('/');
-        if (slash == std::string_view::npos || !name.substr(slash + 1).starts_with("vram"))
-            continue;
-        std::string pci(name.substr(0, slash));
+        std::string pci(vram_region_card(region.name));
+        if (region.bytes == 0 || pci.empty()) continue;
         auto seen = std::find_if(sample.gpu_devices.begin(), sample.gpu_devices.end(),
                                  [&](const WorkerGpuDeviceUse& u) { return u.pci_bus_id == pci; });
         if (seen != sample.gpu_devices.end()) continue;
