@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <pwd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -150,6 +151,10 @@ Result<LockedMemory> lock_own_memory() {
     ::mallopt(M_ARENA_MAX, 1);
     ::mallopt(M_MMAP_THRESHOLD, kOwnMappingBytes);
     ::mallopt(M_TRIM_THRESHOLD, kOwnMappingBytes);
+    // A transparent huge page would pin 2 MiB where the daemon touched a few
+    // pages of a thread's stack or of a large block (VM 102 once saw two).
+    if (::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
+        return errno_error("prctl(PR_SET_THP_DISABLE)");
     load_user_lookup_modules();
     // Single-threaded here, so no other code runs while its pages go.
     std::size_t dropped = drop_clean_file_pages();

@@ -67,7 +67,11 @@ struct LockedMemory {
 // with brk; a thread's arena could only madvise, which does nothing here),
 // trimmed above 128 KiB, and blocks of 128 KiB or more get mappings of their
 // own, unmapped when freed. Memory used for a moment (a large reply, a
-// thread's work) does not stay locked.
+// thread's work) does not stay locked. Transparent huge pages are off for
+// the daemon (PR_SET_THP_DISABLE; its children get the host's setting back,
+// process/child_setup.cpp): on a host that has them always on, the first
+// touch of a thread's stack or of a large block could fault in, and pin, a
+// 2 MiB page where the daemon uses a few KiB.
 Result<LockedMemory> lock_own_memory();
 
 // What of this process is pinned now, in bytes: the Rss of each mapping

@@ -178,6 +178,9 @@ void run_child(const ChildPlan& plan, bool join) noexcept {
     // usual 0022, as a systemd service would.
     ::umask(0022);
     set_oom_score_adj(plan);
+    // The daemon runs without transparent huge pages (app/memory_lock.h), a
+    // setting fork and execve pass on: a worker gets the host's own.
+    (void)::prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
     install_stdio(plan);
     if (plan.private_tmp_tree >= 0) set_up_private_tmp(plan);
     set_rlimits(plan);

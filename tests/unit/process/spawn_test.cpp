@@ -280,6 +280,16 @@ TEST(Spawn, NoNewPrivilegesIsSetUnlessDisabled) {
     EXPECT_EQ(status_line(finished->output, "NoNewPrivs"), "NoNewPrivs:\t0");
 }
 
+// The daemon turns transparent huge pages off for itself; its children get
+// the host's setting back.
+TEST(Spawn, AChildDoesNotInheritTheDaemonsHugePageOptOut) {
+    ASSERT_EQ(::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0), 0);
+    auto finished = run_captured(command({"/bin/cat", "/proc/self/status"}));
+    ::prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(status_line(finished->output, "THP_enabled"), "THP_enabled:\t1");
+}
+
 TEST(Spawn, WorkersNeverGetTheSupervisorsOwnCapabilities) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to hold capabilities to drop";
     if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 1)
