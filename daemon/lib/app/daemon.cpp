@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -13,6 +12,7 @@
 
 #include "app/memory_lock.h"
 #include "app/reexec.h"
+#include "app/service_notify.h"
 #include "app/systemd_manager.h"
 #include "app/workers_home.h"
 #include "base/file_io.h"
@@ -53,7 +53,10 @@ void apply_overrides(const DaemonOptions& o, DaemonSettings& d) {
     if (o.state_dir) d.state_dir = *o.state_dir;
 }
 
-void notify_systemd(const std::string& state) { sd_notify(0, state.c_str()); }
+void notify_systemd(const std::string& state) {
+    if (auto sent = notify_service_manager(state); !sent)
+        spdlog::warn("cannot notify systemd: {}", sent.error().message());
+}
 
 Result<void> make_runtime_dirs(const Paths& paths) {
     for (const fs::path& dir : {paths.runtime_dir, paths.runtime_dir / "notify", paths.state_dir}) {
@@ -138,7 +141,7 @@ Result<void> Daemon::set_up_cgroups() {
     auto mount = find_cgroup2_mount(*mountinfo);
     if (!mount) return mount.error();
     cgroup_mount_ = *mount;
-    auto home = find_workers_home(config_.daemon.cgroup_root, cgroup_mount_, paths_.procfs);
+    auto home = find_workers_home(config_.daemon.cgroup_root, cgroup_mount_, paths_);
     if (!home) return home.error();
     tree_ = std::make_unique<CgroupTree>(home->root, home->home);
     spdlog::info("cgroup root {} ({})", home->root.string(),
@@ -154,9 +157,9 @@ Result<void> Daemon::set_up_cgroups() {
 // kill, no answer) stops them.
 bool Daemon::terminating_for_restart() const {
     if (!tree_->outlives_daemon()) return false;
-    auto unit = own_systemd_unit();
+    auto unit = own_systemd_unit(paths_.procfs);
     if (!unit) return false;
-    auto state = systemd_unit_state(*unit);
+    auto state = systemd_unit_state(paths_.unit_state, *unit);
     if (!state) {
         spdlog::warn("SIGTERM: cannot ask systemd whether this is a restart ({}); stopping",
                      state.error().message());
@@ -417,8 +420,9 @@ void Daemon::shut_down() {
 // late by more than its interval means something blocked the loop: that is
 // logged, since it is a bug and the next one may be the watchdog's kill.
 void Daemon::keep_watchdog_fed() {
-    uint64_t usec = 0;
-    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    auto watchdog = service_watchdog_interval();
+    if (!watchdog) return;
+    uint64_t usec = static_cast<uint64_t>(watchdog->count());
     notify_systemd("WATCHDOG=1");
     auto interval = std::chrono::microseconds(usec / 6);
     auto due = std::chrono::steady_clock::now() + interval;

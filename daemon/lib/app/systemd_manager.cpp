@@ -1,146 +1,92 @@
 #include "app/systemd_manager.h"
 
-#include <systemd/sd-bus.h>
-#include <systemd/sd-login.h>
+#include <string>
+#include <vector>
 
-#include <cstdlib>
-#include <memory>
+#include "base/file_io.h"
+#include "process/helper_process.h"
 
 namespace infervisor {
 
 namespace {
 
-constexpr const char* kDestination = "org.freedesktop.systemd1";
-constexpr const char* kManagerPath = "/org/freedesktop/systemd1";
-constexpr const char* kUnitInterface = "org.freedesktop.systemd1.Unit";
-
-struct BusUnref {
-    void operator()(sd_bus* bus) const { sd_bus_flush_close_unref(bus); }
-};
-using Bus = std::unique_ptr<sd_bus, BusUnref>;
-
-struct ErrorGuard {
-    sd_bus_error error = SD_BUS_ERROR_NULL;
-    ~ErrorGuard() { sd_bus_error_free(&error); }
-    Error as_error(const std::string& what, int r) const {
-        std::string detail = error.message ? error.message : "";
-        errno = -r;
-        return detail.empty() ? errno_error(what) : plain_error(what + ": " + detail);
-    }
-};
-
-struct MessageUnref {
-    void operator()(sd_bus_message* m) const { sd_bus_message_unref(m); }
-};
-using Message = std::unique_ptr<sd_bus_message, MessageUnref>;
-
-// PID 1's private socket first (root only; works without a D-Bus broker).
-Result<Bus> connect() {
-    sd_bus* raw = nullptr;
-    int r = sd_bus_new(&raw);
-    if (r < 0) {
-        errno = -r;
-        return errno_error("sd_bus_new");
-    }
-    Bus bus(raw);
-    if (sd_bus_set_address(raw, "unix:path=/run/systemd/private") >= 0 && sd_bus_start(raw) >= 0) {
-        sd_bus_set_method_call_timeout(raw, std::chrono::microseconds(kCallTimeout).count());
-        return bus;
-    }
-    bus.reset();
-    r = sd_bus_open_system(&raw);
-    if (r < 0) {
-        errno = -r;
-        return errno_error("connect to the system bus");
-    }
-    bus.reset(raw);
-    sd_bus_set_method_call_timeout(raw, std::chrono::microseconds(kCallTimeout).count());
-    return bus;
-}
-
-Result<std::string> string_property(sd_bus* bus, const std::string& path, const char* interface,
-                                    const char* property) {
-    ErrorGuard e;
-    char* value = nullptr;
-    int r = sd_bus_get_property_string(bus, kDestination, path.c_str(), interface, property,
-                                       &e.error, &value);
-    if (r < 0) return e.as_error(std::string("get ") + property + " of " + path, r);
-    std::string out = value ? value : "";
-    std::free(value);
-    return out;
-}
-
-// The object path of a loaded unit (LoadUnit: loads it if it is not yet).
-Result<std::string> unit_path(sd_bus* bus, const std::string& unit) {
-    ErrorGuard e;
-    sd_bus_message* raw = nullptr;
-    int r = sd_bus_call_method(bus, kDestination, kManagerPath, "org.freedesktop.systemd1.Manager",
-                               "LoadUnit", &e.error, &raw, "s", unit.c_str());
-    if (r < 0) return e.as_error("load unit " + unit, r);
-    Message reply(raw);
-    const char* path = nullptr;
-    r = sd_bus_message_read(raw, "o", &path);
-    if (r < 0) {
-        errno = -r;
-        return errno_error("read the reply to LoadUnit " + unit);
-    }
-    return std::string(path);
-}
-
-// The type of the unit's pending job, or "" when it has none.
-Result<std::string> job_type(sd_bus* bus, const std::string& unit_object) {
-    ErrorGuard e;
-    sd_bus_message* raw = nullptr;
-    int r = sd_bus_get_property(bus, kDestination, unit_object.c_str(), kUnitInterface, "Job",
-                                &e.error, &raw, "(uo)");
-    if (r < 0) return e.as_error("get Job of " + unit_object, r);
-    Message reply(raw);
-    uint32_t id = 0;
-    const char* job = nullptr;
-    r = sd_bus_message_read(raw, "(uo)", &id, &job);
-    if (r < 0) {
-        errno = -r;
-        return errno_error("read Job of " + unit_object);
-    }
-    if (id == 0 || !job) return std::string();
-    return string_property(bus, job, "org.freedesktop.systemd1.Job", "JobType");
+// The unit types a cgroup below the slices can belong to.
+bool names_a_unit(std::string_view name) {
+    for (std::string_view type : {".service", ".scope", ".socket", ".mount", ".swap"})
+        if (name.size() > type.size() && name.ends_with(type)) return true;
+    return false;
 }
 
 }  // namespace
 
-Result<UnitState> systemd_unit_state(const std::string& unit) {
-    auto bus = connect();
-    if (!bus) return bus.error();
-    auto path = unit_path(bus->get(), unit);
-    if (!path) return path.error();
+Result<UnitState> parse_unit_state(std::string_view answer) {
     UnitState state;
-    auto active = string_property(bus->get(), *path, kUnitInterface, "ActiveState");
-    if (!active) return active.error();
-    state.active_state = *active;
-    // ControlGroup is on the Service/Scope/Slice interface, not on Unit.
-    std::string type_interface =
-        std::string("org.freedesktop.systemd1.") + (unit.ends_with(".scope")   ? "Scope"
-                                                    : unit.ends_with(".slice") ? "Slice"
-                                                                               : "Service");
-    auto cgroup = string_property(bus->get(), *path, type_interface.c_str(), "ControlGroup");
-    if (!cgroup) return cgroup.error();
-    state.control_group = *cgroup;
-    auto job = job_type(bus->get(), *path);
-    if (!job) return job.error();
-    state.job_type = *job;
+    bool active = false, cgroup = false, job = false;
+    while (!answer.empty()) {
+        std::size_t end = answer.find('\n');
+        std::string_view line = answer.substr(0, end);
+        answer.remove_prefix(end == std::string_view::npos ? answer.size() : end + 1);
+        std::size_t equals = line.find('=');
+        if (equals == std::string_view::npos) continue;
+        std::string_view key = line.substr(0, equals), value = line.substr(equals + 1);
+        if (key == "ActiveState") {
+            state.active_state = value;
+            active = true;
+        } else if (key == "ControlGroup") {
+            state.control_group = value;
+            cgroup = true;
+        } else if (key == "JobType") {
+            state.job_type = value;
+            job = true;
+        }
+    }
+    if (!active || !cgroup || !job)
+        return plain_error(
+            "infervisor-unit-state's answer lacks ActiveState, ControlGroup or JobType");
     return state;
 }
 
-Result<std::string> own_systemd_unit() {
-    char* unit = nullptr;
-    int r = sd_pid_get_unit(0, &unit);
-    if (r < 0) {
-        errno = -r;
-        return errno_error("find this process's systemd unit");
+Result<UnitState> systemd_unit_state(const std::filesystem::path& program,
+                                     const std::string& unit) {
+    HelperRequest request;
+    request.argv = {program.string(), unit};
+    request.deadline = kUnitStateDeadline;
+    request.max_output = 16 << 10;
+    auto result = run_helper(request);
+    if (!result.ok())
+        return plain_error("ask systemd about " + unit + ": " + program.string() + " " +
+                           result.describe(request));
+    return parse_unit_state(result.output);
+}
+
+Result<std::string> unit_of_cgroup(std::string_view path) {
+    std::string_view rest = path;
+    while (!rest.empty()) {
+        while (rest.starts_with('/')) rest.remove_prefix(1);
+        std::string_view name = rest.substr(0, rest.find('/'));
+        rest.remove_prefix(name.size());
+        if (name.empty()) break;
+        if (name.ends_with(".slice")) continue;
+        if (names_a_unit(name)) return std::string(name);
+        break;
     }
-    std::string out = unit;
-    std::free(unit);
-    return out;
+    return plain_error("cgroup " + std::string(path) + " belongs to no systemd unit");
+}
+
+Result<std::string> own_systemd_unit(const std::filesystem::path& procfs) {
+    auto file = procfs / "self" / "cgroup";
+    auto text = read_file(file);
+    if (!text) return plain_error("find this process's systemd unit: " + text.error().message());
+    // cgroup v2's line: "0::/system.slice/infervisord.service".
+    std::string_view rest(*text);
+    while (!rest.empty()) {
+        std::size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        if (line.starts_with("0::")) return unit_of_cgroup(line.substr(3));
+    }
+    return plain_error("find this process's systemd unit: " + file.string() +
+                       " has no cgroup v2 line");
 }
 
 }  // namespace infervisor

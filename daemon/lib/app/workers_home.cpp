@@ -23,8 +23,9 @@ void warn_unless_delegated(const fs::path& root, const char* remedy) {
 }
 
 // The anchor unit's cgroup, if the unit is active; otherwise why not.
-Result<fs::path> anchor_cgroup(const std::string& unit, const fs::path& cgroup_mount) {
-    auto state = systemd_unit_state(unit);
+Result<fs::path> anchor_cgroup(const fs::path& program, const std::string& unit,
+                               const fs::path& cgroup_mount) {
+    auto state = systemd_unit_state(program, unit);
     if (!state) return state.error();
     if (state->active_state != "active" || state->control_group.empty())
         return plain_error(unit + " is " + state->active_state);
@@ -34,10 +35,10 @@ Result<fs::path> anchor_cgroup(const std::string& unit, const fs::path& cgroup_m
 }  // namespace
 
 Result<WorkersHome> find_workers_home(const fs::path& cgroup_root, const fs::path& cgroup_mount,
-                                      const fs::path& procfs) {
+                                      const Paths& paths) {
     if (!cgroup_root.empty()) return WorkersHome{cgroup_root, CgroupTree::Home::own};
     if (const char* unit = std::getenv(kWorkersUnitEnv); unit && *unit) {
-        auto anchor = anchor_cgroup(unit, cgroup_mount);
+        auto anchor = anchor_cgroup(paths.unit_state, unit, cgroup_mount);
         if (anchor) {
             warn_unless_delegated(*anchor, "its unit needs Delegate=yes");
             return WorkersHome{*anchor, CgroupTree::Home::anchor};
@@ -47,7 +48,7 @@ Result<WorkersHome> find_workers_home(const fs::path& cgroup_root, const fs::pat
             "and end when the daemon's process does (kill -9, watchdog, restart)",
             unit, anchor.error().message());
     }
-    auto own = discover_own_cgroup(procfs);
+    auto own = discover_own_cgroup(paths.procfs);
     if (!own) return own.error();
     fs::path root = CgroupTree::root_from_own_cgroup(*own);
     warn_unless_delegated(root,

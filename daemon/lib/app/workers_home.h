@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/paths.h"
 #include "base/result.h"
 #include "cgroup/cgroup_tree.h"
 
@@ -25,9 +26,10 @@ struct WorkersHome {
 };
 
 // `cgroup_root`: the configured one ("" if none); `cgroup_mount`: where
-// cgroup2 is mounted; `procfs`: normally /proc.
+// cgroup2 is mounted; `paths`: its procfs and the program that asks systemd
+// (Paths::unit_state).
 Result<WorkersHome> find_workers_home(const std::filesystem::path& cgroup_root,
                                       const std::filesystem::path& cgroup_mount,
-                                      const std::filesystem::path& procfs);
+                                      const Paths& paths);
 
 }  // namespace infervisor

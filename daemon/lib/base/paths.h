@@ -32,6 +32,9 @@ struct Paths {
     // own so that OpenSSL stays out of the daemon (probe/tls_relay.h); tests
     // run the one they built.
     std::filesystem::path tls_relay = INFERVISOR_TLS_RELAY;
+    // What the daemon asks systemd through (app/systemd_manager.h), a
+    // program of its own so that libsystemd stays out of the daemon.
+    std::filesystem::path unit_state = INFERVISOR_UNIT_STATE;
 };
 
 }  // namespace infervisor

@@ -1,18 +1,16 @@
 #include "journal/journal_writer.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/uio.h>
-#include <systemd/sd-journal.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "journal/journal_socket.h"
+
 namespace infervisor {
 
-bool JournalWriter::journal_available() {
-    return ::access("/run/systemd/journal/socket", W_OK) == 0;
-}
+bool JournalWriter::journal_available() { return ::access(kJournalSocket, W_OK) == 0; }
 
 namespace {
 
@@ -44,10 +42,8 @@ void JournalWriter::write(const Event& event) const {
     if (!event.worker.empty()) fields.push_back("INFERVISOR_WORKER=" + event.worker);
     for (const auto& [key, value] : event.fields)
         fields.push_back("INFERVISOR_" + key + "=" + value);
-    std::vector<iovec> iov;
-    for (auto& f : fields) iov.push_back({f.data(), f.size()});
-    int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
-    if (r < 0) spdlog::warn("journal write failed ({}): {}", -r, describe(event));
+    if (auto sent = send_journal_entry(fields); !sent)
+        spdlog::warn("journal write failed ({}): {}", sent.error().message(), describe(event));
 }
 
 }  // namespace infervisor

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <syslog.h>
-#include <systemd/sd-journal.h>
 
 #include <algorithm>
 
@@ -20,6 +19,7 @@
 #include "cgroup/cgroup_limits.h"
 #include "cgroup/dmem.h"
 #include "gpu/gpu_device_groups.h"
+#include "journal/journal_socket.h"
 #include "notify/notify_message.h"
 #include "policy/metrics.h"
 #include "process/pidfd.h"
@@ -365,11 +365,12 @@ Result<fs::path> Worker::prepare_credentials_and_notify(const WorkerIdentity& wh
 UniqueFd Worker::open_output() {
     UniqueFd output;
     if (ctx_.output_to_journal) {
-        output.reset(
-            sd_journal_stream_fd(("infervisor-worker-" + spec_.name).c_str(), LOG_INFO, 1));
-        if (!output)
-            spdlog::warn("{}: no journal stream for its output; using the daemon's stderr",
-                         spec_.name);
+        auto stream = open_journal_stream("infervisor-worker-" + spec_.name, LOG_INFO);
+        if (stream)
+            output = std::move(*stream);
+        else
+            spdlog::warn("{}: no journal stream for its output ({}); using the daemon's stderr",
+                         spec_.name, stream.error().message());
     }
     return output;
 }

@@ -31,7 +31,8 @@ TEST(WorkersHome, AConfiguredRootIsUsedAsGivenWithTheDaemonInIt) {
     EnvGuard env("infervisor-workers.service");
     testing::TempDir procfs;
     fake_procfs(procfs, "/system.slice/infervisord.service");
-    auto home = find_workers_home("/sys/fs/cgroup/mine", "/sys/fs/cgroup", procfs.path());
+    auto home =
+        find_workers_home("/sys/fs/cgroup/mine", "/sys/fs/cgroup", Paths{.procfs = procfs.path()});
     ASSERT_TRUE(home.ok()) << home.error().message();
     EXPECT_EQ(home->root, "/sys/fs/cgroup/mine");
     EXPECT_EQ(home->home, CgroupTree::Home::own);
@@ -41,7 +42,7 @@ TEST(WorkersHome, WithoutAWorkersUnitTheDaemonsOwnCgroupOrItsSupervisorLeafsPare
     EnvGuard env(nullptr);
     testing::TempDir procfs;
     fake_procfs(procfs, "/system.slice/infervisord.service/supervisor");
-    auto home = find_workers_home("", "/sys/fs/cgroup", procfs.path());
+    auto home = find_workers_home("", "/sys/fs/cgroup", Paths{.procfs = procfs.path()});
     ASSERT_TRUE(home.ok()) << home.error().message();
     EXPECT_EQ(home->root, "/sys/fs/cgroup/system.slice/infervisord.service");
     EXPECT_EQ(home->home, CgroupTree::Home::own);
@@ -53,7 +54,7 @@ TEST(WorkersHome, AWorkersUnitThatIsNotActiveFallsBackToTheDaemonsOwnCgroup) {
     EnvGuard env("infervisor-test-no-such-unit-4711.service");
     testing::TempDir procfs;
     fake_procfs(procfs, "/system.slice/infervisord.service");
-    auto home = find_workers_home("", "/sys/fs/cgroup", procfs.path());
+    auto home = find_workers_home("", "/sys/fs/cgroup", Paths{.procfs = procfs.path()});
     ASSERT_TRUE(home.ok()) << home.error().message();
     EXPECT_EQ(home->root, "/sys/fs/cgroup/system.slice/infervisord.service");
     EXPECT_EQ(home->home, CgroupTree::Home::own);
