@@ -44,6 +44,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// How often the daemon gives back what its user lookups mapped of the NSS
+// modules: a lookup comes with a worker's start, and rarely otherwise.
+constexpr std::chrono::seconds kUnlockedCodeRelease{10};
+
 ConfigSource source_of(const DaemonOptions& o) { return {o.config_file, o.workers_dir}; }
 
 void apply_overrides(const DaemonOptions& o, DaemonSettings& d) {
@@ -74,7 +78,8 @@ class Daemon {
         : options_(options),
           config_(std::move(config)),
           signals_(io_, SIGTERM, SIGINT, SIGHUP),
-          watchdog_(io_) {
+          watchdog_(io_),
+          unlocked_code_timer_(io_) {
         signals_.add(SIGUSR2);
     }
 
@@ -101,12 +106,17 @@ class Daemon {
     void stop_watching();
     void reexec_for_upgrade();
     void keep_watchdog_fed();
+    // Every kUnlockedCodeRelease: what the user lookups mapped of the NSS
+    // modules leaves the daemon's RSS again (app/memory_lock.h).
+    void release_unlocked_code_now_and_then();
 
     const DaemonOptions& options_;
     Config config_;
     asio::io_context io_;
     asio::signal_set signals_;
     asio::steady_timer watchdog_;
+    asio::steady_timer unlocked_code_timer_;
+    std::vector<AddressRange> unlocked_code_;
     SteadyClock clock_{io_};
     EventBus events_;
     Paths paths_;
@@ -171,13 +181,14 @@ bool Daemon::terminating_for_restart() const {
 }
 
 int Daemon::run() {
-    if (auto locked = lock_own_memory())
+    if (auto locked = lock_own_memory()) {
         spdlog::info(
             "memory locked: the daemon's code ({} KiB) is pinned in RAM, what else it "
             "uses is pinned as it is used (mlockall, MCL_ONFAULT; {} KiB of read-only file "
             "mappings unmapped first)",
             locked->own_code_bytes >> 10, locked->dropped_bytes >> 10);
-    else
+        unlocked_code_ = std::move(locked->unlocked_code);
+    } else
         spdlog::warn("cannot lock the daemon's memory, so it may stall when the host thrashes: {}",
                      locked.error().message());
     paths_.runtime_dir = config_.daemon.runtime_dir;
@@ -241,6 +252,7 @@ int Daemon::run() {
                            std::to_string(config_.workers.size()) + " worker(s)"});
     wait_for_signal();
     keep_watchdog_fed();
+    release_unlocked_code_now_and_then();
     notify_systemd("READY=1\nSTATUS=" + supervisor_->summary());
     try {
         io_.run();
@@ -383,6 +395,7 @@ void Daemon::leave_workers_running() {
     stop_watching();
     signals_.cancel();
     watchdog_.cancel();
+    unlocked_code_timer_.cancel();
     io_.stop();
 }
 
@@ -409,6 +422,7 @@ void Daemon::shut_down() {
     supervisor_->stop_all([this] {
         signals_.cancel();
         watchdog_.cancel();
+        unlocked_code_timer_.cancel();
         // Idle workers still watch their notify sockets; nothing else is pending.
         io_.stop();
     });
@@ -438,6 +452,15 @@ void Daemon::keep_watchdog_fed() {
                 format_duration(
                     std::chrono::duration_cast<Duration>(std::chrono::microseconds(usec))));
         keep_watchdog_fed();
+    });
+}
+
+void Daemon::release_unlocked_code_now_and_then() {
+    if (unlocked_code_.empty()) return;
+    release_unlocked_code(unlocked_code_);
+    unlocked_code_timer_.expires_after(kUnlockedCodeRelease);
+    unlocked_code_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) release_unlocked_code_now_and_then();
     });
 }
 

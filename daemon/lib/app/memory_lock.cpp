@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/capabilities.h"
 #include "base/file_io.h"
@@ -58,6 +59,7 @@ struct Mapping {
     std::uintptr_t start = 0, end = 0;
     bool droppable = false;  // private, read-only, backed by a file
     long anonymous_kib = -1;
+    std::string_view path;  // into the smaps text; empty for an anonymous mapping
 };
 
 // A mapping's header line starts with "start-end" in hex; its fields
@@ -83,16 +85,43 @@ Mapping parse_mapping_header(std::string_view line) {
     bool read_only_private = rest.size() > 5 && rest[2] != 'w' && rest[4] == 'p';
     std::size_t path = rest.find('/');
     m.droppable = read_only_private && path != std::string_view::npos;
+    if (path != std::string_view::npos) m.path = rest.substr(path);
     return m;
 }
 
-void drop_clean_pages(const Mapping& m, std::size_t& dropped) {
+// Calls `visit` with each mapping of /proc/self/smaps, its Anonymous: field
+// read. False when smaps cannot be read.
+template <typename Visit>
+bool for_each_mapping(Visit visit) {
+    auto smaps = read_file("/proc/self/smaps");
+    if (!smaps) return false;
+    Mapping current;
+    bool any = false;
+    std::string_view rest(*smaps);
+    while (!rest.empty()) {
+        std::size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        if (line.empty()) continue;
+        if (is_mapping_header(line)) {
+            if (any) visit(current);
+            current = parse_mapping_header(line);
+            any = true;
+        } else if (line.starts_with("Anonymous:")) {
+            current.anonymous_kib = std::strtol(line.data() + 10, nullptr, 10);
+        }
+    }
+    if (any) visit(current);
+    return true;
+}
+
+// Whether a mapping's pages are the file's own (read-only, private, none
+// written): they can be unmapped and read again from the file.
+bool clean_file_pages(const Mapping& m) {
     // Anonymous pages of a read-only file mapping are ones written before
     // it was made read-only (the dynamic linker's relocations of RELRO):
     // dropping them would bring back the file's unrelocated bytes.
-    if (!m.droppable || m.anonymous_kib != 0 || m.end <= m.start) return;
-    if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
-        dropped += m.end - m.start;
+    return m.droppable && m.anonymous_kib == 0 && m.end > m.start;
 }
 
 // Unmaps from this process the pages of its read-only file mappings (the
@@ -101,25 +130,26 @@ void drop_clean_pages(const Mapping& m, std::size_t& dropped) {
 // stay in the page cache; the next read maps them again, from then on
 // locked. Only before mlockall: a locked mapping refuses MADV_DONTNEED.
 std::size_t drop_clean_file_pages() {
-    auto smaps = read_file("/proc/self/smaps");
-    if (!smaps) return 0;
     std::size_t dropped = 0;
-    Mapping current;
-    std::string_view rest(*smaps);
-    while (!rest.empty()) {
-        std::size_t end = rest.find('\n');
-        std::string_view line = rest.substr(0, end);
-        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
-        if (line.empty()) continue;
-        if (is_mapping_header(line)) {
-            drop_clean_pages(current, dropped);
-            current = parse_mapping_header(line);
-        } else if (line.starts_with("Anonymous:")) {
-            current.anonymous_kib = std::strtol(line.data() + 10, nullptr, 10);
-        }
-    }
-    drop_clean_pages(current, dropped);
+    for_each_mapping([&](const Mapping& m) {
+        if (!clean_file_pages(m)) return;
+        if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
+            dropped += m.end - m.start;
+    });
     return dropped;
+}
+
+// The NSS modules' mappings (libnss_systemd, libnss_files, ...) come out of
+// the lock; their clean ones are returned for release_unlocked_code().
+std::vector<AddressRange> unlock_user_lookup_modules() {
+    std::vector<AddressRange> clean;
+    for_each_mapping([&](const Mapping& m) {
+        std::string_view name = m.path.substr(m.path.rfind('/') + 1);
+        if (m.path.empty() || !name.starts_with("libnss_") || m.end <= m.start) return;
+        if (::munlock(reinterpret_cast<void*>(m.start), m.end - m.start) < 0) return;
+        if (clean_file_pages(m)) clean.push_back({m.start, m.end});
+    });
+    return clean;
 }
 
 // The NSS modules of the user and group lookups (libnss_systemd) are
@@ -166,7 +196,14 @@ Result<LockedMemory> lock_own_memory() {
         errno = segments.error;
         return errno_error("mlock of the daemon's executable");
     }
-    return LockedMemory{segments.bytes, dropped};
+    LockedMemory locked{segments.bytes, dropped, unlock_user_lookup_modules()};
+    release_unlocked_code(locked.unlocked_code);
+    return locked;
+}
+
+void release_unlocked_code(const std::vector<AddressRange>& ranges) {
+    for (const auto& r : ranges)
+        (void)::madvise(reinterpret_cast<void*>(r.start), r.end - r.start, MADV_DONTNEED);
 }
 
 long long pinned_bytes() {

@@ -12,10 +12,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "base/result.h"
 
 namespace infervisor {
+
+// A range of this process's address space, [start, end).
+struct AddressRange {
+    std::uintptr_t start = 0, end = 0;
+};
 
 struct LockedMemory {
     std::size_t own_code_bytes = 0;  // the executable's segments, read in and pinned
@@ -23,6 +30,9 @@ struct LockedMemory {
     // before the lock (see below): what start-up touched of them is not
     // pinned unless the daemon reads it again.
     std::size_t dropped_bytes = 0;
+    // The user and group lookup modules' clean mappings, left unlocked (see
+    // below), for release_unlocked_code().
+    std::vector<AddressRange> unlocked_code;
 };
 
 // First lets go of what only the start read: the pages of the read-only
@@ -56,6 +66,13 @@ struct LockedMemory {
 //    start ran before the lock and a thrash runs again is read from the
 //    page cache then (VM 85 checks that the daemon takes no major fault in
 //    a thrash).
+// One part is left out of the lock: the NSS modules (libnss_systemd and
+// the like), which the daemon calls for its user and group lookups (each
+// dynamic user's uid is checked against them at a worker's start). Those
+// are not what a thrash needs, and at the kernel's fault-around of 64 KiB
+// a few lookups had 0.3 MiB of libnss_systemd's code pinned for good. Their
+// pages are ordinary page cache instead; release_unlocked_code() unmaps
+// them from the daemon again after use.
 // Needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (the unit has both):
 // with a finite limit, MCL_FUTURE would turn later allocations into failures
 // once the limit is reached, so nothing is locked then and the error says
@@ -73,6 +90,12 @@ struct LockedMemory {
 // touch of a thread's stack or of a large block could fault in, and pin, a
 // 2 MiB page where the daemon uses a few KiB.
 Result<LockedMemory> lock_own_memory();
+
+// Unmaps the pages of `ranges` (LockedMemory::unlocked_code) from the
+// process: what a lookup read of the NSS modules leaves the daemon's RSS
+// and stays in the page cache. Safe while another thread runs code there:
+// the pages are the file's own, and the next use maps them again.
+void release_unlocked_code(const std::vector<AddressRange>& ranges);
 
 // What of this process is pinned now, in bytes: the Rss of each mapping
 // whose VmFlags say "lo" (/proc/self/smaps). VmLck counts a mapping locked

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <pwd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -142,6 +143,66 @@ TEST(MemoryLock, FilePagesReadBeforeTheLockArePinnedOnlyOnceReadAgain) {
                   return pinned_kib() >= pinned + static_cast<long>(kFile >> 10) ? 0 : 7;
               }),
               0);
+}
+
+// The NSS modules' mappings in /proc/self/smaps: how many, their Rss, and
+// whether any of them is locked.
+struct NssMappings {
+    int count = 0;
+    long rss_kib = 0;
+    bool any_locked = false;
+};
+
+NssMappings nss_mappings() {
+    NssMappings out;
+    auto smaps = read_file("/proc/self/smaps");
+    if (!smaps) return out;
+    bool in_nss = false;
+    long rss = 0;
+    std::size_t at = 0;
+    while (at < smaps->size()) {
+        std::size_t end = smaps->find('\n', at);
+        std::string line = smaps->substr(at, end - at);
+        at = end == std::string::npos ? smaps->size() : end + 1;
+        std::string range = line.substr(0, line.find(' '));
+        bool header = range.find('-') != std::string::npos &&
+                      range.find_first_not_of("0123456789abcdef-") == std::string::npos;
+        if (header) {
+            in_nss = line.find("/libnss_") != std::string::npos;
+            if (in_nss) ++out.count;
+        } else if (in_nss && line.rfind("Rss:", 0) == 0) {
+            rss = std::strtol(line.c_str() + 4, nullptr, 10);
+            out.rss_kib += rss;
+        } else if (in_nss && line.rfind("VmFlags:", 0) == 0 &&
+                   line.find(" lo") != std::string::npos) {
+            out.any_locked = true;
+        }
+    }
+    return out;
+}
+
+// User lookups are not what a thrash needs: the NSS modules stay out of the
+// lock, and what a lookup maps of them is given back.
+TEST(MemoryLock, TheUserLookupModulesAreLeftUnlockedAndTheirPagesGivenBack) {
+    if (!can_lock())
+        GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    int code = in_child([] {
+        auto locked = lock_own_memory();
+        if (!locked) return 3;
+        NssMappings before = nss_mappings();
+        if (before.count == 0) return 77;  // no module outside libc (nsswitch: files only)
+        if (before.any_locked) return 4;
+        // A uid no one has goes through every module.
+        for (uid_t uid = 3'999'000; uid < 3'999'050; ++uid) (void)::getpwuid(uid);
+        if (nss_mappings().any_locked) return 5;
+        if (locked->unlocked_code.empty()) return 6;
+        long used = nss_mappings().rss_kib;
+        release_unlocked_code(locked->unlocked_code);
+        long after = nss_mappings().rss_kib;
+        return after < used || used == 0 ? 0 : 7;
+    });
+    if (code == 77) GTEST_SKIP() << "no NSS module outside libc is loaded on this host";
+    EXPECT_EQ(code, 0);
 }
 
 TEST(MemoryLock, AReadOnlyMappingWrittenBeforeItWasMadeReadOnlyKeepsWhatWasWritten) {
