@@ -31,16 +31,31 @@ struct OwnSegments {
     int error = 0;  // the first mlock() errno, 0 when all were locked
 };
 
+// Where the executable's unwind tables start: its .eh_frame_hdr (the
+// PT_GNU_EH_FRAME segment), which the linker places after the constant
+// data, followed by .eh_frame and .gcc_except_table to the end of that
+// load segment. 0 when there is none.
+std::uintptr_t unwind_tables_start(const dl_phdr_info* info) {
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+    return 0;
+}
+
 // dl_iterate_phdr calls this for the executable first (its dlpi_name is
 // empty), then for each shared library; only the executable is wanted.
 int lock_executable_segments(dl_phdr_info* info, std::size_t, void* data) {
     auto& segments = *static_cast<OwnSegments*>(data);
     const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t unwind = unwind_tables_start(info);
     for (int i = 0; i < info->dlpi_phnum; ++i) {
         const ElfW(Phdr)& header = info->dlpi_phdr[i];
         if (header.p_type != PT_LOAD || header.p_memsz == 0) continue;
         std::uintptr_t start = info->dlpi_addr + header.p_vaddr;
         std::uintptr_t end = start + header.p_memsz;
+        // The unwind tables are read only when an exception is thrown: they
+        // stay locked on fault, like the libraries.
+        if (unwind > start && unwind < end) end = unwind;
         start &= ~(page - 1);
         end = (end + page - 1) & ~(page - 1);
         // mlock() reads the range in and pins it, whatever mlockall's

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <link.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -141,6 +143,34 @@ TEST(MemoryLock, FilePagesReadBeforeTheLockArePinnedOnlyOnceReadAgain) {
                   // Read again, from the page cache, and pinned then.
                   if (read_every_page(file) != 7 * static_cast<long>(kFile / 4096)) return 6;
                   return pinned_kib() >= pinned + static_cast<long>(kFile >> 10) ? 0 : 7;
+              }),
+              0);
+}
+
+int add_load_segments(dl_phdr_info* info, std::size_t, void* data) {
+    auto& total = *static_cast<std::size_t*>(data);
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) total += info->dlpi_phdr[i].p_memsz;
+    return 1;  // the executable only
+}
+
+// An exception is thrown only on an error: the executable's unwind tables
+// are not pinned with the rest of it, and a throw after the lock still
+// finds them.
+TEST(MemoryLock, TheExecutablesUnwindTablesAreLockedOnlyOnceRead) {
+    if (!can_lock())
+        GTEST_SKIP() << "needs CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK (run as root)";
+    EXPECT_EQ(in_child([] {
+                  std::size_t segments = 0;
+                  ::dl_iterate_phdr(add_load_segments, &segments);
+                  auto locked = lock_own_memory();
+                  if (!locked) return 3;
+                  if (locked->own_code_bytes + (64 << 10) > segments) return 4;
+                  try {
+                      throw std::runtime_error("after the lock");
+                  } catch (const std::runtime_error& e) {
+                      return std::string(e.what()) == "after the lock" ? 0 : 5;
+                  }
               }),
               0);
 }
