@@ -18,7 +18,10 @@
 # As root, on a cgroup2 host. The daemon gets LD_BIND_NOW=1, as
 # infervisord.service gives it. Build a packaged-like daemon to compare
 # with the README's figures: buildtype plain, CXXFLAGS and LDFLAGS from
-# dpkg-buildflags, then strip build/daemon/infervisord.
+# dpkg-buildflags with DEB_BUILD_MAINT_OPTIONS=hardening=+all (as
+# packaging/debian/rules; the daemon's own code is then built with -Os and
+# --gc-sections, daemon/lib/meson.build), then strip
+# build/daemon/infervisord.
 # FOOTPRINT_HOLD=S leaves the daemon running S seconds more at the end (for a
 # look at /proc/PID/smaps); FOOTPRINT_KEEP=1 keeps the temporary directory
 # (the daemon's log).

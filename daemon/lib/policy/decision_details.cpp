@@ -52,7 +52,9 @@ std::optional<double> reading_of(const Condition& when, const Readings& readings
     return std::nullopt;
 }
 
-std::string describe_comparison(const Condition& c, std::optional<double> value) {
+// `value`: null when unknown (a pointer, not an optional: GCC 12 at -Os
+// warns that an inlined optional<double> may be read uninitialised).
+std::string describe_comparison(const Condition& c, const double* value) {
     if (c.unit == MetricUnit::flag) return c.metric;
     std::string shown = value ? format_measurement(c.unit, *value) : "unknown";
     return c.metric + " is " + shown + " (" + std::string(to_string(c.op)) + " " +
@@ -61,9 +63,10 @@ std::string describe_comparison(const Condition& c, std::optional<double> value)
 
 std::string describe_node(const Condition& node, const Readings& readings, size_t& next) {
     if (node.kind == Condition::Kind::compare) {
-        std::optional<double> value = next < readings.size() ? readings[next].value : std::nullopt;
+        const std::optional<double>* value =
+            next < readings.size() ? &readings[next].value : nullptr;
         ++next;
-        return describe_comparison(node, value);
+        return describe_comparison(node, value && value->has_value() ? &**value : nullptr);
     }
     std::string joiner = node.kind == Condition::Kind::all_of ? " and " : " or ";
     std::string out;
