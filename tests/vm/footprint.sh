@@ -4,10 +4,11 @@
 #
 #   footprint_report PID LABEL   VmRSS, pinned pages, threads and the largest
 #                                mappings of PID, appended to $footprint_file
-#   earlyoom_beside PID LABEL    runs the reference earlyoom for a moment,
+#   earlyoom_beside PID LABEL [MARGIN_KIB]
+#                                runs the reference earlyoom for a moment,
 #                                reports it the same way and checks that the
 #                                daemon (PID) holds at most earlyoom's RSS plus
-#                                $footprint_margin_kib
+#                                MARGIN_KIB (default $footprint_margin_kib)
 #   settle_rss PID               waits until PID's RSS stops moving
 #
 # earlyoom is Debian's 1.7, unpacked (not installed) by tests/vm/run-all into
@@ -18,13 +19,14 @@
 
 footprint_file=${VMTEST_RESULTS:-/tmp}/footprint.txt
 footprint_earlyoom=$VMTEST_BUILD_DIR/vm-reference/usr/bin/earlyoom
-# Issue 28's goal is 6 MiB idle, which is not reached yet: measured here
-# before the start-up pages were let go (app/memory_lock.h), the daemon held
-# 12.2 MiB (4 MiB of it its own executable, pinned whole) beside earlyoom's
-# 0.9; natively it now holds 7.3 MiB (README, Benchmarks). The bound is a
-# regression guard, not the goal: the old lock of every mapped library
-# (30 MB) fails it.
-footprint_margin_kib=$((14 * 1024))
+# Issue 28's goals: 6 MiB idle with the packaged configuration and one
+# worker, 10 MiB with 20 workers and the metrics listener on. A bound is set
+# against earlyoom's RSS in the same boot (about 0.9 MiB), not as an absolute
+# figure: the goal less earlyoom's own, plus half a MiB for what differs
+# between boots and builds. Measured in this guest: the build's daemon 5.0
+# MiB idle, 6.5 with 20 workers after the requests (README, Benchmarks).
+footprint_margin_kib=$((5 * 1024 + 512))
+footprint_busy_margin_kib=$((9 * 1024 + 512))
 
 status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; } # PID FIELD
 # pinned_kib PID: the Rss of PID's locked mappings (VmFlags "lo"). Not
@@ -64,7 +66,7 @@ footprint_report() { # PID LABEL
 	} | tee -a "$footprint_file"
 }
 
-earlyoom_beside() { # DAEMON_PID LABEL
+earlyoom_beside() { # DAEMON_PID LABEL [MARGIN_KIB]
 	if [[ ! -x $footprint_earlyoom ]]; then
 		fail "no reference earlyoom at $footprint_earlyoom (tests/vm/run-all unpacks it from Debian's package)"
 		return 1
@@ -75,11 +77,11 @@ earlyoom_beside() { # DAEMON_PID LABEL
 	local reference=$!
 	settle_rss "$reference"
 	footprint_report "$reference" "earlyoom 1.7 (Debian), defaults, beside $2"
-	local rss reference_rss
+	local rss reference_rss margin=${3:-$footprint_margin_kib}
 	rss=$(status_kib "$1" VmRSS)
 	reference_rss=$(status_kib "$reference" VmRSS)
 	kill "$reference"
 	wait "$reference" 2>/dev/null || true
-	log "$2: VmRSS $rss KiB; earlyoom $reference_rss KiB (bound: earlyoom + $footprint_margin_kib KiB)"
-	assert_cmd test "$rss" -le $((reference_rss + footprint_margin_kib))
+	log "$2: VmRSS $rss KiB; earlyoom $reference_rss KiB (bound: earlyoom + $margin KiB)"
+	assert_cmd test "$rss" -le $((reference_rss + margin))
 }
