@@ -3,8 +3,8 @@
 #include "app/memory_lock.h"
 
 #include <gtest/gtest.h>
-#include <linux/capability.h>
 #include <link.h>
+#include <linux/capability.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
