@@ -98,7 +98,9 @@ Result<LockedMemory> lock_own_memory();
 // Unmaps the pages of `ranges` (LockedMemory::unlocked_code) from the
 // process: what a lookup read of the NSS modules leaves the daemon's RSS
 // and stays in the page cache. Safe while another thread runs code there:
-// the pages are the file's own, and the next use maps them again.
+// the pages are the file's own, and the next use maps them again. (glibc
+// never unloads an NSS module; were anything else mapped there later, it
+// would be locked by MCL_FUTURE, and a locked mapping refuses the madvise.)
 void release_unlocked_code(const std::vector<AddressRange>& ranges);
 
 // What of this process is pinned now, in bytes: the Rss of each mapping
