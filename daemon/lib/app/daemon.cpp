@@ -436,23 +436,22 @@ void Daemon::shut_down() {
 void Daemon::keep_watchdog_fed() {
     auto watchdog = service_watchdog_interval();
     if (!watchdog) return;
-    uint64_t usec = static_cast<uint64_t>(watchdog->count());
     notify_systemd("WATCHDOG=1");
-    auto interval = std::chrono::microseconds(usec / 6);
+    auto interval = *watchdog / 6;
     auto due = std::chrono::steady_clock::now() + interval;
     watchdog_.expires_at(due);
-    watchdog_.async_wait([this, due, interval, usec](const boost::system::error_code& ec) {
-        if (ec) return;
-        auto late = std::chrono::steady_clock::now() - due;
-        if (late > interval)
-            spdlog::warn(
-                "the event loop was blocked for about {} (systemd's watchdog kills the daemon "
-                "after {})",
-                format_duration(std::chrono::duration_cast<Duration>(late)),
-                format_duration(
-                    std::chrono::duration_cast<Duration>(std::chrono::microseconds(usec))));
-        keep_watchdog_fed();
-    });
+    watchdog_.async_wait(
+        [this, due, interval, limit = *watchdog](const boost::system::error_code& ec) {
+            if (ec) return;
+            auto late = std::chrono::steady_clock::now() - due;
+            if (late > interval)
+                spdlog::warn(
+                    "the event loop was blocked for about {} (systemd's watchdog kills the daemon "
+                    "after {})",
+                    format_duration(std::chrono::duration_cast<Duration>(late)),
+                    format_duration(std::chrono::duration_cast<Duration>(limit)));
+            keep_watchdog_fed();
+        });
 }
 
 void Daemon::release_unlocked_code_now_and_then() {

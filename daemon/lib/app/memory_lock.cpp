@@ -105,11 +105,11 @@ Mapping parse_mapping_header(std::string_view line) {
 }
 
 // Calls `visit` with each mapping of /proc/self/smaps, its Anonymous: field
-// read. False when smaps cannot be read.
+// read; with none when smaps cannot be read.
 template <typename Visit>
-bool for_each_mapping(Visit visit) {
+void for_each_mapping(Visit visit) {
     auto smaps = read_file("/proc/self/smaps");
-    if (!smaps) return false;
+    if (!smaps) return;
     Mapping current;
     bool any = false;
     std::string_view rest(*smaps);
@@ -127,7 +127,6 @@ bool for_each_mapping(Visit visit) {
         }
     }
     if (any) visit(current);
-    return true;
 }
 
 // Whether a mapping's pages are the file's own (read-only, private, none
@@ -139,32 +138,38 @@ bool clean_file_pages(const Mapping& m) {
     return m.droppable && m.anonymous_kib == 0 && m.end > m.start;
 }
 
+// An NSS module's mapping (libnss_systemd, libnss_files, ...).
+bool of_user_lookup_module(const Mapping& m) {
+    std::string_view name = m.path.substr(m.path.rfind('/') + 1);
+    return !m.path.empty() && name.starts_with("libnss_") && m.end > m.start;
+}
+
+// What start-up's one pass over its mappings did and found.
+struct StartMappings {
+    std::size_t dropped = 0;                      // bytes of mappings whose pages were unmapped
+    std::vector<AddressRange> user_lookup;        // every mapping of the NSS modules
+    std::vector<AddressRange> user_lookup_clean;  // those of them that can be dropped again
+};
+
 // Unmaps from this process the pages of its read-only file mappings (the
 // shared libraries' code, constants and symbol tables, which the dynamic
 // linker and the start-up read) that it holds unmodified copies of. They
 // stay in the page cache; the next read maps them again, from then on
 // locked. Only before mlockall: a locked mapping refuses MADV_DONTNEED.
-std::size_t drop_clean_file_pages() {
-    std::size_t dropped = 0;
+// Notes the NSS modules' mappings on the way, for unlocking after it.
+StartMappings drop_clean_file_pages() {
+    StartMappings out;
     for_each_mapping([&](const Mapping& m) {
-        if (!clean_file_pages(m)) return;
-        if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
-            dropped += m.end - m.start;
+        bool clean = clean_file_pages(m);
+        if (of_user_lookup_module(m)) {
+            out.user_lookup.push_back({m.start, m.end});
+            if (clean) out.user_lookup_clean.push_back({m.start, m.end});
+        }
+        if (clean &&
+            ::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
+            out.dropped += m.end - m.start;
     });
-    return dropped;
-}
-
-// The NSS modules' mappings (libnss_systemd, libnss_files, ...) come out of
-// the lock; their clean ones are returned for release_unlocked_code().
-std::vector<AddressRange> unlock_user_lookup_modules() {
-    std::vector<AddressRange> clean;
-    for_each_mapping([&](const Mapping& m) {
-        std::string_view name = m.path.substr(m.path.rfind('/') + 1);
-        if (m.path.empty() || !name.starts_with("libnss_") || m.end <= m.start) return;
-        if (::munlock(reinterpret_cast<void*>(m.start), m.end - m.start) < 0) return;
-        if (clean_file_pages(m)) clean.push_back({m.start, m.end});
-    });
-    return clean;
+    return out;
 }
 
 // The NSS modules of the user and group lookups (libnss_systemd) are
@@ -202,7 +207,7 @@ Result<LockedMemory> lock_own_memory() {
         return errno_error("prctl(PR_SET_THP_DISABLE)");
     load_user_lookup_modules();
     // Single-threaded here, so no other code runs while its pages go.
-    std::size_t dropped = drop_clean_file_pages();
+    StartMappings start = drop_clean_file_pages();
     if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
         return errno_error("mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)");
     OwnSegments segments;
@@ -211,9 +216,11 @@ Result<LockedMemory> lock_own_memory() {
         errno = segments.error;
         return errno_error("mlock of the daemon's executable");
     }
-    LockedMemory locked{segments.bytes, dropped, unlock_user_lookup_modules()};
-    release_unlocked_code(locked.unlocked_code);
-    return locked;
+    // The NSS modules come out of the lock (their clean pages were dropped
+    // above): what later lookups map of them is not pinned.
+    for (const auto& r : start.user_lookup)
+        (void)::munlock(reinterpret_cast<void*>(r.start), r.end - r.start);
+    return LockedMemory{segments.bytes, start.dropped, std::move(start.user_lookup_clean)};
 }
 
 void release_unlocked_code(const std::vector<AddressRange>& ranges) {

@@ -7,7 +7,8 @@
 #    mapping), beside earlyoom's in the same boot (tests/vm/footprint.sh).
 #    Figures for the README, in $VMTEST_RESULTS/footprint.txt; asserted: no
 #    idle thread but the loop's own, and the daemon's RSS within
-#    footprint.sh's margin of earlyoom's. 161 does the same for the daemon
+#    footprint.sh's margin of earlyoom's, and none of the NSS modules'
+#    pages pinned. 161 does the same for the daemon
 #    as the Debian package ships it (optimised, stripped). The daemon holds
 #    the worker's statistics files open (read with pread at each sample), so
 #    it raised its descriptor limit, and the worker has the unit's.
@@ -27,6 +28,11 @@ at_exit dump_state
 main_config=$ivd_conf/infervisor.yaml
 main_config_saved=/run/vmtest-102-main.yaml
 daemon_pid() { systemctl show -P MainPID infervisord; }
+# pinned_nss_kib PID: the Rss of PID's locked mappings of libnss_* modules.
+pinned_nss_kib() {
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { nss = ($6 ~ /\/libnss_/) } /^Rss:/ { rss = $2 }
+	     /^VmFlags:/ && nss && / lo( |$)/ { total += rss } END { print total + 0 }' "/proc/$1/smaps"
+}
 soft_nofile() { awk '/^Max open files/ { print $4 }' "/proc/$1/limits"; } # PID
 # holds_stat_files PID WORKER: PID holds the worker's memory.stat open.
 holds_stat_files() {
@@ -59,6 +65,9 @@ idle_footprint_with_the_shipped_config() {
 	assert_eq "$(systemctl show -P LimitNOFILESoft infervisord)" "$(soft_nofile "$(main_pid one)")" \
 		"the worker's soft descriptor limit"
 	assert_cmd holds_stat_files "$pid" one
+	# The NSS modules that the worker's start used (its dynamic uid's check)
+	# are not locked (app/memory_lock.h): none of their pages is pinned.
+	assert_eq 0 "$(pinned_nss_kib "$pid")" "KiB of the NSS modules pinned"
 	earlyoom_beside "$pid" "infervisord (this build)"
 }
 
