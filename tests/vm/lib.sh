@@ -243,6 +243,9 @@ wait_until() {
 # log MSG: a progress line in the payload log (not a verdict).
 log() { echo "# $*"; }
 
+# mem_kib FIELD: a /proc/meminfo figure in KiB (MemAvailable, MemTotal, ...).
+mem_kib() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+
 # zram_swap_on [SIZE]: swap on /dev/zram0 (default 512M). Fails if it is in use.
 zram_swap_on() {
 	modprobe zram &&

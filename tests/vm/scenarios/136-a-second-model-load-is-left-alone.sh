@@ -28,7 +28,6 @@ at_exit zram_swap_off # last: after the workers and the ballast are gone
 at_exit systemctl stop infervisord
 at_exit dump_state
 
-mem_kib() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 available_pct() { awk '/^MemTotal:/ { m = $2 } /^MemAvailable:/ { a = $2 } END { printf "%.2f", 100 * a / m }' /proc/meminfo; }
 pswp() { awk '$1 == "pswpin" || $1 == "pswpout" { s += $2 } END { print s }' /proc/vmstat; }
 leak_began() { journalctl -q --no-pager --cursor="$ivd_cursor" -t infervisor-worker-server | grep -q -E 'leaked|leak done'; }

@@ -76,6 +76,20 @@ generate() { # BODY-JSON
 policy_actions() { event_field ollama policy-action ACTION; }
 acted_twice() { (($(policy_actions | wc -l) >= 2)); }
 
+# The server's memory and the host's MemAvailable hold still over 2 s (a
+# change under 2 MiB each). A server still touching its weights, or anything
+# else eating the host's memory, makes the daemon's one-sample forecast say
+# the host runs out within the unload's bound, and the ladder rightly skips
+# the unload: a slow CI host saw that (growing 12.9 MiB/s when the rule came).
+memory_holds_still() {
+	local cg before_cg before_avail
+	cg=$(worker_cgroup ollama)/memory.current
+	before_cg=$(cat "$cg") before_avail=$(mem_kib MemAvailable)
+	sleep 2
+	(($(cat "$cg") - before_cg < 2 << 20 && before_cg - $(cat "$cg") < 2 << 20)) &&
+		((before_avail - $(mem_kib MemAvailable) < 2048))
+}
+
 unloaded_first_then_past() {
 	require_torch
 	install_infervisor
@@ -87,6 +101,7 @@ unloaded_first_then_past() {
 	assert_eq "" "$(loaded_models)" "nothing loaded at the start, as Ollama"
 	assert_eq load "$(generate "{\"model\": \"$model\"}" | jq -r .done_reason)" "a client's load request"
 	assert_eq "$model" "$(loaded_models)" "/api/ps lists the loaded model"
+	wait_until 300 memory_holds_still
 
 	use_main_config "  - {name: host-short, when: 'host.mem.available < 99%', action: preempt, cooldown: 20s}"
 	systemctl reload infervisord
