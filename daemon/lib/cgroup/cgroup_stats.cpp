@@ -32,7 +32,7 @@ CgroupValue CgroupStats::single_value(const char* file) const {
     auto text = this->text(file);
     if (!text) return text.error();
     auto value = parse_single_value(*text);
-    if (!value) return plain_error((dir_.path() / file).string() + ": " + value.error().what);
+    if (!value) return plain_error((path() / file).string() + ": " + value.error().what);
     return value;
 }
 
@@ -40,7 +40,7 @@ Result<PsiReading> CgroupStats::pressure(const char* file) const {
     auto text = this->text(file);
     if (!text) return text.error();
     auto reading = parse_psi(*text);
-    if (!reading) return plain_error((dir_.path() / file).string() + ": " + reading.error().what);
+    if (!reading) return plain_error((path() / file).string() + ": " + reading.error().what);
     return reading;
 }
 

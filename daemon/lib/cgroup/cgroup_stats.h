@@ -61,9 +61,9 @@ class CgroupStats {
   public:
     explicit CgroupStats(CgroupDir dir) : dir_(std::move(dir)) {}
     // Reads through `held`, whose dir() is this cgroup's (it must outlive this).
-    explicit CgroupStats(StatFileSet& held) : dir_(held.dir()), held_(&held) {}
+    explicit CgroupStats(StatFileSet& held) : dir_(std::filesystem::path()), held_(&held) {}
 
-    const CgroupDir& dir() const { return dir_; }
+    const std::filesystem::path& path() const { return held_ ? held_->dir() : dir_.path(); }
 
     CgroupValue memory_current() const { return single_value("memory.current"); }
     CgroupValue memory_max() const { return single_value("memory.max"); }
@@ -78,6 +78,8 @@ class CgroupStats {
     Result<PsiReading> io_pressure() const { return pressure("io.pressure"); }
 
     Result<MemoryEvents> memory_events() const;
+    // Views of the file's text (stat_parse.h), valid until the next read
+    // through this object (or, held, through any StatFileSet of the thread).
     Result<Counters> memory_stat() const { return counters("memory.stat"); }
     Result<Counters> cpu_stat() const { return counters("cpu.stat"); }
 
@@ -88,7 +90,7 @@ class CgroupStats {
     // The file's text, valid until the next call.
     Result<std::string_view> text(const char* file) const;
 
-    CgroupDir dir_;
+    CgroupDir dir_;  // empty when held_: the set's dir() is the path
     StatFileSet* held_ = nullptr;
     mutable std::string buffer_;  // the last text read by path
 };

@@ -36,27 +36,15 @@ Result<std::optional<uint64_t>> parse_single_value(std::string_view text) {
     return plain_error("expected a number or 'max', found '" + std::string(value) + "'");
 }
 
-Counters parse_counters(std::string_view text) {
-    Counters out;
-    for_each_line(text, [&](std::string_view line) {
-        size_t space = line.find(' ');
-        if (space == std::string_view::npos || space == 0) return;
-        auto value = parse_u64(line.substr(space + 1));
-        if (value) out.emplace(std::string(line.substr(0, space)), *value);
+std::optional<uint64_t> Counters::find(std::string_view key) const {
+    if (key.empty() || key.find(' ') != std::string_view::npos) return std::nullopt;
+    std::optional<uint64_t> found;
+    for_each_line(text_, [&](std::string_view line) {
+        if (found || line.size() <= key.size() || line[key.size()] != ' ' || !line.starts_with(key))
+            return;
+        found = parse_u64(line.substr(key.size() + 1));
     });
-    return out;
-}
-
-Result<Counters> read_counters(const std::filesystem::path& path) {
-    auto text = read_file(path);
-    if (!text) return text.error();
-    return parse_counters(*text);
-}
-
-std::optional<uint64_t> find_counter(const Counters& counters, std::string_view key) {
-    auto it = counters.find(key);
-    if (it == counters.end()) return std::nullopt;
-    return it->second;
+    return found;
 }
 
 }  // namespace infervisor

@@ -17,6 +17,16 @@ TEST(StatFiles, ParsesCountersSkippingOddLines) {
     EXPECT_FALSE(find_counter(c, "pswp"));
 }
 
+TEST(StatFiles, TheFirstWellFormedLineOfAKeyCountsAndOnlyWholeKeysMatch) {
+    auto c = parse_counters("anon_thp 7\nanon x\nanon 5\nanon 9\nfile  3\nlast 4");
+    EXPECT_EQ(find_counter(c, "anon"), 5u) << "not anon_thp; the malformed line skipped";
+    EXPECT_EQ(find_counter(c, "file"), 3u) << "blanks around the value are trimmed";
+    EXPECT_EQ(find_counter(c, "last"), 4u) << "no newline at the end";
+    EXPECT_FALSE(find_counter(c, "anon 5")) << "a key has no blank";
+    EXPECT_FALSE(find_counter(c, ""));
+    EXPECT_FALSE(find_counter(parse_counters(""), "anon"));
+}
+
 TEST(StatFiles, ReadsCpuStatUsage) {
     auto c = parse_counters("usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n");
     EXPECT_EQ(find_counter(c, "usage_usec"), 1500000u);
