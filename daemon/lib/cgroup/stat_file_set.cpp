@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 
 namespace infervisor {
 
@@ -13,9 +14,38 @@ namespace {
 
 constexpr size_t kFirstReadSize = 4096;
 constexpr size_t kMaxStatFile = 1 << 20;
+// A buffer grown past this for one large file is given back at the next read.
+constexpr size_t kKeptBufferSize = 64 << 10;
 
-// The read buffer of every set on this thread (see the contract).
-thread_local std::string text_;
+// The read buffer of every set on this thread (see the contract). Grown as a
+// file needs and never filled: std::string::resize writes every byte it
+// adds, and resizing to 4 KiB before each read was 4 KiB of zeros per file
+// per sample, a twentieth of the idle daemon's CPU under emulation (issue 28).
+class ReadBuffer {
+  public:
+    char* data() { return data_.get(); }
+    size_t size() const { return size_; }
+    // At least `size` bytes, the first `kept` of them unchanged.
+    void grow(size_t size, size_t kept) {
+        if (size <= size_) return;
+        auto bigger = std::make_unique_for_overwrite<char[]>(size);
+        std::copy_n(data_.get(), std::min(kept, size_), bigger.get());
+        data_ = std::move(bigger);
+        size_ = size;
+    }
+    // Back to the first read's size if one large file grew it.
+    void trim() {
+        if (size_ <= kKeptBufferSize) return;
+        data_.reset();
+        size_ = 0;
+    }
+
+  private:
+    std::unique_ptr<char[]> data_;
+    size_t size_ = 0;
+};
+
+thread_local ReadBuffer buffer_;
 
 // Whether descriptor `fd` may be held: it lies below the soft limit less
 // the reserve (read afresh: the limit may be raised after start).
@@ -51,10 +81,11 @@ Result<void> StatFileSet::open_file(File& file) {
 }
 
 Result<std::string_view> StatFileSet::read_held(File& file) {
-    text_.resize(kFirstReadSize);
+    buffer_.trim();
+    buffer_.grow(kFirstReadSize, 0);
     size_t have = 0;
     for (;;) {
-        ssize_t n = ::pread(file.fd.get(), text_.data() + have, text_.size() - have,
+        ssize_t n = ::pread(file.fd.get(), buffer_.data() + have, buffer_.size() - have,
                             static_cast<off_t>(have));
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -63,12 +94,11 @@ Result<std::string_view> StatFileSet::read_held(File& file) {
         have += static_cast<size_t>(n);
         // A short read is the end: kernfs and procfs files fill the buffer
         // while there is more.
-        if (have < text_.size() || n == 0) break;
-        if (text_.size() >= kMaxStatFile) break;
-        text_.resize(std::min(text_.size() * 2, kMaxStatFile));
+        if (have < buffer_.size() || n == 0) break;
+        if (buffer_.size() >= kMaxStatFile) break;
+        buffer_.grow(std::min(buffer_.size() * 2, kMaxStatFile), have);
     }
-    text_.resize(have);
-    return std::string_view(text_);
+    return std::string_view(buffer_.data(), have);
 }
 
 Result<std::string_view> StatFileSet::read_opening(File& file) {

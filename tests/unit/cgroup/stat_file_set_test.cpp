@@ -47,6 +47,25 @@ TEST(StatFileSet, ReadsATextLongerThanItsFirstBufferWhole) {
     EXPECT_EQ(*files.read("memory.stat"), text);
 }
 
+TEST(StatFileSet, ReadsAfterALargeTextAndAShortOneAreEachWholeAndOnlyTheirOwn) {
+    // The shared buffer keeps what it grew to (up to a bound) and is never
+    // cleared between reads: each read's text must still be exactly its file.
+    TempDir dir;
+    std::string large(200'000, 'x');
+    std::string middle(6000, 'y');
+    dir.write("large", large);
+    dir.write("middle", middle);
+    dir.write("short", "12\n");
+    StatFileSet files(dir.path());
+    EXPECT_EQ(*files.read("middle"), middle);
+    EXPECT_EQ(*files.read("short"), "12\n");
+    EXPECT_EQ(*files.read("large"), large);
+    EXPECT_EQ(*files.read("short"), "12\n") << "after the buffer was given back";
+    EXPECT_EQ(*files.read("middle"), middle);
+    dir.write("empty", "");
+    EXPECT_EQ(*files.read("empty"), "");
+}
+
 TEST(StatFileSet, AMissingFileIsENOENTUntilItAppears) {
     TempDir dir;
     StatFileSet files(dir.path());
