@@ -79,13 +79,21 @@ void SharedTmpGuard::on_event(const Event& e) {
     if (e.kind == EventKind::exited) release(e.worker);
 }
 
-std::vector<SharedTmpGuard::Target> SharedTmpGuard::targets() const {
+std::vector<SharedTmpGuard::Target> SharedTmpGuard::targets() {
     std::vector<Target> out;
     for (const Worker* w : supervisor_.workers()) {
-        if (!w->started_at() || w->exiting() || !shares_host_tmp(w->spec(), ctx_.paths)) continue;
+        if (!w->started_at() || w->exiting() || !shares_tmp(*w)) continue;
         out.push_back({w->name(), w->cgroup().path(), w->started_at()});
     }
     return out;
+}
+
+bool SharedTmpGuard::shares_tmp(const Worker& worker) {
+    auto [it, added] = sharing_.try_emplace(worker.name());
+    Sharing& sharing = it->second;
+    if (added || sharing.run != worker.started_at())
+        sharing = {worker.started_at(), shares_host_tmp(worker.spec(), ctx_.paths)};
+    return sharing.shares;
 }
 
 void SharedTmpGuard::scan_now(std::function<void()> done) {
@@ -95,10 +103,20 @@ void SharedTmpGuard::scan_now(std::function<void()> done) {
         if (done) done();
         return;
     }
-    scanning_ = true;
     // Starting with another worker each round: one that used up the round's
     // budget does not starve the ones after it.
     auto list = targets();
+    if (list.empty()) {
+        // Nothing shares the host's /tmp (the common case: private_tmp): no
+        // thread is started for an empty round (issue 28: one per tick was
+        // a tenth of the idle daemon's CPU under emulation). The write
+        // still replaces an earlier daemon's file at the first round.
+        ++scans_;
+        write();
+        if (done) done();
+        return;
+    }
+    scanning_ = true;
     if (!list.empty())
         std::rotate(list.begin(), list.begin() + static_cast<long>(scans_ % list.size()),
                     list.end());
@@ -169,6 +187,7 @@ void SharedTmpGuard::drop_gone_workers() {
     for (const auto& name : warned_)
         if (!supervisor_.find(name)) gone.push_back(name);
     for (const auto& name : gone) warned_.erase(name);
+    std::erase_if(sharing_, [&](const auto& entry) { return !supervisor_.find(entry.first); });
     bool changed = false;
     for (const auto& path_owner : protection_.workers()) {
         const Worker* w = supervisor_.find(path_owner);

@@ -82,7 +82,9 @@ class SharedTmpGuard final : public Service {
 
     void arm_tick();
     void on_event(const Event& e);
-    std::vector<Target> targets() const;
+    std::vector<Target> targets();
+    // Whether this run of the worker shares the host's /tmp.
+    bool shares_tmp(const Worker& worker);
     void apply(const ScanResult& result);
     void release(const std::string& worker);
     void drop_gone_workers();
@@ -98,6 +100,14 @@ class SharedTmpGuard final : public Service {
     bool scanning_ = false;
     size_t scans_ = 0;
     std::set<std::string> warned_;  // workers told about the caps this run
+    // shares_host_tmp() of each worker's run, judged once per run (by its
+    // started_at), not at every tick: it resolves the work dir's paths, a
+    // twentieth of the idle daemon's CPU with 20 workers (issue 28).
+    struct Sharing {
+        std::optional<TimePoint> run;
+        bool shares = false;
+    };
+    std::map<std::string, Sharing> sharing_;
     std::string last_write_error_;
     boost::asio::steady_timer tick_;
     EventBus::SinkId subscription_ = 0;
