@@ -243,14 +243,10 @@ void PolicyRunner::run_queued_evaluation() {
 
 StatFileSet& PolicyRunner::sample_files_of(const Worker& worker) {
     auto it = sample_files_.find(worker.name());
-    if (it == sample_files_.end() || it->second.dir() != worker.cgroup().path())
+    if (it == sample_files_.end() || it->second.dir().native() != worker.cgroup().path().native())
         it = sample_files_.insert_or_assign(worker.name(), StatFileSet(worker.cgroup().path()))
                  .first;
     return it->second;
-}
-
-std::string PolicyRunner::cgroup_in_proc(const Worker& worker) const {
-    return "/" + worker.cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
 }
 
 // A GPU reading is begun at most once per half interval (wake-ups come in
@@ -297,7 +293,7 @@ void PolicyRunner::evaluate_now() {
             std::vector<DmemRegion> dmem;
             if (gpus_->reads_drm())
                 if (auto read = read_dmem_current(w->cgroup())) dmem = std::move(*read);
-            gpus_->fill(sample, cgroup_in_proc(*w), w->spec().gpu, gpu_max_age(), dmem);
+            gpus_->fill(sample, w->cgroup_in_mount(), w->spec().gpu, gpu_max_age(), dmem);
         }
         PreemptFacts facts = preempt_history_.facts_of(w->name(), w->spec().preemptible,
                                                        w->checkpoints().last_answer_took(), now);

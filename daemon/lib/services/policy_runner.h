@@ -96,7 +96,6 @@ class PolicyRunner final : public Service {
     void arm_tick();
     void refresh_gpus();
     Duration gpu_max_age() const;
-    std::string cgroup_in_proc(const Worker& worker) const;
     void arm_psi();
     void on_event(const Event& e);
     void open_watch(const Worker& worker);

@@ -40,6 +40,8 @@ namespace fs = std::filesystem;
 Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
     : ctx_(ctx),
       spec_(std::move(spec)),
+      cgroup_(ctx.cgroups.worker(spec_.name)),
+      cgroup_in_mount_("/" + cgroup_.path().lexically_relative(ctx.cgroup_mount).string()),
       tracker_(spec_.restart, ctx.clock),
       host_kills_(ctx.clock),
       stop_timer_(ctx.clock.make_timer()),
@@ -107,10 +109,6 @@ void Worker::set_state(WorkerState state, WorkerMove move) {
     state_ = state;
     state_since_ = ctx_.clock.now();
     persist();
-}
-
-std::string Worker::cgroup_path_in_proc() const {
-    return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
 }
 
 std::vector<ProbeSnapshot> Worker::probes() const {
@@ -216,10 +214,10 @@ void Worker::begin_run(SpawnedProcess spawned_process, bool restored) {
     set_state(loading_gated() ? WorkerState::starting : WorkerState::running, WorkerMove::launch);
     emit(EventKind::started,
          std::string(restored ? "restored by criu" : "started") + " as pid " +
-             std::to_string(run_->pid) + " in " + cgroup_path_in_proc() +
+             std::to_string(run_->pid) + " in " + cgroup_in_mount() +
              " (memory.max=" + format_size(spec_.memory.max) + ")",
          {{"PID", std::to_string(run_->pid)},
-          {"CGROUP", cgroup_path_in_proc()},
+          {"CGROUP", cgroup_in_mount()},
           {"BORN_IN_CGROUP", spawned->born_in_cgroup ? "1" : "0"},
           {"MEMORY_MAX", spec_.memory.max ? std::to_string(*spec_.memory.max) : "max"}});
     checkpoints_.run_started(checkpoint_signaller());
@@ -391,8 +389,8 @@ void Worker::restore_by_criu(RunSetup run) {
               WorkerMove::launch);  // the run stays `launching` until criu is done
     auto setup = std::make_shared<RunSetup>(std::move(run));
     checkpoints_.restore_by_criu(
-        setup->checkpoints, std::make_shared<UniqueFd>(std::move(*cgroup_fd)),
-        cgroup_path_in_proc(), std::make_shared<UniqueFd>(std::move(output)),
+        setup->checkpoints, std::make_shared<UniqueFd>(std::move(*cgroup_fd)), cgroup_in_mount(),
+        std::make_shared<UniqueFd>(std::move(output)),
         [this, setup](Result<SpawnedProcess> restored) {
             if (restored) return begin_run(std::move(*restored), true);
             // Whatever criu left in the cgroup goes; then the command starts

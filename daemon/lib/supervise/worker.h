@@ -59,7 +59,10 @@ class Worker {
     // When it entered state(): set_state(); the construction (or adoption)
     // before that.
     TimePoint state_since() const { return state_since_; }
-    CgroupDir cgroup() const { return ctx_.cgroups.worker(spec_.name); }
+    const CgroupDir& cgroup() const { return cgroup_; }
+    // Its cgroup relative to the cgroup2 mount, with a leading '/', as
+    // /proc/PID/cgroup and the GPU readings name it.
+    const std::string& cgroup_in_mount() const { return cgroup_in_mount_; }
 
     // Starts unless already up; from `failed` an explicit start clears the
     // start limit (an operator asked).
@@ -325,8 +328,6 @@ class Worker {
     // The GPU release step (suspend_engine_step); `held`: the NVIDIA GPU
     // memory its processes hold, when known.
     WorkerSuspension::EngineStep gpu_release_step(std::optional<uint64_t> held);
-    // Its cgroup relative to the cgroup2 mount, with a leading '/'.
-    std::string cgroup_in_mount() const;
     void wait_for_lock(const Error& error);
     // A new cgroup for the run, its limits written, and gpu.memory_max as
     // dmem.max on the VRAM of `gpus` (cap_gpu_memory).
@@ -419,10 +420,13 @@ class Worker {
     void take_over_history(const PersistedWorker& persisted);
     void emit(EventKind kind, std::string message,
               std::vector<std::pair<std::string, std::string>> fields = {});
-    std::string cgroup_path_in_proc() const;
 
     WorkerContext& ctx_;
     WorkerSpec spec_;
+    // ctx_.cgroups.worker(name) and its path in the mount, built once: the
+    // policy asks at every tick.
+    CgroupDir cgroup_;
+    std::string cgroup_in_mount_;
     RestartTracker tracker_;
     HostKillGuard host_kills_;  // parks a worker the host keeps running out with
     WorkerState state_ = WorkerState::stopped;

@@ -324,10 +324,6 @@ std::string Worker::why_suspension_keeps_gpu() const {
     return "";
 }
 
-std::string Worker::cgroup_in_mount() const {
-    return "/" + cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
-}
-
 // `suspend: {gpu: release}`: the CUDA processes' GPU memory moved into
 // their host memory before the freeze and back after the thaw, each by the
 // cuda-checkpoint helper as the worker's user (WorkerGpuRelease). The

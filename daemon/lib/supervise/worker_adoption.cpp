@@ -138,7 +138,7 @@ void Worker::adopt(const PersistedWorker& p, UniqueFd pidfd) {
          {{"PID", std::to_string(run_->pid)},
           {"UPTIME_MS", milliseconds_text(uptime)},
           {"STATE", std::string(state_name(state_))},
-          {"CGROUP", cgroup_path_in_proc()},
+          {"CGROUP", cgroup_in_mount()},
           {"RESTARTS", std::to_string(tracker_.total_restarts())}});
     watch_exit();
     bool frozen = state_ == WorkerState::suspended;  // its resume starts what it pauses

@@ -54,7 +54,7 @@ void Worker::handle_notify(const NotifyDatagram& d) {
                   {"REJECTED_TOTAL", std::to_string(rejected_notify_)}});
     };
     if (d.truncated) return reject("longer than " + std::to_string(kMaxNotifyMessage) + " bytes");
-    if (!process_in_cgroup(ctx_.paths.procfs, d.pid, cgroup_path_in_proc())) {
+    if (!process_in_cgroup(ctx_.paths.procfs, d.pid, cgroup_in_mount())) {
         // A sender that has ended and been reaped cannot be told apart; when
         // the daemon is not its parent (an adopted worker), that happens to
         // a worker's own last message (WATCHDOG=1, then its stop signal):
