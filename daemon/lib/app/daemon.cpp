@@ -106,6 +106,8 @@ class Daemon {
     void stop_watching();
     void reexec_for_upgrade();
     void keep_watchdog_fed();
+    // WATCHDOG=1 now and every `limit` / 6 from now on.
+    void feed_watchdog(std::chrono::microseconds limit);
     // Every kUnlockedCodeRelease: what the user lookups mapped of the NSS
     // modules leaves the daemon's RSS again (app/memory_lock.h).
     void release_unlocked_code_now_and_then();
@@ -434,24 +436,25 @@ void Daemon::shut_down() {
 // late by more than its interval means something blocked the loop: that is
 // logged, since it is a bug and the next one may be the watchdog's kill.
 void Daemon::keep_watchdog_fed() {
-    auto watchdog = service_watchdog_interval();
-    if (!watchdog) return;
+    if (auto watchdog = service_watchdog_interval()) feed_watchdog(*watchdog);
+}
+
+void Daemon::feed_watchdog(std::chrono::microseconds limit) {
     notify_systemd("WATCHDOG=1");
-    auto interval = *watchdog / 6;
+    auto interval = limit / 6;
     auto due = std::chrono::steady_clock::now() + interval;
     watchdog_.expires_at(due);
-    watchdog_.async_wait(
-        [this, due, interval, limit = *watchdog](const boost::system::error_code& ec) {
-            if (ec) return;
-            auto late = std::chrono::steady_clock::now() - due;
-            if (late > interval)
-                spdlog::warn(
-                    "the event loop was blocked for about {} (systemd's watchdog kills the daemon "
-                    "after {})",
-                    format_duration(std::chrono::duration_cast<Duration>(late)),
-                    format_duration(std::chrono::duration_cast<Duration>(limit)));
-            keep_watchdog_fed();
-        });
+    watchdog_.async_wait([this, due, interval, limit](const boost::system::error_code& ec) {
+        if (ec) return;
+        auto late = std::chrono::steady_clock::now() - due;
+        if (late > interval)
+            spdlog::warn(
+                "the event loop was blocked for about {} (systemd's watchdog kills the daemon "
+                "after {})",
+                format_duration(std::chrono::duration_cast<Duration>(late)),
+                format_duration(std::chrono::duration_cast<Duration>(limit)));
+        feed_watchdog(limit);
+    });
 }
 
 void Daemon::release_unlocked_code_now_and_then() {

@@ -17,7 +17,8 @@ namespace infervisor {
 // $NOTIFY_SOCKET (a path, or an abstract name when it starts with '@').
 // Returns false, sending nothing, when the variable is unset: the daemon was
 // not started by a service manager that listens. The environment is left as
-// it is, so that a re-executed daemon can notify too.
+// it is, so that a re-executed daemon can notify too. One thread only (the
+// event loop's): the socket is made once and kept.
 Result<bool> notify_service_manager(std::string_view state);
 
 // The interval within which the manager wants WATCHDOG=1 ($WATCHDOG_USEC),

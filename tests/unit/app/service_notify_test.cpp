@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -64,6 +65,35 @@ TEST(ServiceNotify, ReachesAnAbstractSocket) {
     auto sent = notify_service_manager("WATCHDOG=1");
     ASSERT_TRUE(sent.ok()) << sent.error().message();
     EXPECT_EQ(receive(manager.get()), "WATCHDOG=1");
+}
+
+size_t open_descriptors() {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++n;
+    return n;
+}
+
+TEST(ServiceNotify, ManyMessagesToTwoManagersGoThroughOneKeptSocket) {
+    testing::TempDir dir;
+    UniqueFd first = listener((dir.path() / "first").string());
+    UniqueFd second = listener((dir.path() / "second").string());
+    {  // the first message makes the socket
+        ScopedEnv env("NOTIFY_SOCKET", (dir.path() / "first").string());
+        ASSERT_TRUE(notify_service_manager("WATCHDOG=1").ok());
+        EXPECT_EQ(receive(first.get()), "WATCHDOG=1");
+    }
+    size_t before = open_descriptors();
+    for (int i = 0; i < 20; ++i) {
+        ScopedEnv env("NOTIFY_SOCKET", (dir.path() / (i % 2 ? "first" : "second")).string());
+        ASSERT_TRUE(notify_service_manager("WATCHDOG=1").ok());
+    }
+    EXPECT_EQ(open_descriptors(), before) << "no descriptor per message, none left behind";
+    int got_first = 0, got_second = 0;
+    while (receive(first.get()) == "WATCHDOG=1") ++got_first;
+    while (receive(second.get()) == "WATCHDOG=1") ++got_second;
+    EXPECT_EQ(got_first, 10);
+    EXPECT_EQ(got_second, 10);
 }
 
 TEST(ServiceNotify, NothingIsSentWithoutAManagerAndABadAddressIsAnError) {
