@@ -103,8 +103,6 @@ void SharedTmpGuard::scan_now(std::function<void()> done) {
         if (done) done();
         return;
     }
-    // Starting with another worker each round: one that used up the round's
-    // budget does not starve the ones after it.
     auto list = targets();
     if (list.empty()) {
         // Nothing shares the host's /tmp (the common case: private_tmp): no
@@ -117,9 +115,9 @@ void SharedTmpGuard::scan_now(std::function<void()> done) {
         return;
     }
     scanning_ = true;
-    if (!list.empty())
-        std::rotate(list.begin(), list.begin() + static_cast<long>(scans_ % list.size()),
-                    list.end());
+    // Starting with another worker each round: one that used up the round's
+    // budget does not starve the ones after it.
+    std::rotate(list.begin(), list.begin() + static_cast<long>(scans_ % list.size()), list.end());
     auto job = [targets = std::move(list), procfs = ctx_.paths.procfs, ns = mount_ns_,
                 limits = limits_] {
         std::vector<ScanResult> results;
