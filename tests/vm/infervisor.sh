@@ -134,6 +134,21 @@ served_more_than() { (($(served_count "$1") > $2)); }
 
 cgroup_gone() { [[ ! -d $(worker_cgroup "$1") ]]; }
 
+# idle_workers_yaml COUNT: a workers file of COUNT idle example workers
+# (idle-1, idle-2, ...; notify, 64M): the idle benchmarks' load.
+idle_workers_yaml() {
+	local i
+	echo "workers:"
+	for ((i = 1; i <= $1; i++)); do
+		cat <<-YAML
+			  - name: idle-$i
+			    command: [$ivd_example_worker, --serve-interval-ms, "3600000"]
+			    notify: true
+			    memory: {max: 64M}
+		YAML
+	done
+}
+
 # start_two_idle_workers FILE [WATCHDOG]: workers 'one' and 'two' (the
 # example worker, notify, 64M) in workers.d/FILE, a fresh daemon, and both
 # ready. WATCHDOG (e.g. 10s): 'one' must send WATCHDOG=1 that often.

@@ -25,17 +25,7 @@ count=20
 command -v perf >/dev/null || { echo "idle-profile: no perf on this host (apt install linux-perf)" >&2; exit 1; }
 install_infervisor
 cp "$VMTEST_BUILD_DIR/daemon/infervisord" /usr/sbin/infervisord
-{
-	echo "workers:"
-	for ((i = 1; i <= count; i++)); do
-		cat <<-YAML
-			  - name: idle-$i
-			    command: [$ivd_example_worker, --serve-interval-ms, "3600000"]
-			    notify: true
-			    memory: {max: 64M}
-		YAML
-	done
-} | use_workers profile.yaml
+idle_workers_yaml "$count" | use_workers profile.yaml
 fresh_daemon || exit 1
 all_ready() { (($(ivd_journal INFERVISOR_EVENT=ready -o cat | grep -c . || true) >= count)); }
 wait_until 1200 all_ready || exit 1

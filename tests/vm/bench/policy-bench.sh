@@ -235,19 +235,9 @@ cpu_percent() {
 mib_of_kib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 bench_idle() { # COUNT
-	local n=$1 i daemon reference t0 t1 c0 c1 r0 r1 rss0 rss1
+	local n=$1 daemon reference t0 t1 c0 c1 r0 r1 rss0 rss1
 	cp "$main_config_saved" "$main_config"
-	{
-		echo "workers:"
-		for ((i = 1; i <= n; i++)); do
-			cat <<-YAML
-				  - name: idle-$i
-				    command: [$ivd_example_worker, --serve-interval-ms, "3600000"]
-				    notify: true
-				    memory: {max: 64M}
-			YAML
-		done
-	} | use_workers bench.yaml
+	idle_workers_yaml "$n" | use_workers bench.yaml
 	fresh_daemon || return 1
 	wait_until 1200 all_ready "$n" || return 1
 	sleep 5 # start-up done
