@@ -23,6 +23,11 @@ class CgroupDir {
     explicit CgroupDir(std::filesystem::path path) : path_(std::move(path)) {}
 
     const std::filesystem::path& path() const { return path_; }
+    // Its path relative to the cgroup2 mount `mount`, with a leading '/', as
+    // /proc/PID/cgroup and the GPU readings name it.
+    std::string path_in_mount(const std::filesystem::path& mount) const {
+        return "/" + path_.lexically_relative(mount).string();
+    }
     std::string name() const { return path_.filename().string(); }
     CgroupDir child(const std::string& name) const { return CgroupDir(path_ / name); }
     bool exists() const;

@@ -6,21 +6,6 @@
 
 namespace infervisor {
 
-namespace {
-
-// Calls `line_fn` with each line of `text`, newline removed.
-template <class Fn>
-void for_each_line(std::string_view text, Fn line_fn) {
-    while (!text.empty()) {
-        size_t eol = text.find('\n');
-        line_fn(text.substr(0, eol));
-        if (eol == std::string_view::npos) break;
-        text.remove_prefix(eol + 1);
-    }
-}
-
-}  // namespace
-
 std::optional<uint64_t> parse_u64(std::string_view text) {
     text = trim(text);
     uint64_t value = 0;
@@ -38,13 +23,16 @@ Result<std::optional<uint64_t>> parse_single_value(std::string_view text) {
 
 std::optional<uint64_t> Counters::find(std::string_view key) const {
     if (key.empty() || key.find(' ') != std::string_view::npos) return std::nullopt;
-    std::optional<uint64_t> found;
-    for_each_line(text_, [&](std::string_view line) {
-        if (found || line.size() <= key.size() || line[key.size()] != ' ' || !line.starts_with(key))
-            return;
-        found = parse_u64(line.substr(key.size() + 1));
-    });
-    return found;
+    // Line by line, stopping at the first match with a number.
+    for (std::string_view rest = text_; !rest.empty();) {
+        size_t eol = rest.find('\n');
+        std::string_view line = rest.substr(0, eol);
+        if (line.size() > key.size() && line[key.size()] == ' ' && line.starts_with(key))
+            if (auto value = parse_u64(line.substr(key.size() + 1))) return value;
+        if (eol == std::string_view::npos) break;
+        rest.remove_prefix(eol + 1);
+    }
+    return std::nullopt;
 }
 
 }  // namespace infervisor

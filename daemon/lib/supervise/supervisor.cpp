@@ -118,7 +118,7 @@ std::optional<WorkDirMonitor::WorkerView> Supervisor::view_of(const std::string&
     WorkDirMonitor::WorkerView view;
     view.has_processes = s == WorkerState::starting || s == WorkerState::running ||
                          s == WorkerState::stopping || s == WorkerState::suspended || w.exiting();
-    view.cgroup = "/" + w.cgroup().path().lexically_relative(ctx_.cgroup_mount).string();
+    view.cgroup = w.cgroup_in_mount();
     return view;
 }
 

@@ -95,7 +95,7 @@ void Supervisor::adopt_leftovers(const Config& config) {
 void Supervisor::adopt_one(const std::string& name, const Config& config) {
     std::filesystem::path state_dir = ctx_.paths.runtime_dir / "state";
     CgroupDir dir = ctx_.cgroups.worker(name);
-    std::string cgroup_in_proc = "/" + dir.path().lexically_relative(ctx_.cgroup_mount).string();
+    std::string cgroup_in_proc = dir.path_in_mount(ctx_.cgroup_mount);
     FoundWorker found;
     found.name = name;
     found.cgroup_exists = dir.exists();

@@ -41,7 +41,7 @@ Worker::Worker(WorkerContext& ctx, WorkerSpec spec)
     : ctx_(ctx),
       spec_(std::move(spec)),
       cgroup_(ctx.cgroups.worker(spec_.name)),
-      cgroup_in_mount_("/" + cgroup_.path().lexically_relative(ctx.cgroup_mount).string()),
+      cgroup_in_mount_(cgroup_.path_in_mount(ctx.cgroup_mount)),
       tracker_(spec_.restart, ctx.clock),
       host_kills_(ctx.clock),
       stop_timer_(ctx.clock.make_timer()),

@@ -60,8 +60,7 @@ class Worker {
     // before that.
     TimePoint state_since() const { return state_since_; }
     const CgroupDir& cgroup() const { return cgroup_; }
-    // Its cgroup relative to the cgroup2 mount, with a leading '/', as
-    // /proc/PID/cgroup and the GPU readings name it.
+    // cgroup().path_in_mount(): as /proc/PID/cgroup names it.
     const std::string& cgroup_in_mount() const { return cgroup_in_mount_; }
 
     // Starts unless already up; from `failed` an explicit start clears the
